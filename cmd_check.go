@@ -1,0 +1,86 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/hookback/hookback/kubeconfig"
+)
+
+func checkCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "check",
+		Usage: "check that the cluster is reachable and hookback has every permission it needs",
+		Description: `check connects with the kubeconfig, prints the server version and who the apiserver
+thinks you are, and asks (SelfSubjectAccessReview) for every permission hookback start
+needs. It writes nothing. It exits non-zero and names what is missing.
+
+Examples:
+   hookback check
+   hookback --kubeconfig ~/.kube/dev.yaml --context dev check`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "lease-namespace", EnvVars: env("lease-namespace"), Value: "default", Usage: "namespace for the session Lease and the canary ConfigMap"},
+			&cli.DurationFlag{Name: "timeout", EnvVars: env("timeout"), Value: 10 * time.Second, Usage: "give up on the apiserver after this long"},
+		},
+		Action: runCheck,
+	}
+}
+
+func runCheck(c *cli.Context) error {
+	cfg, err := kubeconfig.Load(kubeconfigOptions(c))
+	if err != nil {
+		return err
+	}
+	cs, err := cfg.Clientset(c.Duration("timeout"))
+	if err != nil {
+		return err
+	}
+	ctx := c.Context
+	out := c.App.Writer
+	v, err := kubeconfig.ServerVersion(ctx, cs, cfg.Server)
+	if err != nil {
+		return err
+	}
+	who, err := kubeconfig.WhoAmI(ctx, cs)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Server:   %s (context %q from %s)\n", cfg.Server, cfg.Context, cfg.Source())
+	fmt.Fprintf(out, "Version:  %s\n", v.GitVersion)
+	fmt.Fprintf(out, "User:     %s (groups: %s)\n\n", who.Username, strings.Join(who.Groups, ", "))
+
+	results, err := kubeconfig.CheckPermissions(ctx, cs, kubeconfig.RequiredPermissions(c.String("lease-namespace")))
+	if err != nil {
+		return err
+	}
+	if err := printPermissions(out, results); err != nil {
+		return err
+	}
+	if missing := kubeconfig.Missing(results); len(missing) > 0 {
+		return &exitError{code: 2, err: kubeconfig.MissingError(who.Username, missing)}
+	}
+	fmt.Fprintf(out, "\nall %d permissions granted\n", len(results))
+	return nil
+}
+
+func printPermissions(w io.Writer, results []kubeconfig.PermissionResult) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PERMISSION\tNAMESPACE\tALLOWED\tNEEDED FOR")
+	for _, r := range results {
+		ns := r.Namespace
+		if ns == "" {
+			ns = "*"
+		}
+		ok := "yes"
+		if !r.Allowed {
+			ok = "NO"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Permission, ns, ok, r.Why)
+	}
+	return tw.Flush()
+}

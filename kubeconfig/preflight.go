@@ -1,0 +1,134 @@
+package kubeconfig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Permission is one verb on one resource that hookback needs.
+type Permission struct {
+	Verb        string
+	Group       string
+	Resource    string
+	Subresource string
+	// Namespace scopes the check; empty means all namespaces / cluster scope.
+	Namespace string
+	// Why is shown next to a missing permission.
+	Why string
+}
+
+// String renders the permission the way kubectl auth can-i takes it.
+func (p Permission) String() string {
+	r := p.Resource
+	if p.Group != "" {
+		r += "." + p.Group
+	}
+	if p.Subresource != "" {
+		r += "/" + p.Subresource
+	}
+	return p.Verb + " " + r
+}
+
+// RequiredPermissions lists everything hookback start needs, grouped by the
+// part that needs it. leaseNamespace is where sessions keep their Lease and
+// where the canary ConfigMap is dry-run created.
+func RequiredPermissions(leaseNamespace string) []Permission {
+	var ps []Permission
+	for _, res := range []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"} {
+		for _, verb := range []string{"list", "create", "update", "patch", "delete"} {
+			ps = append(ps, Permission{Verb: verb, Group: "admissionregistration.k8s.io", Resource: res, Why: "register webhooks"})
+		}
+	}
+	for _, verb := range []string{"get", "create", "update", "delete"} {
+		ps = append(ps, Permission{Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Namespace: leaseNamespace, Why: "session heartbeat"})
+	}
+	ps = append(ps,
+		Permission{Verb: "create", Resource: "events", Why: "Warning Events"},
+		Permission{Verb: "create", Group: "events.k8s.io", Resource: "events", Why: "Warning Events"},
+	)
+	for _, verb := range []string{"get", "list", "watch", "patch"} {
+		ps = append(ps, Permission{Verb: verb, Resource: "pods", Why: "controllers and webhooks"})
+	}
+	for _, verb := range []string{"get", "list", "watch"} {
+		ps = append(ps, Permission{Verb: verb, Resource: "nodes", Why: "node oversell"})
+	}
+	for _, res := range []string{"clusterroles", "clusterrolebindings"} {
+		for _, verb := range []string{"get", "create", "update"} {
+			ps = append(ps, Permission{Verb: verb, Group: "rbac.authorization.k8s.io", Resource: res, Why: "exec-rbac controller"})
+		}
+	}
+	ps = append(ps, Permission{Verb: "create", Resource: "configmaps", Namespace: leaseNamespace, Why: "canary verification (dry-run)"})
+	return ps
+}
+
+// PermissionResult is the outcome of one SelfSubjectAccessReview.
+type PermissionResult struct {
+	Permission
+	Allowed bool
+	Reason  string
+}
+
+// CheckPermissions asks the apiserver, one SelfSubjectAccessReview per
+// permission, whether the current user may do each thing.
+func CheckPermissions(ctx context.Context, cs kubernetes.Interface, perms []Permission) ([]PermissionResult, error) {
+	out := make([]PermissionResult, 0, len(perms))
+	for _, p := range perms {
+		ssar := &authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authzv1.ResourceAttributes{
+				Verb: p.Verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource, Namespace: p.Namespace,
+			},
+		}}
+		res, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, ssar, metav1.CreateOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("check permission %q: %w", p, Explain(err))
+		}
+		out = append(out, PermissionResult{Permission: p, Allowed: res.Status.Allowed, Reason: res.Status.Reason})
+	}
+	return out, nil
+}
+
+// Missing returns the permissions that were denied.
+func Missing(results []PermissionResult) []Permission {
+	var m []Permission
+	for _, r := range results {
+		if !r.Allowed {
+			m = append(m, r.Permission)
+		}
+	}
+	return m
+}
+
+// ErrMissingPermissions is wrapped by MissingError.
+var ErrMissingPermissions = errors.New("kubeconfig: missing permissions")
+
+// MissingError builds the one-line summary of what is missing.
+func MissingError(user string, missing []Permission) error {
+	names := make([]string, len(missing))
+	for i, p := range missing {
+		names[i] = p.String()
+	}
+	return fmt.Errorf("%w: user %q cannot %s; ask a cluster admin to grant them (see `hookback check`)",
+		ErrMissingPermissions, user, strings.Join(names, ", "))
+}
+
+// Identity is who the apiserver thinks the client is.
+type Identity struct {
+	Username string
+	Groups   []string
+}
+
+// WhoAmI asks the apiserver through a SelfSubjectReview.
+func WhoAmI(ctx context.Context, cs kubernetes.Interface) (Identity, error) {
+	r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return Identity{}, fmt.Errorf("self subject review: %w", Explain(err))
+	}
+	return Identity{Username: r.Status.UserInfo.Username, Groups: r.Status.UserInfo.Groups}, nil
+}

@@ -1,0 +1,113 @@
+// Package server serves admission webhooks over HTTPS and registers them with
+// the kube-apiserver: the AdmissionReview transport, TLS, registration through
+// webhook configurations, the session heartbeat, verification and reload.
+//
+// Webhooks implement Handler; they never see HTTP, review versions or JSON
+// patches. The webhook package imports this one, never the other way round.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"gomodules.xyz/jsonpatch/v2"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Request is one admission request, whichever AdmissionReview version carried
+// it (v1 and v1beta1 share their request fields).
+type Request struct {
+	admissionv1.AdmissionRequest
+}
+
+// IsDryRun reports whether the apiserver will not persist the object, so a
+// handler with side effects must skip them.
+func (r *Request) IsDryRun() bool { return r.DryRun != nil && *r.DryRun }
+
+// Response is a handler's decision. Build it with Allowed, Denied, Errored or
+// Patched.
+type Response struct {
+	Allowed bool
+	// Result carries the message and code shown to the API client.
+	Result *metav1.Status
+	// Patch is a JSON patch (RFC 6902) against the request's object.
+	Patch []byte
+	// Warnings are shown to the API client (kubectl prints them).
+	Warnings []string
+	// PatchOps counts patch operations, for the admission log line.
+	PatchOps int
+}
+
+// Handler decides one admission request.
+//
+// Contract: Handle must be safe for concurrent use, must not block past ctx,
+// must not modify req, and should return Errored rather than panic; a panic is
+// recovered by the transport and answered as an internal error.
+type Handler interface {
+	Handle(ctx context.Context, req Request) Response
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, req Request) Response
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, req Request) Response { return f(ctx, req) }
+
+var _ Handler = HandlerFunc(nil)
+
+// Allowed admits the request; msg may be empty.
+func Allowed(msg string) Response {
+	return Response{Allowed: true, Result: &metav1.Status{Code: http.StatusOK, Message: msg}}
+}
+
+// Denied rejects the request with a reason the API client sees.
+func Denied(msg string) Response {
+	return Response{Allowed: false, Result: &metav1.Status{Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden, Message: msg}}
+}
+
+// Errored rejects the request because the handler could not decide; code is
+// an HTTP status such as 400 (bad object) or 500 (internal).
+func Errored(code int32, err error) Response {
+	return Response{Allowed: false, Result: &metav1.Status{Code: code, Message: err.Error()}}
+}
+
+// Patched admits the request with the changes that turn original (the raw
+// object the request carried) into mutated. No change means a plain Allowed.
+func Patched(msg string, original []byte, mutated any) Response {
+	after, err := json.Marshal(mutated)
+	if err != nil {
+		return Errored(http.StatusInternalServerError, fmt.Errorf("marshal mutated object: %w", err))
+	}
+	ops, err := jsonpatch.CreatePatch(original, after)
+	if err != nil {
+		return Errored(http.StatusInternalServerError, fmt.Errorf("compute patch: %w", err))
+	}
+	resp := Allowed(msg)
+	if len(ops) == 0 {
+		return resp
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return Errored(http.StatusInternalServerError, fmt.Errorf("marshal patch: %w", err))
+	}
+	resp.Patch = patch
+	resp.PatchOps = len(ops)
+	return resp
+}
+
+// WithWarnings returns r with warnings added.
+func (r Response) WithWarnings(w ...string) Response {
+	r.Warnings = append(r.Warnings, w...)
+	return r
+}
+
+// Webhook is a Handler served at Path. Name labels its log lines and metrics
+// and is what --webhooks selects.
+type Webhook struct {
+	Name    string
+	Path    string
+	Handler Handler
+}

@@ -1,0 +1,175 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionv1beta1 "k8s.io/api/admission/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DefaultMaxBodyBytes caps an AdmissionReview body. The apiserver limits an
+// object to 3 MiB, and a review can carry object and oldObject, so 7 MiB
+// admits every real review while bounding memory per request.
+const DefaultMaxBodyBytes = 7 << 20
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// admissionHTTP is the transport for one webhook: method, content type, body
+// cap, decoding either review version, the typed reply, logging and metrics.
+type admissionHTTP struct {
+	name    string
+	handler Handler
+	log     *slog.Logger
+	metrics *Metrics
+	maxBody int64
+}
+
+var _ http.Handler = (*admissionHTTP)(nil)
+
+// NewAdmissionHandler serves the webhook named name over HTTP with handler
+// deciding each request. A nil metrics records nothing.
+func NewAdmissionHandler(name string, handler Handler, log *slog.Logger, metrics *Metrics) http.Handler {
+	return &admissionHTTP{name: name, handler: handler, log: log, metrics: metrics, maxBody: DefaultMaxBodyBytes}
+}
+
+func (a *admissionHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		a.fail(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed: admission reviews are POSTed", r.Method))
+		return
+	}
+	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
+		a.fail(w, http.StatusUnsupportedMediaType, fmt.Sprintf("content type %q not supported: send application/json", r.Header.Get("Content-Type")))
+		return
+	}
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer bufPool.Put(buf)
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, a.maxBody)); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			a.fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", a.maxBody))
+			return
+		}
+		a.fail(w, http.StatusBadRequest, "read request body: "+err.Error())
+		return
+	}
+	review, err := decodeReview(buf.Bytes())
+	if err != nil {
+		a.fail(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	req := Request{AdmissionRequest: *review.Request}
+	resp := a.call(r.Context(), req)
+	a.reply(w, review.TypeMeta, req, resp, time.Since(start))
+}
+
+// decodeReview accepts admission.k8s.io/v1 and v1beta1: their JSON shapes are
+// the same, so one decode serves both and TypeMeta remembers which to answer.
+func decodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, errors.New("empty body: expected an AdmissionReview")
+	}
+	var review admissionv1.AdmissionReview
+	if err := json.Unmarshal(body, &review); err != nil {
+		return nil, fmt.Errorf("decode AdmissionReview: %w", err)
+	}
+	switch review.APIVersion {
+	case admissionv1.SchemeGroupVersion.String(), admissionv1beta1.SchemeGroupVersion.String():
+	default:
+		return nil, fmt.Errorf("unsupported apiVersion %q: want admission.k8s.io/v1 or admission.k8s.io/v1beta1", review.APIVersion)
+	}
+	if review.Kind != "AdmissionReview" {
+		return nil, fmt.Errorf("unsupported kind %q: want AdmissionReview", review.Kind)
+	}
+	if review.Request == nil {
+		return nil, errors.New("AdmissionReview has no request")
+	}
+	return &review, nil
+}
+
+// call runs the handler, turning a panic into an internal error.
+func (a *admissionHTTP) call(ctx context.Context, req Request) (resp Response) {
+	defer func() {
+		if p := recover(); p != nil {
+			a.log.Error("webhook panicked", "webhook", a.name, "uid", req.UID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			resp = Errored(http.StatusInternalServerError, fmt.Errorf("internal error in webhook %s", a.name))
+		}
+	}()
+	return a.handler.Handle(ctx, req)
+}
+
+func (a *admissionHTTP) reply(w http.ResponseWriter, tm metav1.TypeMeta, req Request, resp Response, took time.Duration) {
+	out := admissionv1.AdmissionReview{TypeMeta: tm, Response: &admissionv1.AdmissionResponse{
+		UID:      req.UID,
+		Allowed:  resp.Allowed,
+		Result:   resp.Result,
+		Warnings: resp.Warnings,
+	}}
+	if len(resp.Patch) > 0 {
+		pt := admissionv1.PatchTypeJSONPatch
+		out.Response.Patch = resp.Patch
+		out.Response.PatchType = &pt
+	}
+	body, err := json.Marshal(out)
+	if err != nil {
+		a.fail(w, http.StatusInternalServerError, "encode AdmissionResponse: "+err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(body)
+	a.logAdmission(req, resp, took)
+}
+
+// logAdmission writes the one line per request: never the object body.
+func (a *admissionHTTP) logAdmission(req Request, resp Response, took time.Duration) {
+	decision := "allowed"
+	if !resp.Allowed {
+		decision = "denied"
+		if resp.Result != nil && resp.Result.Code >= 500 {
+			decision = "errored"
+		}
+	}
+	a.metrics.observe(a.name, decision, took)
+	res := req.Resource.Resource
+	if req.SubResource != "" {
+		res += "/" + req.SubResource
+	}
+	attrs := []slog.Attr{
+		slog.String("webhook", a.name),
+		slog.String("resource", res),
+		slog.String("operation", string(req.Operation)),
+		slog.String("namespace", req.Namespace),
+		slog.String("name", req.Name),
+		slog.String("decision", decision),
+		slog.Int("patch_ops", resp.PatchOps),
+		slog.Duration("latency", took),
+	}
+	if req.IsDryRun() {
+		attrs = append(attrs, slog.Bool("dry_run", true))
+	}
+	if !resp.Allowed && resp.Result != nil {
+		attrs = append(attrs, slog.String("reason", resp.Result.Message))
+	}
+	a.log.LogAttrs(context.Background(), slog.LevelInfo, "admission", attrs...)
+}
+
+// fail answers a request that is not a decodable review: a plain status and
+// message, since there is no UID to echo.
+func (a *admissionHTTP) fail(w http.ResponseWriter, code int, msg string) {
+	a.metrics.observe(a.name, "bad_request", 0)
+	a.log.Warn("rejected admission request", "webhook", a.name, "status", code, "error", msg)
+	http.Error(w, msg, code)
+}

@@ -1,0 +1,45 @@
+package server
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics are hookback's Prometheus metrics, kept in a registry of their own
+// rather than the global one.
+type Metrics struct {
+	Registry *prometheus.Registry
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+// NewMetrics registers the admission metrics and the Go runtime collectors.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "hookback", Name: "admission_requests_total",
+			Help: "Admission requests by webhook and decision (allowed, denied, errored, bad_request).",
+		}, []string{"webhook", "decision"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "hookback", Name: "admission_duration_seconds",
+			Help:    "Time to decode, decide and answer one admission request.",
+			Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1},
+		}, []string{"webhook"}),
+	}
+	m.Registry.MustRegister(m.requests, m.latency,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *Metrics) observe(webhook, decision string, took time.Duration) {
+	if m == nil {
+		return
+	}
+	m.requests.WithLabelValues(webhook, decision).Inc()
+	if decision != "bad_request" {
+		m.latency.WithLabelValues(webhook).Observe(took.Seconds())
+	}
+}
