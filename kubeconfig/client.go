@@ -13,6 +13,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -20,21 +21,35 @@ import (
 // UserAgent identifies hookback in the apiserver's audit log.
 const UserAgent = "hookback"
 
-// Clientset builds a typed client with a request timeout, so an unreachable
-// apiserver fails fast with one error instead of hanging.
-func (c *Config) Clientset(timeout time.Duration) (*kubernetes.Clientset, error) {
+// restConfig copies the config with hookback's user agent, a request timeout
+// and client-side rate limits: webhooks and controllers make bursts of small
+// requests that client-go's default 5 QPS would throttle.
+func (c *Config) restConfig(timeout time.Duration) *rest.Config {
 	rc := rest.CopyConfig(c.Rest)
 	rc.UserAgent = UserAgent
 	if timeout > 0 {
 		rc.Timeout = timeout
 	}
-	// Admission-time controllers and webhooks make bursts of small requests;
-	// client-go's default 5 QPS would throttle them on a busy dev cluster.
 	if rc.QPS == 0 {
 		rc.QPS = 50
 		rc.Burst = 100
 	}
-	cs, err := kubernetes.NewForConfig(rc)
+	return rc
+}
+
+// Dynamic builds a dynamic client, for server-side apply of rendered objects.
+func (c *Config) Dynamic(timeout time.Duration) (*dynamic.DynamicClient, error) {
+	dc, err := dynamic.NewForConfig(c.restConfig(timeout))
+	if err != nil {
+		return nil, fmt.Errorf("build dynamic client for %s: %w", c.Server, err)
+	}
+	return dc, nil
+}
+
+// Clientset builds a typed client with a request timeout, so an unreachable
+// apiserver fails fast with one error instead of hanging.
+func (c *Config) Clientset(timeout time.Duration) (*kubernetes.Clientset, error) {
+	cs, err := kubernetes.NewForConfig(c.restConfig(timeout))
 	if err != nil {
 		return nil, fmt.Errorf("build client for %s: %w", c.Server, err)
 	}

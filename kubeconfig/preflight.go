@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
+	"golang.org/x/sync/errgroup"
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,7 +24,13 @@ type Permission struct {
 	Namespace string
 	// Why is shown next to a missing permission.
 	Why string
+	// Part is what needs it: PartCore, or a webhook or controller name, so
+	// a run that disables that part does not need the permission.
+	Part string
 }
+
+// PartCore marks permissions every run needs.
+const PartCore = "core"
 
 // String renders the permission the way kubectl auth can-i takes it.
 func (p Permission) String() string {
@@ -43,29 +51,40 @@ func RequiredPermissions(leaseNamespace string) []Permission {
 	var ps []Permission
 	for _, res := range []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"} {
 		for _, verb := range []string{"list", "create", "update", "patch", "delete"} {
-			ps = append(ps, Permission{Verb: verb, Group: "admissionregistration.k8s.io", Resource: res, Why: "register webhooks"})
+			ps = append(ps, Permission{Verb: verb, Group: "admissionregistration.k8s.io", Resource: res, Why: "register webhooks", Part: PartCore})
 		}
 	}
 	for _, verb := range []string{"get", "create", "update", "delete"} {
-		ps = append(ps, Permission{Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Namespace: leaseNamespace, Why: "session heartbeat"})
+		ps = append(ps, Permission{Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Namespace: leaseNamespace, Why: "session heartbeat", Part: PartCore})
 	}
 	ps = append(ps,
-		Permission{Verb: "create", Resource: "events", Why: "Warning Events"},
-		Permission{Verb: "create", Group: "events.k8s.io", Resource: "events", Why: "Warning Events"},
+		Permission{Verb: "create", Resource: "events", Why: "Warning Events", Part: PartCore},
+		Permission{Verb: "create", Group: "events.k8s.io", Resource: "events", Why: "Warning Events", Part: PartCore},
 	)
 	for _, verb := range []string{"get", "list", "watch", "patch"} {
-		ps = append(ps, Permission{Verb: verb, Resource: "pods", Why: "controllers and webhooks"})
+		ps = append(ps, Permission{Verb: verb, Resource: "pods", Why: "pod cache for webhooks and controllers", Part: "pods"})
 	}
 	for _, verb := range []string{"get", "list", "watch"} {
-		ps = append(ps, Permission{Verb: verb, Resource: "nodes", Why: "node oversell"})
+		ps = append(ps, Permission{Verb: verb, Resource: "nodes", Why: "node oversell", Part: "node-status"})
 	}
 	for _, res := range []string{"clusterroles", "clusterrolebindings"} {
 		for _, verb := range []string{"get", "create", "update"} {
-			ps = append(ps, Permission{Verb: verb, Group: "rbac.authorization.k8s.io", Resource: res, Why: "exec-rbac controller"})
+			ps = append(ps, Permission{Verb: verb, Group: "rbac.authorization.k8s.io", Resource: res, Why: "exec-rbac controller", Part: "exec-rbac"})
 		}
 	}
-	ps = append(ps, Permission{Verb: "create", Resource: "configmaps", Namespace: leaseNamespace, Why: "canary verification (dry-run)"})
+	ps = append(ps, Permission{Verb: "create", Resource: "configmaps", Namespace: leaseNamespace, Why: "canary verification (dry-run)", Part: PartCore})
 	return ps
+}
+
+// Only keeps the permissions whose Part is PartCore or in parts.
+func Only(perms []Permission, parts ...string) []Permission {
+	var out []Permission
+	for _, p := range perms {
+		if p.Part == PartCore || slices.Contains(parts, p.Part) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // PermissionResult is the outcome of one SelfSubjectAccessReview.
@@ -76,20 +95,29 @@ type PermissionResult struct {
 }
 
 // CheckPermissions asks the apiserver, one SelfSubjectAccessReview per
-// permission, whether the current user may do each thing.
+// permission, whether the current user may do each thing. Reviews run a few at
+// a time: on a remote cluster one after another would cost a second.
 func CheckPermissions(ctx context.Context, cs kubernetes.Interface, perms []Permission) ([]PermissionResult, error) {
-	out := make([]PermissionResult, 0, len(perms))
-	for _, p := range perms {
-		ssar := &authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authzv1.ResourceAttributes{
-				Verb: p.Verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource, Namespace: p.Namespace,
-			},
-		}}
-		res, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, ssar, metav1.CreateOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("check permission %q: %w", p, Explain(err))
-		}
-		out = append(out, PermissionResult{Permission: p, Allowed: res.Status.Allowed, Reason: res.Status.Reason})
+	out := make([]PermissionResult, len(perms))
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for i, p := range perms {
+		g.Go(func() error {
+			ssar := &authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{
+				ResourceAttributes: &authzv1.ResourceAttributes{
+					Verb: p.Verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource, Namespace: p.Namespace,
+				},
+			}}
+			res, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, ssar, metav1.CreateOptions{})
+			if err != nil {
+				return fmt.Errorf("check permission %q: %w", p, Explain(err))
+			}
+			out[i] = PermissionResult{Permission: p, Allowed: res.Status.Allowed, Reason: res.Status.Reason}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

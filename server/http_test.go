@@ -1,0 +1,149 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+func fixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "admission", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// labelPod adds a label, to exercise Patched end to end.
+var labelPod = HandlerFunc(func(_ context.Context, req Request) Response {
+	var pod corev1.Pod
+	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
+		return Errored(http.StatusBadRequest, err)
+	}
+	pod.Labels = map[string]string{"seen": "yes"}
+	return Patched("", req.Object.Raw, &pod)
+})
+
+func TestAdmissionHTTP(t *testing.T) {
+	deny := HandlerFunc(func(context.Context, Request) Response { return Denied("no way") })
+	boom := HandlerFunc(func(context.Context, Request) Response { panic("boom") })
+	tests := []struct {
+		name        string
+		handler     Handler
+		method      string
+		contentType string
+		body        []byte
+		wantCode    int
+		wantText    string // in the plain-text error for non-200
+		wantVersion string
+		wantUID     string
+		wantAllowed bool
+		wantPatch   bool
+		wantMessage string
+	}{
+		{name: "v1 patched", handler: labelPod, body: fixture(t, "pod-create.v1.json"), wantCode: 200,
+			wantVersion: "admission.k8s.io/v1", wantUID: "705ab4f5-6393-11e8-b7cc-42010a800002", wantAllowed: true, wantPatch: true},
+		{name: "v1beta1 answered in v1beta1", handler: labelPod, body: fixture(t, "pod-create.v1beta1.json"), wantCode: 200,
+			wantVersion: "admission.k8s.io/v1beta1", wantUID: "11111111-2222-3333-4444-555555555555", wantAllowed: true, wantPatch: true},
+		{name: "denied keeps 200 and carries the message", handler: deny, body: fixture(t, "pod-create.v1.json"), wantCode: 200,
+			wantVersion: "admission.k8s.io/v1", wantUID: "705ab4f5-6393-11e8-b7cc-42010a800002", wantMessage: "no way"},
+		{name: "panicking handler is an internal error", handler: boom, body: fixture(t, "pod-create.v1.json"), wantCode: 200,
+			wantVersion: "admission.k8s.io/v1", wantUID: "705ab4f5-6393-11e8-b7cc-42010a800002", wantMessage: "internal error in webhook test"},
+		{name: "content type with charset", handler: labelPod, contentType: "application/json; charset=utf-8", body: fixture(t, "pod-create.v1.json"),
+			wantCode: 200, wantVersion: "admission.k8s.io/v1", wantUID: "705ab4f5-6393-11e8-b7cc-42010a800002", wantAllowed: true, wantPatch: true},
+		{name: "GET", handler: labelPod, method: http.MethodGet, wantCode: 405, wantText: "POST"},
+		{name: "wrong content type", handler: labelPod, contentType: "application/yaml", body: fixture(t, "pod-create.v1.json"), wantCode: 415, wantText: "application/json"},
+		{name: "empty body", handler: labelPod, body: nil, wantCode: 400, wantText: "empty body"},
+		{name: "garbage JSON", handler: labelPod, body: fixture(t, "garbage.json"), wantCode: 400, wantText: "decode AdmissionReview"},
+		{name: "missing request", handler: labelPod, body: fixture(t, "no-request.v1.json"), wantCode: 400, wantText: "no request"},
+		{name: "unknown version", handler: labelPod, body: fixture(t, "wrong-version.json"), wantCode: 400, wantText: "unsupported apiVersion"},
+		{name: "wrong kind", handler: labelPod, body: fixture(t, "wrong-kind.json"), wantCode: 400, wantText: "unsupported kind"},
+		{name: "oversized body", handler: labelPod, body: bytes.Repeat([]byte(" "), DefaultMaxBodyBytes+1), wantCode: 413, wantText: "larger than"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			h := NewAdmissionHandler("test", tc.handler, slog.New(slog.NewTextHandler(&logs, nil)), NewMetrics())
+			method, ct := tc.method, tc.contentType
+			if method == "" {
+				method = http.MethodPost
+			}
+			if ct == "" {
+				ct = "application/json"
+			}
+			req := httptest.NewRequest(method, "/x?timeout=10s", bytes.NewReader(tc.body))
+			req.Header.Set("Content-Type", ct)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			body, _ := io.ReadAll(rec.Body)
+			if rec.Code != tc.wantCode {
+				t.Fatalf("status = %d, want %d (body %q)", rec.Code, tc.wantCode, body)
+			}
+			if tc.wantCode != 200 {
+				if !strings.Contains(string(body), tc.wantText) {
+					t.Errorf("body %q does not contain %q", body, tc.wantText)
+				}
+				return
+			}
+			var review admissionv1.AdmissionReview
+			if err := json.Unmarshal(body, &review); err != nil {
+				t.Fatalf("decode reply: %v", err)
+			}
+			r := review.Response
+			if review.APIVersion != tc.wantVersion || review.Kind != "AdmissionReview" || r == nil || string(r.UID) != tc.wantUID {
+				t.Fatalf("reply = %s, want version %s uid %s", body, tc.wantVersion, tc.wantUID)
+			}
+			if r.Allowed != tc.wantAllowed || (len(r.Patch) > 0) != tc.wantPatch {
+				t.Errorf("allowed=%v patch=%q, want allowed=%v patch=%v", r.Allowed, r.Patch, tc.wantAllowed, tc.wantPatch)
+			}
+			if tc.wantPatch && (r.PatchType == nil || *r.PatchType != admissionv1.PatchTypeJSONPatch) {
+				t.Errorf("patchType = %v, want JSONPatch", r.PatchType)
+			}
+			if tc.wantMessage != "" && (r.Result == nil || !strings.Contains(r.Result.Message, tc.wantMessage)) {
+				t.Errorf("result = %+v, want message %q", r.Result, tc.wantMessage)
+			}
+			if strings.Contains(logs.String(), `"image"`) || strings.Contains(logs.String(), "nginx") {
+				t.Errorf("log leaks the object body: %s", logs.String())
+			}
+		})
+	}
+}
+
+func TestPatchedNoChangeIsPlainAllow(t *testing.T) {
+	raw := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}`)
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		t.Fatal(err)
+	}
+	r := Patched("", raw, obj)
+	if !r.Allowed || r.Patch != nil {
+		t.Errorf("Patched(no change) = %+v, want allowed without patch", r)
+	}
+}
+
+func BenchmarkAdmissionHTTP(b *testing.B) {
+	body := fixture(b, "pod-create.v1.json")
+	h := NewAdmissionHandler("bench", labelPod, slog.New(slog.DiscardHandler), NewMetrics())
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodPost, "/x", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			b.Fatal(rec.Code)
+		}
+	}
+}

@@ -1,0 +1,113 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+)
+
+// LeaseName is the Lease that keeps session alive.
+func LeaseName(session string) string { return "hookback-" + session }
+
+// LeaseExpired reports whether l was not renewed within its duration. A Lease
+// never renewed counts as expired.
+func LeaseExpired(l *coordinationv1.Lease, now time.Time) bool {
+	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		return true
+	}
+	d := time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	return now.After(l.Spec.RenewTime.Add(d))
+}
+
+// Heartbeat keeps a session's Lease renewed, so that another run can tell a
+// live session from one that crashed.
+type Heartbeat struct {
+	Client    kubernetes.Interface
+	Namespace string
+	Session   string
+	Holder    string
+	// Duration is how long the Lease stays valid without renewal.
+	Duration time.Duration
+	Log      *slog.Logger
+}
+
+// Renew creates or renews the Lease. It reports created=true when the Lease
+// did not exist, which during a run means someone cleaned the session up
+// (for example after this laptop slept past the Lease).
+func (h *Heartbeat) Renew(ctx context.Context) (created bool, err error) {
+	leases := h.Client.CoordinationV1().Leases(h.Namespace)
+	now := metav1.NewMicroTime(time.Now())
+	l, err := leases.Get(ctx, LeaseName(h.Session), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		l = &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:      LeaseName(h.Session),
+				Namespace: h.Namespace,
+				Labels:    map[string]string{LabelManagedBy: ManagedByValue, LabelSession: h.Session},
+			},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity:       ptr.To(h.Holder),
+				LeaseDurationSeconds: ptr.To(int32(h.Duration / time.Second)),
+				AcquireTime:          &now,
+				RenewTime:            &now,
+			},
+		}
+		if _, err := leases.Create(ctx, l, metav1.CreateOptions{FieldManager: FieldManager}); err != nil {
+			return false, fmt.Errorf("create lease %s/%s: %w", h.Namespace, l.Name, err)
+		}
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("get lease %s/%s: %w", h.Namespace, LeaseName(h.Session), err)
+	}
+	l = l.DeepCopy()
+	l.Spec.HolderIdentity = ptr.To(h.Holder)
+	l.Spec.LeaseDurationSeconds = ptr.To(int32(h.Duration / time.Second))
+	l.Spec.RenewTime = &now
+	if _, err := leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+		return false, fmt.Errorf("renew lease %s/%s: %w", h.Namespace, l.Name, err)
+	}
+	return false, nil
+}
+
+// Run renews the Lease every interval until ctx is done. lost is called
+// when the Lease had disappeared and was recreated.
+func (h *Heartbeat) Run(ctx context.Context, interval time.Duration, lost func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		created, err := h.Renew(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			h.Log.Warn("session heartbeat failed; will retry", "error", err)
+		case created:
+			h.Log.Warn("session lease was gone (cleaned up by another run?); re-registering", "lease", h.Namespace+"/"+LeaseName(h.Session))
+			lost()
+		}
+	}
+}
+
+// Release deletes the Lease.
+func (h *Heartbeat) Release(ctx context.Context) error {
+	return deleteLease(ctx, h.Client, h.Namespace, LeaseName(h.Session))
+}
+
+func deleteLease(ctx context.Context, cs kubernetes.Interface, ns, name string) error {
+	err := cs.CoordinationV1().Leases(ns).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete lease %s/%s: %w", ns, name, err)
+	}
+	return nil
+}

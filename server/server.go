@@ -1,0 +1,150 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Server serves the webhooks over TLS and health and metrics over plain HTTP
+// on a separate (loopback by default) address.
+type Server struct {
+	webhooks []Webhook
+	tls      *tls.Config
+	log      *slog.Logger
+	metrics  *Metrics
+	ready    atomic.Bool
+
+	webhookLn net.Listener
+	healthLn  net.Listener
+}
+
+// ServerOptions configures a Server.
+type ServerOptions struct {
+	// Address is host:port for the webhooks.
+	Address string
+	// HealthAddress is host:port for /healthz, /readyz and /metrics.
+	HealthAddress string
+	TLS           *tls.Config
+	Webhooks      []Webhook
+	Log           *slog.Logger
+	Metrics       *Metrics
+}
+
+// NewServer binds both listeners now, so a busy port or a foreign address
+// fails before anything is registered with the cluster.
+func NewServer(opts ServerOptions) (*Server, error) {
+	paths := map[string]string{}
+	for _, w := range opts.Webhooks {
+		if prev, ok := paths[w.Path]; ok {
+			return nil, fmt.Errorf("webhooks %s and %s both serve %s", prev, w.Name, w.Path)
+		}
+		paths[w.Path] = w.Name
+	}
+	wl, err := net.Listen("tcp", opts.Address)
+	if err != nil {
+		return nil, fmt.Errorf("listen for webhooks on %s: %w (is another hookback running? pick --port, or --bind-address with an address of this machine)", opts.Address, err)
+	}
+	hl, err := net.Listen("tcp", opts.HealthAddress)
+	if err != nil {
+		wl.Close()
+		return nil, fmt.Errorf("listen for health on %s: %w (pick another --health-address)", opts.HealthAddress, err)
+	}
+	return &Server{webhooks: opts.Webhooks, tls: opts.TLS, log: opts.Log, metrics: opts.Metrics, webhookLn: wl, healthLn: hl}, nil
+}
+
+// Addr is the bound webhook address.
+func (s *Server) Addr() net.Addr { return s.webhookLn.Addr() }
+
+// HealthAddr is the bound health address.
+func (s *Server) HealthAddr() net.Addr { return s.healthLn.Addr() }
+
+// SetReady flips /readyz.
+func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }
+
+// Paths lists the paths the webhooks serve.
+func (s *Server) Paths() []string {
+	out := make([]string, 0, len(s.webhooks))
+	for _, w := range s.webhooks {
+		out = append(out, w.Path)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (s *Server) webhookMux() http.Handler {
+	mux := http.NewServeMux()
+	for _, w := range s.webhooks {
+		mux.Handle(w.Path, NewAdmissionHandler(w.Name, w.Handler, s.log, s.metrics))
+	}
+	mux.HandleFunc("/", func(rw http.ResponseWriter, r *http.Request) {
+		http.Error(rw, fmt.Sprintf("no webhook at %s; served paths: %v", r.URL.Path, s.Paths()), http.StatusNotFound)
+	})
+	return mux
+}
+
+func (s *Server) healthMux() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !s.ready.Load() {
+			http.Error(w, "not ready: registration not verified yet", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	if s.metrics != nil {
+		mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{}))
+	}
+	return mux
+}
+
+// Start serves until ctx is done, then shuts down gracefully, letting
+// in-flight reviews finish. A clean shutdown returns nil.
+func (s *Server) Start(ctx context.Context) error {
+	tlsConf := s.tls.Clone()
+	webhookSrv := &http.Server{
+		Handler:           s.webhookMux(),
+		TLSConfig:         tlsConf,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	healthSrv := &http.Server{Handler: s.healthMux(), ReadHeaderTimeout: 5 * time.Second}
+	errc := make(chan error, 2)
+	go func() { errc <- serve(webhookSrv.Serve(tls.NewListener(s.webhookLn, tlsConf))) }()
+	go func() { errc <- serve(healthSrv.Serve(s.healthLn)) }()
+
+	pending := 2
+	var err error
+	select {
+	case <-ctx.Done():
+	case e := <-errc:
+		pending--
+		err = fmt.Errorf("serve: %w", e)
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = errors.Join(err, webhookSrv.Shutdown(shutdownCtx), healthSrv.Shutdown(shutdownCtx))
+	// Wait for the serve goroutines so none outlives Start.
+	for ; pending > 0; pending-- {
+		err = errors.Join(err, <-errc)
+	}
+	return err
+}
+
+func serve(err error) error {
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}

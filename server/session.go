@@ -1,0 +1,278 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Runnable is something the session runs beside the server (controllers,
+// informers). Contract: Run blocks until ctx is done and returns only after
+// everything it started has stopped.
+type Runnable interface {
+	Run(ctx context.Context) error
+}
+
+// RunnableFunc adapts a function to Runnable.
+type RunnableFunc func(ctx context.Context) error
+
+// Run calls f.
+func (f RunnableFunc) Run(ctx context.Context) error { return f(ctx) }
+
+var _ Runnable = RunnableFunc(nil)
+
+// Template is the webhook configuration template and where it comes from.
+type Template struct {
+	// Path is the file to read and watch; empty means Default (embedded).
+	Path    string
+	Default []byte
+}
+
+// Load returns the template text and a name for messages.
+func (t Template) Load() (string, []byte, error) {
+	if t.Path == "" {
+		return "webhook-url.yaml.tmpl (built in)", t.Default, nil
+	}
+	b, err := os.ReadFile(t.Path)
+	if err != nil {
+		return "", nil, fmt.Errorf("read template: %w", err)
+	}
+	return t.Path, b, nil
+}
+
+// SessionOptions wires one `hookback start` run.
+type SessionOptions struct {
+	Client         kubernetes.Interface
+	Dynamic        dynamic.Interface
+	Server         *Server
+	Canary         *Canary
+	Template       Template
+	Data           TemplateData
+	LeaseNamespace string
+	Holder         string
+	LeaseDuration  time.Duration
+	Verify         bool
+	VerifyTimeout  time.Duration
+	// Runnables run for the whole session (controllers, informers).
+	Runnables []Runnable
+	// WaitForCaches blocks until the informer caches the handlers read have
+	// synced; nil when there are none.
+	WaitForCaches func(ctx context.Context) error
+	// Banner receives the ready banner.
+	Banner io.Writer
+	// ReloadInterval is the backstop re-read period of the template file.
+	ReloadInterval time.Duration
+	Log            *slog.Logger
+}
+
+// Session is one `hookback start` run against a cluster.
+type Session struct {
+	opts      SessionOptions
+	registrar *Registrar
+	heartbeat *Heartbeat
+	leaseRef  string
+	// wg tracks every goroutine Run starts, so none outlives it.
+	wg sync.WaitGroup
+}
+
+// NewSession checks the options and builds a session.
+func NewSession(opts SessionOptions) (*Session, error) {
+	if opts.Data.Session == "" {
+		return nil, errors.New("server: session name is empty")
+	}
+	if opts.LeaseDuration == 0 {
+		opts.LeaseDuration = 30 * time.Second
+	}
+	if opts.ReloadInterval == 0 {
+		opts.ReloadInterval = 2 * time.Second
+	}
+	return &Session{
+		opts:      opts,
+		registrar: &Registrar{Client: opts.Client, Dynamic: opts.Dynamic, Session: opts.Data.Session, Log: opts.Log},
+		heartbeat: &Heartbeat{Client: opts.Client, Namespace: opts.LeaseNamespace, Session: opts.Data.Session,
+			Holder: opts.Holder, Duration: opts.LeaseDuration, Log: opts.Log},
+		leaseRef: opts.LeaseNamespace + "/" + LeaseName(opts.Data.Session),
+	}, nil
+}
+
+// Render renders the current template for this session.
+func (s *Session) Render() (*Registration, error) {
+	name, text, err := s.opts.Template.Load()
+	if err != nil {
+		return nil, err
+	}
+	return Render(name, text, s.opts.Data, RenderOptions{Paths: s.opts.Server.Paths(), LeaseRef: s.leaseRef})
+}
+
+// Run serves, registers, verifies and runs until ctx is done, then
+// deregisters before it stops serving, so the cluster stops calling first.
+func (s *Session) Run(ctx context.Context) (err error) {
+	start := time.Now()
+	// The server outlives ctx: it must keep answering while we deregister.
+	srvCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
+	bgCtx, stopBackground := context.WithCancel(ctx)
+	errc := make(chan error, 1+len(s.opts.Runnables))
+	s.wg.Go(func() { errc <- s.opts.Server.Start(srvCtx) })
+	for _, r := range s.opts.Runnables {
+		s.wg.Go(func() { errc <- r.Run(bgCtx) })
+	}
+	defer func() {
+		stopBackground()
+		stopServer()
+		s.wg.Wait()
+		close(errc)
+		for e := range errc {
+			err = errors.Join(err, e)
+		}
+	}()
+	defer s.deregister()
+
+	reg, err := s.register(ctx)
+	if err != nil {
+		return err
+	}
+	var rtt time.Duration
+	if s.opts.Verify {
+		if rtt, err = s.verify(ctx); err != nil {
+			return err
+		}
+	}
+	s.opts.Server.SetReady(true)
+	s.banner(reg, time.Since(start), rtt)
+	return s.loop(ctx, bgCtx, errc)
+}
+
+// register cleans up dead sessions, takes the Lease, waits for caches and
+// applies the template.
+func (s *Session) register(ctx context.Context) (*Registration, error) {
+	log := s.opts.Log
+	removed, err := s.registrar.Cleanup(ctx, CleanupOptions{Stale: true, Except: s.opts.Data.Session, DefaultLeaseNamespace: s.opts.LeaseNamespace})
+	if err != nil {
+		log.Warn("could not clean up every stale session", "error", err)
+	}
+	if len(removed) > 0 {
+		log.Info("removed stale sessions", "sessions", strings.Join(removed, ","))
+	}
+	if _, err := s.heartbeat.Renew(ctx); err != nil {
+		return nil, err
+	}
+	if s.opts.WaitForCaches != nil {
+		if err := s.opts.WaitForCaches(ctx); err != nil {
+			return nil, fmt.Errorf("wait for informer caches: %w", err)
+		}
+	}
+	reg, err := s.Render()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.registrar.Apply(ctx, reg, s.canaryKey()); err != nil {
+		return nil, err
+	}
+	return reg, nil
+}
+
+func (s *Session) canaryKey() string {
+	return kindValidatingHook + "/hookback-canary-" + s.opts.Data.Session
+}
+
+func (s *Session) verify(ctx context.Context) (time.Duration, error) {
+	canary := CanaryConfiguration(s.opts.Data.Session, s.opts.Data.URL, s.opts.Data.CABundle, s.leaseRef)
+	if err := s.registrar.ApplyObject(ctx, canary); err != nil {
+		return 0, err
+	}
+	v := &Verifier{Client: s.opts.Client, Canary: s.opts.Canary, Namespace: s.opts.LeaseNamespace,
+		Session: s.opts.Data.Session, URL: s.opts.Data.URL, Timeout: s.opts.VerifyTimeout}
+	rtt, err := v.Verify(ctx)
+	if derr := s.registrar.DeleteObject(context.WithoutCancel(ctx), kindValidatingHook, canary.GetName()); derr != nil {
+		s.opts.Log.Warn("could not delete the canary webhook configuration", "error", derr)
+	}
+	return rtt, err
+}
+
+// loop keeps the session alive: heartbeat, template reloads, and a stop on
+// ctx or on a failed server or runnable.
+func (s *Session) loop(ctx, bgCtx context.Context, errc <-chan error) error {
+	reapply := make(chan struct{}, 1)
+	s.wg.Go(func() { s.heartbeat.Run(bgCtx, s.opts.LeaseDuration/6, func() { trySend(reapply) }) })
+	if s.opts.Template.Path != "" {
+		w := &FileWatcher{Path: s.opts.Template.Path, Interval: s.opts.ReloadInterval, Debounce: 20 * time.Millisecond, Log: s.opts.Log}
+		wait, err := w.Watch(bgCtx, reapply)
+		if err != nil {
+			s.opts.Log.Warn("template hot reload disabled", "error", err)
+		} else {
+			s.wg.Go(wait)
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			s.opts.Log.Info("stopping: deregistering first so the apiserver stops calling")
+			return nil
+		case err := <-errc:
+			return fmt.Errorf("stopped unexpectedly: %w", err)
+		case <-reapply:
+			s.reapply(ctx)
+		}
+	}
+}
+
+func (s *Session) reapply(ctx context.Context) {
+	start := time.Now()
+	reg, err := s.Render()
+	if err != nil {
+		s.opts.Log.Error("template not applied; the previous configuration stays live", "error", err)
+		return
+	}
+	if err := s.registrar.Apply(ctx, reg); err != nil {
+		s.opts.Log.Error("re-apply failed; will retry on the next change", "error", err)
+		return
+	}
+	s.opts.Log.Info("webhook configuration re-applied", "webhooks", len(reg.Webhooks()), "took", time.Since(start))
+}
+
+// deregister removes everything this session wrote. It runs on a fresh
+// context: the run's context is already cancelled when we stop.
+func (s *Session) deregister() {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	s.opts.Server.SetReady(false)
+	err := errors.Join(s.registrar.Deregister(ctx), s.heartbeat.Release(ctx))
+	if err != nil {
+		s.opts.Log.Error("deregistration incomplete: run `hookback cleanup --session "+s.opts.Data.Session+"`", "error", err)
+		return
+	}
+	s.opts.Log.Info("deregistered", "session", s.opts.Data.Session)
+}
+
+func (s *Session) banner(reg *Registration, took, rtt time.Duration) {
+	w := s.opts.Banner
+	if w == nil {
+		return
+	}
+	verified := "not verified (--no-verify)"
+	if s.opts.Verify {
+		verified = fmt.Sprintf("verified: the apiserver called back in %s", rtt.Round(time.Microsecond))
+	}
+	fmt.Fprintf(w, "hookback is ready in %s, %s\n", took.Round(time.Millisecond), verified)
+	fmt.Fprintf(w, "  url:      %s\n  session:  %s\n  health:   http://%s/readyz\n", s.opts.Data.URL, s.opts.Data.Session, s.opts.Server.HealthAddr())
+	for _, h := range reg.Webhooks() {
+		fmt.Fprintf(w, "  webhook:  %s\n", h)
+	}
+	fmt.Fprintf(w, "Stop with Ctrl-C to deregister. After a crash, `hookback cleanup --session %s` removes what is left.\n", s.opts.Data.Session)
+}
+
+func trySend(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
