@@ -18,6 +18,7 @@ TOOLS_DIR="${HACK_CLUSTER_DIR}/tools"
 # Built binaries live outside the clone, keyed by the versions, so every clone
 # and every worktree on the machine shares one build.
 CACHE_ROOT="${HOOKBACK_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/hookback}"
+[[ "${CACHE_ROOT}" == /* ]] || CACHE_ROOT="${PWD}/${CACHE_ROOT}"
 BIN_DIR="${CACHE_ROOT}/cluster-bin/k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
 
 # Cluster state lives inside the clone (.cache/ is gitignored).
@@ -25,6 +26,8 @@ STATE_DIR="${REPO_ROOT}/.cache/cluster"
 KWOK_WORKDIR="${STATE_DIR}/kwok"
 CLUSTER_WORKDIR="${KWOK_WORKDIR}/clusters/${CLUSTER_NAME}"
 KUBECONFIG_OUT="${STATE_DIR}/kubeconfig"
+# The kubeconfig kwokctl adds its context to (instead of ~/.kube/config).
+KWOKCTL_KUBECONFIG="${KWOK_WORKDIR}/kubeconfig"
 
 BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl)
 

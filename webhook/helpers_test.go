@@ -1,0 +1,275 @@
+package webhook
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionv1beta1 "k8s.io/api/admission/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/hookback/hookback/server"
+)
+
+// fixtureDir holds one directory of AdmissionReview fixtures per webhook.
+var fixtureDir = filepath.Join("..", "testdata", "webhook")
+
+// loadRequest reads a whole AdmissionReview fixture (admission.k8s.io/v1 or
+// v1beta1: their JSON shapes are the same, as the transport relies on) and
+// returns its request as a handler sees it.
+func loadRequest(t *testing.T, webhook, fixture string) server.Request {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(fixtureDir, webhook, fixture+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var review admissionv1.AdmissionReview
+	if err := json.Unmarshal(data, &review); err != nil {
+		t.Fatalf("fixture %s/%s: %v", webhook, fixture, err)
+	}
+	wantVersion := strings.SplitN(fixture, "-", 2)[0]
+	switch gv := review.APIVersion; {
+	case gv == admissionv1.SchemeGroupVersion.String() && wantVersion == "v1":
+	case gv == admissionv1beta1.SchemeGroupVersion.String() && wantVersion == "v1beta1":
+	default:
+		t.Fatalf("fixture %s/%s: apiVersion %q does not match its name", webhook, fixture, gv)
+	}
+	if review.Kind != "AdmissionReview" || review.Request == nil {
+		t.Fatalf("fixture %s/%s: not an AdmissionReview with a request", webhook, fixture)
+	}
+	return server.Request{AdmissionRequest: *review.Request}
+}
+
+// testDeps returns Deps whose recorder is a fake that keeps every event, and
+// which remembers the webhook names it was asked for.
+func testDeps(pods ...*corev1.Pod) (Deps, *events.FakeRecorder, *[]string) {
+	fake := events.NewFakeRecorder(100)
+	var asked []string
+	return Deps{
+		Log: slog.New(slog.DiscardHandler),
+		Recorder: func(name string) events.EventRecorder {
+			asked = append(asked, name)
+			return fake
+		},
+		Pods: podLister(pods...),
+	}, fake, &asked
+}
+
+// podLister serves pods from an informer indexer, as a started shared
+// informer factory's lister would.
+func podLister(pods ...*corev1.Pod) corev1listers.PodLister {
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, p := range pods {
+		if err := idx.Add(p); err != nil {
+			panic(err)
+		}
+	}
+	return corev1listers.NewPodLister(idx)
+}
+
+// buildOne builds a single webhook through Build, the way main wires it.
+func buildOne(t *testing.T, name string, opts Options, deps Deps) server.Handler {
+	t.Helper()
+	hooks, err := Build([]string{name}, opts, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hooks) != 1 || hooks[0].Name != name {
+		t.Fatalf("Build(%q) = %v", name, hooks)
+	}
+	return hooks[0].Handler
+}
+
+// drain returns the events recorded so far.
+func drain(rec *events.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-rec.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// checkDecision asserts allowed and, when wantMsg is set, the message.
+func checkDecision(t *testing.T, resp server.Response, wantAllowed bool, wantCode int32, wantMsg string) {
+	t.Helper()
+	if resp.Allowed != wantAllowed {
+		t.Errorf("allowed = %v, want %v (result %+v)", resp.Allowed, wantAllowed, resp.Result)
+	}
+	if resp.Result == nil {
+		t.Fatal("response has no result")
+	}
+	if resp.Result.Code != wantCode {
+		t.Errorf("code = %d, want %d", resp.Result.Code, wantCode)
+	}
+	if wantMsg != "" && resp.Result.Message != wantMsg {
+		t.Errorf("message = %q, want %q", resp.Result.Message, wantMsg)
+	}
+}
+
+// patchOp is one RFC 6902 operation as server.Patched produces them.
+type patchOp struct {
+	Op    string          `json:"op"`
+	Path  string          `json:"path"`
+	Value json.RawMessage `json:"value,omitempty"`
+}
+
+// patchedPod applies resp's patch to the request's pod, as the apiserver
+// would, and decodes the result.
+func patchedPod(t *testing.T, req server.Request, resp server.Response) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{}
+	decodeInto(t, applyPatch(t, req.Object.Raw, resp.Patch), pod)
+	return pod
+}
+
+func decodeInto(t *testing.T, data []byte, obj runtime.Object) {
+	t.Helper()
+	if err := json.Unmarshal(data, obj); err != nil {
+		t.Fatalf("decode patched object: %v", err)
+	}
+}
+
+// patchPaths lists the paths resp's patch touches, to prove a handler
+// changed only what it meant to (no churn from re-encoding the object).
+func patchPaths(t *testing.T, patch []byte) []string {
+	t.Helper()
+	var ops []patchOp
+	if len(patch) > 0 {
+		if err := json.Unmarshal(patch, &ops); err != nil {
+			t.Fatalf("decode patch: %v", err)
+		}
+	}
+	paths := make([]string, len(ops))
+	for i, op := range ops {
+		paths[i] = op.Op + " " + op.Path
+	}
+	return paths
+}
+
+// applyPatch applies a JSON patch with the add, replace and remove
+// operations server.Patched emits (jsonpatch.CreatePatch never emits move,
+// copy or test). No patch returns doc unchanged.
+func applyPatch(t *testing.T, doc, patch []byte) []byte {
+	t.Helper()
+	if len(patch) == 0 {
+		return doc
+	}
+	var ops []patchOp
+	if err := json.Unmarshal(patch, &ops); err != nil {
+		t.Fatalf("decode patch: %v", err)
+	}
+	var root any
+	if err := json.Unmarshal(doc, &root); err != nil {
+		t.Fatalf("decode document: %v", err)
+	}
+	for _, op := range ops {
+		var val any
+		if len(op.Value) > 0 {
+			if err := json.Unmarshal(op.Value, &val); err != nil {
+				t.Fatalf("decode value of %s %s: %v", op.Op, op.Path, err)
+			}
+		}
+		var err error
+		if root, err = applyOp(root, op.Op, splitPointer(op.Path), val); err != nil {
+			t.Fatalf("apply %s %s: %v", op.Op, op.Path, err)
+		}
+	}
+	out, err := json.Marshal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// splitPointer splits an RFC 6901 JSON pointer into unescaped tokens.
+func splitPointer(p string) []string {
+	if p == "" {
+		return nil
+	}
+	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	for i, s := range parts {
+		parts[i] = strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
+	}
+	return parts
+}
+
+// applyOp applies one operation below node and returns the new node (a
+// slice may grow or shrink, so parents store what comes back).
+func applyOp(node any, op string, path []string, val any) (any, error) {
+	if len(path) == 0 {
+		if op == "remove" {
+			return nil, fmt.Errorf("cannot remove the whole document")
+		}
+		return val, nil
+	}
+	key, rest := path[0], path[1:]
+	switch n := node.(type) {
+	case map[string]any:
+		child, ok := n[key]
+		if len(rest) > 0 || op != "add" {
+			if !ok {
+				return nil, fmt.Errorf("no member %q", key)
+			}
+		}
+		if len(rest) == 0 && op == "remove" {
+			delete(n, key)
+			return n, nil
+		}
+		c, err := applyOp(child, op, rest, val)
+		if err != nil {
+			return nil, err
+		}
+		n[key] = c
+		return n, nil
+	case []any:
+		if len(rest) == 0 && op == "add" {
+			idx := len(n)
+			if key != "-" {
+				var err error
+				if idx, err = strconv.Atoi(key); err != nil || idx < 0 || idx > len(n) {
+					return nil, fmt.Errorf("bad index %q", key)
+				}
+			}
+			return append(n[:idx], append([]any{val}, n[idx:]...)...), nil
+		}
+		idx, err := strconv.Atoi(key)
+		if err != nil || idx < 0 || idx >= len(n) {
+			return nil, fmt.Errorf("bad index %q", key)
+		}
+		if len(rest) == 0 && op == "remove" {
+			return append(n[:idx], n[idx+1:]...), nil
+		}
+		c, err := applyOp(n[idx], op, rest, val)
+		if err != nil {
+			return nil, err
+		}
+		n[idx] = c
+		return n, nil
+	default:
+		return nil, fmt.Errorf("cannot descend into %T at %q", node, key)
+	}
+}
+
+func TestApplyPatch(t *testing.T) {
+	doc := []byte(`{"a":{"b/c":1,"l":[1,2,3]},"x":"y"}`)
+	patch := []byte(`[{"op":"replace","path":"/a/b~1c","value":2},{"op":"add","path":"/a/l/1","value":9},` +
+		`{"op":"remove","path":"/a/l/0"},{"op":"add","path":"/a/l/-","value":4},{"op":"remove","path":"/x"},{"op":"add","path":"/n","value":{"k":true}}]`)
+	got := string(applyPatch(t, doc, patch))
+	if want := `{"a":{"b/c":2,"l":[9,2,3,4]},"n":{"k":true}}`; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}
