@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+	"k8s.io/klog/v2"
 
 	"github.com/hookback/hookback/kubeconfig"
 )
@@ -39,6 +40,9 @@ Examples:
 		Commands: []*cli.Command{
 			versionCommand(),
 			checkCommand(),
+			startCommand(),
+			renderCommand(),
+			cleanupCommand(),
 		},
 		// Only main exits: keep urfave/cli from calling os.Exit itself.
 		ExitErrHandler: func(*cli.Context, error) {},
@@ -54,6 +58,11 @@ func globalFlags() []cli.Flag {
 	}
 }
 
+// loadConfig loads the kubeconfig the global flags name.
+func loadConfig(c *cli.Context) (*kubeconfig.Config, error) {
+	return kubeconfig.Load(kubeconfigOptions(c))
+}
+
 // kubeconfigOptions reads the global kubeconfig flags.
 func kubeconfigOptions(c *cli.Context) kubeconfig.Options {
 	return kubeconfig.Options{Path: c.String("kubeconfig"), Context: c.String("context")}
@@ -66,14 +75,19 @@ func newLogger(c *cli.Context) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", c.String("log-level"))
 	}
 	opts := &slog.HandlerOptions{Level: level}
+	var log *slog.Logger
 	switch c.String("log-format") {
 	case "text":
-		return slog.New(slog.NewTextHandler(c.App.ErrWriter, opts)), nil
+		log = slog.New(slog.NewTextHandler(c.App.ErrWriter, opts))
 	case "json":
-		return slog.New(slog.NewJSONHandler(c.App.ErrWriter, opts)), nil
+		log = slog.New(slog.NewJSONHandler(c.App.ErrWriter, opts))
 	default:
 		return nil, fmt.Errorf("--log-format %q: want text or json", c.String("log-format"))
 	}
+	// client-go logs through klog; send it through the same handler so the
+	// output stays one structured stream. main owns this process-wide setting.
+	klog.SetSlogLogger(log.With("component", "client-go"))
+	return log, nil
 }
 
 func versionCommand() *cli.Command {

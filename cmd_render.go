@@ -1,0 +1,102 @@
+package main
+
+import (
+	"github.com/urfave/cli/v2"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/hookback/hookback/server"
+	"github.com/hookback/hookback/webhook"
+)
+
+func renderCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "render",
+		Usage: "print the webhook configurations start would apply; writes nothing to the cluster",
+		Description: `render renders the template exactly as start would (names suffixed with the session,
+hookback's labels added, the caBundle of the local CA) and prints the YAML on stdout.
+Without --advertise-address it asks the kubeconfig which address start would pick.
+
+Examples:
+   hookback render
+   hookback render --advertise-address 192.168.1.20 --webhooks pod-name
+   hookback render --template ./my-webhooks.yaml.tmpl | kubectl apply --dry-run=server -f -`,
+		Flags:  append(serveFlags(), featureFlags()...),
+		Action: runRender,
+	}
+}
+
+func runRender(c *cli.Context) error {
+	log, err := newLogger(c)
+	if err != nil {
+		return err
+	}
+	session, err := sessionName(c)
+	if err != nil {
+		return err
+	}
+	hookNames := list(c, "webhooks")
+	paths, err := webhookPaths(hookNames, webhookOptions(c))
+	if err != nil {
+		return err
+	}
+	host := c.String("advertise-address")
+	if host == "" {
+		cl, err := loadConfig(c)
+		if err != nil {
+			return err
+		}
+		d, err := advertise(c.Context, log, "", cl)
+		if err != nil {
+			return err
+		}
+		host = d.Host
+	}
+	ca, err := server.LoadOrCreateCA(c.String("state-dir"), "hookback local CA")
+	if err != nil {
+		return err
+	}
+	name, text, err := server.Template{Path: c.String("template"), Default: defaultTemplate}.Load()
+	if err != nil {
+		return err
+	}
+	reg, err := server.Render(name, text, server.TemplateData{
+		URL: webhookURL(host, c.Int("port")), CABundle: ca.Bundle(), Session: session, Enabled: hookNames,
+	}, server.RenderOptions{Paths: paths, LeaseRef: c.String("lease-namespace") + "/" + server.LeaseName(session)})
+	if err != nil {
+		return err
+	}
+	out, err := reg.YAML()
+	if err != nil {
+		return err
+	}
+	_, err = c.App.Writer.Write(out)
+	return err
+}
+
+// webhookPaths lists the paths the selected webhooks would serve, without
+// building their dependencies.
+func webhookPaths(hookNames []string, opts webhook.Options) ([]string, error) {
+	hooks, err := webhook.Build(hookNames, opts, webhook.Deps{Recorder: discardRecorder, Pods: emptyPods()})
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, h := range hooks {
+		paths = append(paths, h.Path)
+	}
+	if testWebhooks != nil {
+		for _, h := range testWebhooks() {
+			paths = append(paths, h.Path)
+		}
+	}
+	return paths, nil
+}
+
+// discardRecorder drops events: render builds handlers only to learn paths.
+func discardRecorder(string) events.EventRecorder { return &events.FakeRecorder{} }
+
+func emptyPods() corev1listers.PodLister {
+	return corev1listers.NewPodLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))
+}

@@ -1,0 +1,65 @@
+package controller
+
+import (
+	"strings"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+)
+
+// Permission is one access a controller needs, in the shape of a
+// SelfSubjectAccessReview's resource attributes, so that preflight can check
+// it before anything is written and name it in one line.
+type Permission struct {
+	authorizationv1.ResourceAttributes
+	// Reason says which controller needs it and what for.
+	Reason string
+}
+
+// Permissions returns what the selected controllers (same selection as
+// Build) need, without duplicates. Namespace is empty (all namespaces)
+// because the controllers watch every namespace. Name is set where hookback
+// only touches one object, so that a grant restricted by resourceNames
+// passes; create cannot be restricted by name.
+//
+// Events are not listed: they go through the recorder shared with the
+// webhooks (events.k8s.io create and patch).
+func Permissions(selected []string) ([]Permission, error) {
+	want, err := selectControllers(selected)
+	if err != nil {
+		return nil, err
+	}
+	var out []Permission
+	seen := map[authorizationv1.ResourceAttributes]bool{}
+	add := func(reason, group, resource, subresource, name string, verbs ...string) {
+		for _, v := range verbs {
+			a := authorizationv1.ResourceAttributes{Verb: v, Group: group, Resource: resource, Subresource: subresource, Name: name}
+			if !seen[a] {
+				seen[a] = true
+				out = append(out, Permission{ResourceAttributes: a, Reason: reason})
+			}
+		}
+	}
+	if want[PodNameLabelName] {
+		add("pod-name-label watches pods", "", "pods", "", "", "list", "watch")
+		add("pod-name-label sets the pod-name label", "", "pods", "", "", "patch")
+	}
+	if want[ExecRBACName] {
+		add("exec-rbac watches pods", "", "pods", "", "", "list", "watch")
+		for _, resource := range []string{"clusterroles", "clusterrolebindings"} {
+			add("exec-rbac maintains "+resource+" "+ExecRBACObjectName, rbacv1.GroupName, resource, "", ExecRBACObjectName,
+				"get", "list", "watch", "update")
+			add("exec-rbac creates "+resource+" "+ExecRBACObjectName, rbacv1.GroupName, resource, "", "", "create")
+		}
+		// RBAC escalation prevention: writing a ClusterRole or binding it
+		// requires holding its permissions (or "escalate" and "bind" on
+		// clusterroles, which this list cannot express as an alternative).
+		for _, r := range ExecRBACRules() {
+			for _, res := range r.Resources {
+				resource, sub, _ := strings.Cut(res, "/")
+				add("exec-rbac grants it in ClusterRole "+ExecRBACObjectName, r.APIGroups[0], resource, sub, "", r.Verbs...)
+			}
+		}
+	}
+	return out, nil
+}

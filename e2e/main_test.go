@@ -1,0 +1,84 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// env is what every test shares, set up once by TestMain.
+var env struct {
+	repo       string
+	kubeconfig string
+	binary     string
+	client     kubernetes.Interface
+	// local is true when the tests run on hack/cluster's control plane.
+	local bool
+}
+
+func TestMain(m *testing.M) {
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e setup:", err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	repo, err := filepath.Abs("..")
+	if err != nil {
+		return 0, err
+	}
+	env.repo = repo
+	env.kubeconfig = os.Getenv("KUBECONFIG")
+	if env.kubeconfig == "" {
+		env.local = true
+		out, err := script(repo, "hack/cluster/up")
+		if err != nil {
+			return 0, fmt.Errorf("hack/cluster/up: %w", err)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		env.kubeconfig = lines[len(lines)-1]
+		if os.Getenv("HOOKBACK_KEEP_CLUSTER") == "" {
+			defer script(repo, "hack/cluster/down") //nolint:errcheck // best effort at exit
+		}
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", env.kubeconfig)
+	if err != nil {
+		return 0, fmt.Errorf("load %s: %w", env.kubeconfig, err)
+	}
+	if env.client, err = kubernetes.NewForConfig(rc); err != nil {
+		return 0, err
+	}
+	bin, err := os.MkdirTemp("", "hookback-e2e-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(bin)
+	env.binary = filepath.Join(bin, "hookback")
+	build := exec.Command("go", "build", "-tags", "e2e", "-o", env.binary, ".")
+	build.Dir = repo
+	if out, err := build.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("build hookback: %w\n%s", err, out)
+	}
+	return m.Run(), nil
+}
+
+// script runs a repo script, streaming its stderr, and returns its stdout.
+func script(repo, path string) (string, error) {
+	cmd := exec.Command(filepath.Join(repo, path))
+	cmd.Dir = repo
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = os.Stderr
+	err := cmd.Run()
+	return out.String(), err
+}

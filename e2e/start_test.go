@@ -1,0 +1,137 @@
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// markArgs run hookback with only the e2e handler, registered by the e2e
+// template, so these tests exercise serving and registration alone.
+func markArgs(extra ...string) []string {
+	return append([]string{"--webhooks", "none", "--controllers", "none", "--template", repoPath("testdata", "e2e", "mark.yaml.tmpl")}, extra...)
+}
+
+// admitMarked creates a ConfigMap the e2e webhook selects and reports
+// whether the webhook labelled it.
+func admitMarked(t *testing.T, ns, session string) bool {
+	t.Helper()
+	cm, err := env.client.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "mark-", Labels: map[string]string{"hookback.dev/e2e": session}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create ConfigMap: %v", err)
+	}
+	return cm.Labels["hookback.dev/e2e-seen"] == "true"
+}
+
+func TestStartRegistersServesAndCleansUp(t *testing.T) {
+	ns := namespace(t)
+	p := start(t, markArgs()...)
+	p.ready(t)
+	ctx := context.Background()
+
+	name := "hookback-e2e-" + p.session
+	mwc, err := env.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("configuration %s not registered: %v", name, err)
+	}
+	if mwc.Labels["app.kubernetes.io/managed-by"] != "hookback" || mwc.Labels["hookback.dev/session"] != p.session {
+		t.Errorf("labels = %v", mwc.Labels)
+	}
+	cc := mwc.Webhooks[0].ClientConfig
+	if want := "https://127.0.0.1:" + itoa(p.port) + "/e2e-mark"; cc.URL == nil || *cc.URL != want {
+		t.Errorf("url = %v, want %s", cc.URL, want)
+	}
+	if !strings.Contains(string(cc.CABundle), "BEGIN CERTIFICATE") {
+		t.Errorf("caBundle is not a PEM CA: %q", base64.StdEncoding.EncodeToString(cc.CABundle)[:20])
+	}
+	if !strings.Contains(p.stdout.String(), "hookback is ready") || !strings.Contains(p.stdout.String(), "verified") {
+		t.Errorf("no ready banner:\n%s", p.stdout.String())
+	}
+	if !admitMarked(t, ns, p.session) {
+		t.Fatal("the apiserver did not call the e2e webhook: ConfigMap not labelled")
+	}
+	if !strings.Contains(p.stderr.String(), "webhook=e2e-mark resource=configmaps operation=CREATE") {
+		t.Errorf("no admission log line:\n%s", p.stderr.String())
+	}
+
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("exit code after SIGTERM = %d\n%s", code, p.stderr.String())
+	}
+	if n, err := sessionObjects(ctx, p.session); err != nil || n != 0 {
+		t.Fatalf("after SIGTERM %d objects of the session remain (err %v)", n, err)
+	}
+	if admitMarked(t, ns, p.session) {
+		t.Error("webhook still called after deregistration")
+	}
+}
+
+func TestCrashedSessionIsCleanedUp(t *testing.T) {
+	ctx := context.Background()
+	crashed := start(t, markArgs("--lease-duration", "2s")...)
+	crashed.ready(t)
+	crashed.signal(syscall.SIGKILL)
+	crashed.wait(t)
+	if n, _ := sessionObjects(ctx, crashed.session); n == 0 {
+		t.Fatal("kill -9 left nothing behind; the test proves nothing")
+	}
+	eventually(t, "the crashed session's Lease to expire", func(ctx context.Context) (bool, error) {
+		l, err := env.client.CoordinationV1().Leases("default").Get(ctx, "hookback-"+crashed.session, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		return l.Spec.RenewTime.Add(2 * time.Second).Before(time.Now()), nil
+	})
+
+	next := start(t, markArgs()...)
+	next.ready(t)
+	if n, err := sessionObjects(ctx, crashed.session); err != nil || n != 0 {
+		t.Fatalf("next start left %d objects of the crashed session (err %v)", n, err)
+	}
+	if !strings.Contains(next.stderr.String(), "session="+crashed.session) {
+		t.Errorf("no log line for the removed session:\n%s", next.stderr.String())
+	}
+}
+
+func TestCleanupRemovesKilledSession(t *testing.T) {
+	ctx := context.Background()
+	p := start(t, markArgs()...)
+	p.ready(t)
+	p.signal(syscall.SIGKILL)
+	p.wait(t)
+	out, errOut, code := hookback(t, env.kubeconfig, "cleanup", "--session", p.session)
+	if code != 0 || !strings.Contains(out, p.session) {
+		t.Fatalf("cleanup exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if n, err := sessionObjects(ctx, p.session); err != nil || n != 0 {
+		t.Fatalf("%d objects remain (err %v)", n, err)
+	}
+}
+
+func TestWrongAdvertiseAddressIsDiagnosed(t *testing.T) {
+	// 127.0.0.2 is loopback, so the apiserver can dial it, but hookback only
+	// listens on 127.0.0.1: the apiserver's connection is refused.
+	p := start(t, markArgs("--advertise-address", "127.0.0.2", "--bind-address", "127.0.0.1", "--verify-timeout", "20s")...)
+	if code := p.wait(t); code == 0 {
+		t.Fatal("start succeeded with an unreachable advertise address")
+	}
+	stderr := p.stderr.String()
+	if !strings.Contains(stderr, "connection refused") || !strings.Contains(stderr, "--advertise-address") {
+		t.Errorf("no connection-refused diagnosis:\n%s", stderr)
+	}
+	if n, err := sessionObjects(context.Background(), p.session); err != nil || n != 0 {
+		t.Fatalf("%d objects left registered (err %v)", n, err)
+	}
+}

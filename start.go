@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/server"
+	"github.com/hookback/hookback/tunnel"
+	"github.com/hookback/hookback/webhook"
+)
+
+// testWebhooks is set only in binaries built with the e2e tag.
+var testWebhooks func() []server.Webhook
+
+// requestTimeout bounds every registration request; informers watch
+// without one.
+const requestTimeout = 30 * time.Second
+
+// cluster is a connected, preflighted cluster.
+type cluster struct {
+	cfg *kubeconfig.Config
+	// client has a request timeout; watch has none, for informers.
+	client  kubernetes.Interface
+	watch   kubernetes.Interface
+	dynamic dynamic.Interface
+}
+
+// connect loads the kubeconfig and checks that the apiserver answers and
+// that every permission the enabled parts need is granted, before anything
+// is written.
+func connect(c *cli.Context, log *slog.Logger, parts []string) (*cluster, error) {
+	cfg, err := kubeconfig.Load(kubeconfigOptions(c))
+	if err != nil {
+		return nil, err
+	}
+	cs, err := cfg.Clientset(requestTimeout)
+	if err != nil {
+		return nil, err
+	}
+	v, err := kubeconfig.ServerVersion(c.Context, cs, cfg.Server)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("connected", "server", cfg.Server, "context", cfg.Context, "version", v.GitVersion)
+	perms := kubeconfig.Only(kubeconfig.RequiredPermissions(c.String("lease-namespace")), parts...)
+	results, err := kubeconfig.CheckPermissions(c.Context, cs, perms)
+	if err != nil {
+		return nil, err
+	}
+	if missing := kubeconfig.Missing(results); len(missing) > 0 {
+		who, _ := kubeconfig.WhoAmI(c.Context, cs)
+		return nil, kubeconfig.MissingError(who.Username, missing)
+	}
+	watch, err := cfg.Clientset(0)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := cfg.Dynamic(requestTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return &cluster{cfg: cfg, client: cs, watch: watch, dynamic: dyn}, nil
+}
+
+// advertise decides the host the apiserver dials and logs why.
+func advertise(ctx context.Context, log *slog.Logger, explicit string, cfg *kubeconfig.Config) (tunnel.Decision, error) {
+	d, err := tunnel.Decide(ctx, tunnel.Input{Explicit: explicit, Server: cfg.Server, Context: cfg.Context}, tunnel.Default())
+	if err != nil {
+		return d, err
+	}
+	log.Info("advertise address chosen", "address", d.Host, "strategy", d.Strategy, "why", d.Reason)
+	return d, nil
+}
+
+// bindAddress is --bind-address, else the advertised host when this machine
+// owns it, else every interface.
+func bindAddress(flag, host string) string {
+	if flag != "" {
+		return flag
+	}
+	if tunnel.IsLocal(host) {
+		return host
+	}
+	return ""
+}
+
+func runStart(c *cli.Context) error {
+	log, err := newLogger(c)
+	if err != nil {
+		return err
+	}
+	session, err := sessionName(c)
+	if err != nil {
+		return err
+	}
+	hookNames, ctlNames := list(c, "webhooks"), list(c, "controllers")
+	cl, err := connect(c, log, partsFor(hookNames, ctlNames))
+	if err != nil {
+		return err
+	}
+	decision, err := advertise(c.Context, log, c.String("advertise-address"), cl.cfg)
+	if err != nil {
+		return err
+	}
+	certs, err := server.NewSelfSigned(c.Context, server.TLSOptions{StateDir: c.String("state-dir"), Host: decision.Host, Log: log})
+	if err != nil {
+		return err
+	}
+	defer certs.Stop()
+
+	// Informers and the event sink outlive the run's context: controllers and
+	// handlers may still use them while the session deregisters.
+	infCtx, stopInformers := context.WithCancel(context.WithoutCancel(c.Context))
+	factory := controller.NewInformerFactory(cl.watch, 0)
+	recorders := events.NewEventBroadcasterAdapterWithContext(infCtx, cl.watch)
+	defer func() {
+		stopInformers()
+		recorders.Shutdown()
+		factory.Shutdown()
+	}()
+	metrics := server.NewMetrics()
+
+	hooks, ctls, err := buildParts(c, log, hookNames, ctlNames, cl, factory, recorders, metrics)
+	if err != nil {
+		return err
+	}
+	canary := server.NewCanary()
+	hooks = append(hooks, server.Webhook{Name: "canary", Path: server.CanaryPath, Handler: canary})
+	port := c.Int("port")
+	srv, err := server.NewServer(server.ServerOptions{
+		Address:       netJoin(bindAddress(c.String("bind-address"), decision.Host), port),
+		HealthAddress: c.String("health-address"),
+		TLS:           certs.TLSConfig(),
+		Webhooks:      hooks,
+		Log:           log,
+		Metrics:       metrics,
+	})
+	if err != nil {
+		return err
+	}
+	recorders.StartRecordingToSink(infCtx.Done())
+	factory.Start(infCtx.Done())
+
+	host, _ := os.Hostname()
+	sess, err := server.NewSession(server.SessionOptions{
+		Client: cl.client, Dynamic: cl.dynamic, Server: srv, Canary: canary,
+		Template: server.Template{Path: c.String("template"), Default: defaultTemplate},
+		Data: server.TemplateData{URL: webhookURL(decision.Host, port), CABundle: certs.CABundle(),
+			Session: session, Enabled: hookNames},
+		LeaseNamespace: c.String("lease-namespace"),
+		Holder:         host + "/" + strconv.Itoa(os.Getpid()),
+		LeaseDuration:  c.Duration("lease-duration"),
+		Verify:         !c.Bool("no-verify"),
+		VerifyTimeout:  c.Duration("verify-timeout"),
+		Runnables:      ctls,
+		WaitForCaches:  func(ctx context.Context) error { return waitForCaches(ctx, factory) },
+		Banner:         c.App.Writer,
+		Log:            log,
+	})
+	if err != nil {
+		return err
+	}
+	return sess.Run(c.Context)
+}
+
+// buildParts builds the enabled webhooks and controllers on the shared
+// informer factory and event broadcaster.
+func buildParts(c *cli.Context, log *slog.Logger, hookNames, ctlNames []string, cl *cluster,
+	factory informers.SharedInformerFactory, recorders events.EventBroadcasterAdapter, metrics *server.Metrics,
+) ([]server.Webhook, []server.Runnable, error) {
+	recorder := func(name string) events.EventRecorder { return recorders.NewRecorder(name) }
+	deps := webhook.Deps{Log: log, Recorder: recorder}
+	if enabled(hookNames, webhook.NamePodEviction) {
+		deps.Pods = factory.Core().V1().Pods().Lister()
+	}
+	hooks, err := webhook.Build(hookNames, webhookOptions(c), deps)
+	if err != nil {
+		return nil, nil, err
+	}
+	if testWebhooks != nil {
+		hooks = append(hooks, testWebhooks()...)
+	}
+	if len(ctlNames) == 0 {
+		ctlNames = []string{"none"}
+	}
+	ctls, err := controller.Build(ctlNames, controller.Deps{
+		Client: cl.watch, Factory: factory, Log: log, Recorder: recorder,
+		Metrics: metrics.Registry, ManagedByLabels: map[string]string{server.LabelManagedBy: server.ManagedByValue},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	runnables := make([]server.Runnable, 0, len(ctls))
+	for _, ctl := range ctls {
+		runnables = append(runnables, server.RunnableFunc(func(ctx context.Context) error {
+			if err := ctl.Run(ctx, 2); err != nil {
+				return fmt.Errorf("controller %s: %w", ctl.Name(), err)
+			}
+			return nil
+		}))
+	}
+	return hooks, runnables, nil
+}
+
+// enabled reports whether name is selected by a --webhooks or --controllers list.
+func enabled(selected []string, name string) bool {
+	return slices.Contains(selected, name) || slices.Contains(selected, "all")
+}
+
+// partsFor names the parts whose permissions preflight must check.
+func partsFor(hookNames, ctlNames []string) []string {
+	var parts []string
+	if len(ctlNames) > 0 || enabled(hookNames, webhook.NamePodEviction) {
+		parts = append(parts, "pods")
+	}
+	if enabled(hookNames, webhook.NameNodeStatus) {
+		parts = append(parts, "node-status")
+	}
+	if enabled(ctlNames, "exec-rbac") {
+		parts = append(parts, "exec-rbac")
+	}
+	return parts
+}
+
+func netJoin(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }
+
+func waitForCaches(ctx context.Context, factory informers.SharedInformerFactory) error {
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("cache of %v did not sync: %w", typ, context.Cause(ctx))
+		}
+	}
+	return nil
+}
