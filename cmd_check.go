@@ -54,7 +54,11 @@ func runCheck(c *cli.Context) error {
 	fmt.Fprintf(out, "Version:  %s\n", v.GitVersion)
 	fmt.Fprintf(out, "User:     %s (groups: %s)\n\n", who.Username, strings.Join(who.Groups, ", "))
 
-	results, err := kubeconfig.CheckPermissions(ctx, cs, kubeconfig.RequiredPermissions(c.String("lease-namespace")))
+	perms, err := permissions(c.String("lease-namespace"), []string{"all"}, []string{"all"})
+	if err != nil {
+		return err
+	}
+	results, err := kubeconfig.CheckPermissions(ctx, cs, perms)
 	if err != nil {
 		return err
 	}

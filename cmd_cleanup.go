@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -61,5 +62,15 @@ func runCleanup(c *cli.Context) error {
 	} else {
 		fmt.Fprintf(c.App.Writer, "removed sessions: %s\n", strings.Join(removed, ", "))
 	}
-	return err
+	left, lerr := r.Sessions(c.Context)
+	if err != nil || lerr != nil || len(left) > 0 {
+		return errors.Join(err, lerr)
+	}
+	// The last session is gone: remove what the webhooks and controllers
+	// left outside the sessions' own configurations too.
+	var errs []error
+	for _, cleanup := range sharedCleanups(cs, log, []string{"all"}, []string{"all"}) {
+		errs = append(errs, cleanup(c.Context))
+	}
+	return errors.Join(errs...)
 }

@@ -42,7 +42,7 @@ type cluster struct {
 // connect loads the kubeconfig and checks that the apiserver answers and
 // that every permission the enabled parts need is granted, before anything
 // is written.
-func connect(c *cli.Context, log *slog.Logger, parts []string) (*cluster, error) {
+func connect(c *cli.Context, log *slog.Logger, hookNames, ctlNames []string) (*cluster, error) {
 	cfg, err := kubeconfig.Load(kubeconfigOptions(c))
 	if err != nil {
 		return nil, err
@@ -56,7 +56,10 @@ func connect(c *cli.Context, log *slog.Logger, parts []string) (*cluster, error)
 		return nil, err
 	}
 	log.Info("connected", "server", cfg.Server, "context", cfg.Context, "version", v.GitVersion)
-	perms := kubeconfig.Only(kubeconfig.RequiredPermissions(c.String("lease-namespace")), parts...)
+	perms, err := permissions(c.String("lease-namespace"), hookNames, ctlNames)
+	if err != nil {
+		return nil, err
+	}
 	results, err := kubeconfig.CheckPermissions(c.Context, cs, perms)
 	if err != nil {
 		return nil, err
@@ -108,7 +111,10 @@ func runStart(c *cli.Context) error {
 		return err
 	}
 	hookNames, ctlNames := list(c, "webhooks"), list(c, "controllers")
-	cl, err := connect(c, log, partsFor(hookNames, ctlNames))
+	if len(ctlNames) == 0 {
+		ctlNames = []string{"none"}
+	}
+	cl, err := connect(c, log, hookNames, ctlNames)
 	if err != nil {
 		return err
 	}
@@ -167,6 +173,7 @@ func runStart(c *cli.Context) error {
 		Verify:         !c.Bool("no-verify"),
 		VerifyTimeout:  c.Duration("verify-timeout"),
 		Runnables:      ctls,
+		Cleanups:       sharedCleanups(cl.client, log, hookNames, ctlNames),
 		WaitForCaches:  func(ctx context.Context) error { return waitForCaches(ctx, factory) },
 		Banner:         c.App.Writer,
 		Log:            log,
@@ -194,12 +201,9 @@ func buildParts(c *cli.Context, log *slog.Logger, hookNames, ctlNames []string, 
 	if testWebhooks != nil {
 		hooks = append(hooks, testWebhooks()...)
 	}
-	if len(ctlNames) == 0 {
-		ctlNames = []string{"none"}
-	}
 	ctls, err := controller.Build(ctlNames, controller.Deps{
 		Client: cl.watch, Factory: factory, Log: log, Recorder: recorder,
-		Metrics: metrics.Registry, ManagedByLabels: map[string]string{server.LabelManagedBy: server.ManagedByValue},
+		Metrics: metrics.Registry, ManagedByLabels: managedByLabels(),
 	})
 	if err != nil {
 		return nil, nil, err
@@ -216,24 +220,25 @@ func buildParts(c *cli.Context, log *slog.Logger, hookNames, ctlNames []string, 
 	return hooks, runnables, nil
 }
 
+// sharedCleanups undo what the enabled parts wrote outside the session's
+// own configurations.
+func sharedCleanups(cs kubernetes.Interface, log *slog.Logger, hookNames, ctlNames []string) []func(context.Context) error {
+	out := []func(context.Context) error{func(ctx context.Context) error {
+		return controller.Cleanup(ctx, cs, ctlNames, managedByLabels(), log)
+	}}
+	if enabled(hookNames, webhook.NameNodeStatus) {
+		out = append(out, func(ctx context.Context) error { return webhook.RestoreNodes(ctx, cs, log) })
+	}
+	return out
+}
+
+func managedByLabels() map[string]string {
+	return map[string]string{server.LabelManagedBy: server.ManagedByValue}
+}
+
 // enabled reports whether name is selected by a --webhooks or --controllers list.
 func enabled(selected []string, name string) bool {
 	return slices.Contains(selected, name) || slices.Contains(selected, "all")
-}
-
-// partsFor names the parts whose permissions preflight must check.
-func partsFor(hookNames, ctlNames []string) []string {
-	var parts []string
-	if len(ctlNames) > 0 || enabled(hookNames, webhook.NamePodEviction) {
-		parts = append(parts, "pods")
-	}
-	if enabled(hookNames, webhook.NameNodeStatus) {
-		parts = append(parts, "node-status")
-	}
-	if enabled(ctlNames, "exec-rbac") {
-		parts = append(parts, "exec-rbac")
-	}
-	return parts
 }
 
 func netJoin(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }

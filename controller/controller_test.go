@@ -263,9 +263,11 @@ func TestPermissions(t *testing.T) {
 		"list pods", "watch pods", "patch pods",
 		"get clusterroles.rbac.authorization.k8s.io xxl-agent-exec", "list clusterroles.rbac.authorization.k8s.io xxl-agent-exec",
 		"watch clusterroles.rbac.authorization.k8s.io xxl-agent-exec", "update clusterroles.rbac.authorization.k8s.io xxl-agent-exec",
+		"delete clusterroles.rbac.authorization.k8s.io xxl-agent-exec",
 		"create clusterroles.rbac.authorization.k8s.io",
 		"get clusterrolebindings.rbac.authorization.k8s.io xxl-agent-exec", "list clusterrolebindings.rbac.authorization.k8s.io xxl-agent-exec",
 		"watch clusterrolebindings.rbac.authorization.k8s.io xxl-agent-exec", "update clusterrolebindings.rbac.authorization.k8s.io xxl-agent-exec",
+		"delete clusterrolebindings.rbac.authorization.k8s.io xxl-agent-exec",
 		"create clusterrolebindings.rbac.authorization.k8s.io",
 		"get pods", "create pods/exec", "get pods/exec",
 	}

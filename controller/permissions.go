@@ -48,7 +48,7 @@ func Permissions(selected []string) ([]Permission, error) {
 		add("exec-rbac watches pods", "", "pods", "", "", "list", "watch")
 		for _, resource := range []string{"clusterroles", "clusterrolebindings"} {
 			add("exec-rbac maintains "+resource+" "+ExecRBACObjectName, rbacv1.GroupName, resource, "", ExecRBACObjectName,
-				"get", "list", "watch", "update")
+				"get", "list", "watch", "update", "delete")
 			add("exec-rbac creates "+resource+" "+ExecRBACObjectName, rbacv1.GroupName, resource, "", "", "create")
 		}
 		// RBAC escalation prevention: writing a ClusterRole or binding it

@@ -22,6 +22,8 @@ type Permission struct {
 	Subresource string
 	// Namespace scopes the check; empty means all namespaces / cluster scope.
 	Namespace string
+	// Name restricts the check to one object, for grants by resourceNames.
+	Name string
 	// Why is shown next to a missing permission.
 	Why string
 	// Part is what needs it: PartCore, or a webhook or controller name, so
@@ -41,11 +43,14 @@ func (p Permission) String() string {
 	if p.Subresource != "" {
 		r += "/" + p.Subresource
 	}
+	if p.Name != "" {
+		r += " " + p.Name
+	}
 	return p.Verb + " " + r
 }
 
-// RequiredPermissions lists everything hookback start needs, grouped by the
-// part that needs it. leaseNamespace is where sessions keep their Lease and
+// RequiredPermissions lists what hookback start itself and its webhooks
+// need, grouped by the part that needs it; controllers list their own. leaseNamespace is where sessions keep their Lease and
 // where the canary ConfigMap is dry-run created.
 func RequiredPermissions(leaseNamespace string) []Permission {
 	var ps []Permission
@@ -60,18 +65,15 @@ func RequiredPermissions(leaseNamespace string) []Permission {
 	ps = append(ps,
 		Permission{Verb: "create", Resource: "events", Why: "Warning Events", Part: PartCore},
 		Permission{Verb: "create", Group: "events.k8s.io", Resource: "events", Why: "Warning Events", Part: PartCore},
+		Permission{Verb: "patch", Group: "events.k8s.io", Resource: "events", Why: "Warning Events (repeats)", Part: PartCore},
 	)
-	for _, verb := range []string{"get", "list", "watch", "patch"} {
-		ps = append(ps, Permission{Verb: verb, Resource: "pods", Why: "pod cache for webhooks and controllers", Part: "pods"})
+	for _, verb := range []string{"list", "watch"} {
+		ps = append(ps, Permission{Verb: verb, Resource: "pods", Why: "pod cache of pod-eviction", Part: "pod-eviction"})
 	}
-	for _, verb := range []string{"get", "list", "watch"} {
-		ps = append(ps, Permission{Verb: verb, Resource: "nodes", Why: "node oversell", Part: "node-status"})
-	}
-	for _, res := range []string{"clusterroles", "clusterrolebindings"} {
-		for _, verb := range []string{"get", "create", "update"} {
-			ps = append(ps, Permission{Verb: verb, Group: "rbac.authorization.k8s.io", Resource: res, Why: "exec-rbac controller", Part: "exec-rbac"})
-		}
-	}
+	ps = append(ps,
+		Permission{Verb: "list", Resource: "nodes", Why: "node-status restores nodes on exit", Part: "node-status"},
+		Permission{Verb: "patch", Resource: "nodes", Subresource: "status", Why: "node-status restores nodes on exit", Part: "node-status"},
+	)
 	ps = append(ps, Permission{Verb: "create", Resource: "configmaps", Namespace: leaseNamespace, Why: "canary verification (dry-run)", Part: PartCore})
 	return ps
 }
@@ -105,7 +107,7 @@ func CheckPermissions(ctx context.Context, cs kubernetes.Interface, perms []Perm
 		g.Go(func() error {
 			ssar := &authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{
 				ResourceAttributes: &authzv1.ResourceAttributes{
-					Verb: p.Verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource, Namespace: p.Namespace,
+					Verb: p.Verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource, Namespace: p.Namespace, Name: p.Name,
 				},
 			}}
 			res, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, ssar, metav1.CreateOptions{})

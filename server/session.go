@@ -69,6 +69,10 @@ type SessionOptions struct {
 	WaitForCaches func(ctx context.Context) error
 	// Banner receives the ready banner.
 	Banner io.Writer
+	// Cleanups remove objects the webhooks and controllers wrote that are
+	// shared between sessions (RBAC, node annotations). They run after
+	// deregistration, and only when no other session is left.
+	Cleanups []func(ctx context.Context) error
 	// ReloadInterval is the backstop re-read period of the template file.
 	ReloadInterval time.Duration
 	Log            *slog.Logger
@@ -246,11 +250,35 @@ func (s *Session) deregister() {
 	defer cancel()
 	s.opts.Server.SetReady(false)
 	err := errors.Join(s.registrar.Deregister(ctx), s.heartbeat.Release(ctx))
+	if err == nil {
+		err = s.cleanupShared(ctx)
+	}
 	if err != nil {
 		s.opts.Log.Error("deregistration incomplete: run `hookback cleanup --session "+s.opts.Data.Session+"`", "error", err)
 		return
 	}
 	s.opts.Log.Info("deregistered", "session", s.opts.Data.Session)
+}
+
+// cleanupShared runs the Cleanups unless another session still runs and
+// may rely on the shared objects.
+func (s *Session) cleanupShared(ctx context.Context) error {
+	if len(s.opts.Cleanups) == 0 {
+		return nil
+	}
+	others, err := s.registrar.Sessions(ctx)
+	if err != nil {
+		return err
+	}
+	if len(others) > 0 {
+		s.opts.Log.Info("other hookback sessions still run; leaving shared objects to the last one", "sessions", len(others))
+		return nil
+	}
+	var errs []error
+	for _, c := range s.opts.Cleanups {
+		errs = append(errs, c(ctx))
+	}
+	return errors.Join(errs...)
 }
 
 func (s *Session) banner(reg *Registration, took, rtt time.Duration) {
