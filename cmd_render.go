@@ -37,7 +37,7 @@ func runRender(c *cli.Context) error {
 		return err
 	}
 	hookNames := list(c, "webhooks")
-	paths, err := webhookPaths(hookNames, webhookOptions(c))
+	served, err := servedWebhooks(hookNames, webhookOptions(c))
 	if err != nil {
 		return err
 	}
@@ -62,8 +62,8 @@ func runRender(c *cli.Context) error {
 		return err
 	}
 	reg, err := server.Render(name, text, server.TemplateData{
-		URL: webhookURL(host, c.Int("port")), CABundle: ca.Bundle(), Session: session, Enabled: hookNames,
-	}, server.RenderOptions{Paths: paths, LeaseRef: c.String("lease-namespace") + "/" + server.LeaseName(session)})
+		URL: webhookURL(host, c.Int("port")), CABundle: ca.Bundle(), Session: session, Enabled: webhookNames(served),
+	}, server.RenderOptions{Paths: webhookPaths(served), LeaseRef: c.String("lease-namespace") + "/" + server.LeaseName(session)})
 	if err != nil {
 		return err
 	}
@@ -75,23 +75,35 @@ func runRender(c *cli.Context) error {
 	return err
 }
 
-// webhookPaths lists the paths the selected webhooks would serve, without
-// building their dependencies.
-func webhookPaths(hookNames []string, opts webhook.Options) ([]string, error) {
+// servedWebhooks builds the selected webhooks only to learn their names and
+// paths: render serves nothing.
+func servedWebhooks(hookNames []string, opts webhook.Options) ([]server.Webhook, error) {
 	hooks, err := webhook.Build(hookNames, opts, webhook.Deps{Recorder: discardRecorder, Pods: emptyPods()})
 	if err != nil {
 		return nil, err
 	}
-	var paths []string
-	for _, h := range hooks {
-		paths = append(paths, h.Path)
-	}
 	if testWebhooks != nil {
-		for _, h := range testWebhooks() {
-			paths = append(paths, h.Path)
-		}
+		hooks = append(hooks, testWebhooks()...)
 	}
-	return paths, nil
+	return hooks, nil
+}
+
+// webhookNames are what the template's `enabled NAME` tests: real names,
+// with "all" already expanded.
+func webhookNames(hooks []server.Webhook) []string {
+	names := make([]string, len(hooks))
+	for i, h := range hooks {
+		names[i] = h.Name
+	}
+	return names
+}
+
+func webhookPaths(hooks []server.Webhook) []string {
+	paths := make([]string, len(hooks))
+	for i, h := range hooks {
+		paths[i] = h.Path
+	}
+	return paths
 }
 
 // discardRecorder drops events: render builds handlers only to learn paths.

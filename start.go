@@ -79,16 +79,6 @@ func connect(c *cli.Context, log *slog.Logger, hookNames, ctlNames []string) (*c
 	return &cluster{cfg: cfg, client: cs, watch: watch, dynamic: dyn}, nil
 }
 
-// advertise decides the host the apiserver dials and logs why.
-func advertise(ctx context.Context, log *slog.Logger, explicit string, cfg *kubeconfig.Config) (tunnel.Decision, error) {
-	d, err := tunnel.Decide(ctx, tunnel.Input{Explicit: explicit, Server: cfg.Server, Context: cfg.Context}, tunnel.Default())
-	if err != nil {
-		return d, err
-	}
-	log.Info("advertise address chosen", "address", d.Host, "strategy", d.Strategy, "why", d.Reason)
-	return d, nil
-}
-
 // bindAddress is --bind-address, else the advertised host when this machine
 // owns it, else every interface.
 func bindAddress(flag, host string) string {
@@ -166,7 +156,7 @@ func runStart(c *cli.Context) error {
 		Client: cl.client, Dynamic: cl.dynamic, Server: srv, Canary: canary,
 		Template: server.Template{Path: c.String("template"), Default: defaultTemplate},
 		Data: server.TemplateData{URL: webhookURL(decision.Host, port), CABundle: certs.CABundle(),
-			Session: session, Enabled: hookNames},
+			Session: session, Enabled: webhookNames(hooks)},
 		LeaseNamespace: c.String("lease-namespace"),
 		Holder:         host + "/" + strconv.Itoa(os.Getpid()),
 		LeaseDuration:  c.Duration("lease-duration"),
