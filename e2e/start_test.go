@@ -135,3 +135,38 @@ func TestWrongAdvertiseAddressIsDiagnosed(t *testing.T) {
 		t.Fatalf("%d objects left registered (err %v)", n, err)
 	}
 }
+
+// TestStartDefaultsRegisterEveryBuiltin runs start as a new user would, with
+// no selection flags: every built-in webhook is registered and verified.
+func TestStartDefaultsRegisterEveryBuiltin(t *testing.T) {
+	p := start(t)
+	p.ready(t)
+	ctx := context.Background()
+	a := env.client.AdmissionregistrationV1()
+	m, err := a.MutatingWebhookConfigurations().Get(ctx, "hookback-mutating-"+p.session, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := a.ValidatingWebhookConfigurations().Get(ctx, "hookback-validating-"+p.session, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, w := range m.Webhooks {
+		names = append(names, w.Name)
+	}
+	for _, w := range v.Webhooks {
+		names = append(names, w.Name)
+	}
+	want := "pod-lifespan.hookback.dev pod-sidecar.hookback.dev node-status.hookback.dev pod-name.hookback.dev pod-eviction.hookback.dev"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("registered webhooks = %s, want %s", got, want)
+	}
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	if n, err := sessionObjects(ctx, p.session); err != nil || n != 0 {
+		t.Fatalf("%d objects of the session remain (err %v)", n, err)
+	}
+}
