@@ -32,11 +32,7 @@ Examples:
 }
 
 func runCleanup(c *cli.Context) error {
-	log, err := newLogger(c)
-	if err != nil {
-		return err
-	}
-	session, err := sessionName(c)
+	log, session, err := loggerAndSession(c)
 	if err != nil {
 		return err
 	}

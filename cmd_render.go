@@ -28,11 +28,7 @@ Examples:
 }
 
 func runRender(c *cli.Context) error {
-	log, err := newLogger(c)
-	if err != nil {
-		return err
-	}
-	session, err := sessionName(c)
+	log, session, err := loggerAndSession(c)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	_ "embed"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/user"
@@ -101,6 +102,17 @@ func sessionName(c *cli.Context) (string, error) {
 		return "", fmt.Errorf("--session %q: use lowercase letters, digits and '-', at most 40 characters", s)
 	}
 	return s, nil
+}
+
+// loggerAndSession is the first step of every command that writes under a
+// session name.
+func loggerAndSession(c *cli.Context) (*slog.Logger, string, error) {
+	log, err := newLogger(c)
+	if err != nil {
+		return nil, "", err
+	}
+	session, err := sessionName(c)
+	return log, session, err
 }
 
 // webhookURL is https://host:port with IPv6 hosts bracketed.

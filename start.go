@@ -92,11 +92,7 @@ func bindAddress(flag, host string) string {
 }
 
 func runStart(c *cli.Context) error {
-	log, err := newLogger(c)
-	if err != nil {
-		return err
-	}
-	session, err := sessionName(c)
+	log, session, err := loggerAndSession(c)
 	if err != nil {
 		return err
 	}

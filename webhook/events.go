@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"unicode/utf8"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -99,6 +100,22 @@ var errNoObject = errors.New("request carries no object")
 // into a Pod and patch it.
 func isPod(req server.Request) bool {
 	return req.Kind.Group == "" && req.Kind.Kind == "Pod"
+}
+
+// createdPod returns the pod of a pods CREATE request, or ok=false when the
+// request is anything else or its pod cannot be read; mutating webhooks then
+// let it through unchanged (fail open: a pod this webhook cannot read is not
+// its to block).
+func createdPod(req server.Request, log *slog.Logger) (pod *corev1.Pod, ok bool) {
+	if req.Operation != admissionv1.Create || req.SubResource != "" || !isPod(req) {
+		return nil, false
+	}
+	pod, err := decodePod(req)
+	if err != nil {
+		log.Warn("cannot decode pod; letting it through unchanged", "error", err)
+		return nil, false
+	}
+	return pod, true
 }
 
 // decodePod decodes the request's pod.

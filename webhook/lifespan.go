@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"strconv"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/hookback/hookback/server"
@@ -34,13 +33,8 @@ type lifespanHandler struct {
 
 // Handle implements server.Handler.
 func (h *lifespanHandler) Handle(_ context.Context, req server.Request) server.Response {
-	if req.Operation != admissionv1.Create || req.SubResource != "" || !isPod(req) {
-		return server.Allowed("")
-	}
-	pod, err := decodePod(req)
-	if err != nil {
-		// Fail open: a pod this webhook cannot read is not its to block.
-		h.log.Warn("cannot decode pod; letting it through unchanged", "error", err)
+	pod, ok := createdPod(req, h.log)
+	if !ok {
 		return server.Allowed("")
 	}
 	value, ok := pod.Labels[LabelLifespanRequested]

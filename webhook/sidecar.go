@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/hookback/hookback/server"
@@ -51,13 +50,8 @@ type sidecarHandler struct {
 // other, so a server-side dry run shows what would be created; only the
 // Events are skipped.
 func (h *sidecarHandler) Handle(_ context.Context, req server.Request) server.Response {
-	if req.Operation != admissionv1.Create || req.SubResource != "" || !isPod(req) {
-		return server.Allowed("")
-	}
-	pod, err := decodePod(req)
-	if err != nil {
-		// Fail open: a pod this webhook cannot read is not its to block.
-		h.log.Warn("cannot decode pod; letting it through unchanged", "error", err)
+	pod, ok := createdPod(req, h.log)
+	if !ok {
 		return server.Allowed("")
 	}
 	enable, ok := pod.Annotations[AnnotationSidecarEnable]
