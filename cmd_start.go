@@ -35,7 +35,7 @@ func startFlags() []cli.Flag {
 	return append(serveFlags(),
 		&cli.StringFlag{Name: "bind-address", EnvVars: env("bind-address"), Usage: "address to listen on (default: the advertise address when it is this machine's, else all interfaces)"},
 		&cli.StringFlag{Name: "health-address", EnvVars: env("health-address"), Value: "127.0.0.1:8081", Usage: "host:port for /healthz, /readyz and /metrics"},
-		&cli.BoolFlag{Name: "no-verify", EnvVars: env("no-verify"), Usage: "keep running even when the apiserver cannot reach hookback"},
+		&cli.BoolFlag{Name: "no-verify", EnvVars: env("no-verify"), Usage: "keep running (and log the diagnosis) when verification shows the apiserver cannot reach hookback"},
 		&cli.DurationFlag{Name: "verify-timeout", EnvVars: env("verify-timeout"), Value: 15 * time.Second, Usage: "how long verification may take"},
 		&cli.DurationFlag{Name: "lease-duration", EnvVars: env("lease-duration"), Value: 30 * time.Second, Usage: "how long the session survives without a heartbeat before another run may clean it up"},
 	)

@@ -170,3 +170,14 @@ func TestStartDefaultsRegisterEveryBuiltin(t *testing.T) {
 		t.Fatalf("%d objects of the session remain (err %v)", n, err)
 	}
 }
+
+func TestNoVerifyKeepsRunningAndSaysWhy(t *testing.T) {
+	p := start(t, markArgs("--advertise-address", "127.0.0.2", "--bind-address", "127.0.0.1", "--no-verify")...)
+	p.ready(t)
+	if !strings.Contains(p.stdout.String(), "NOT verified") {
+		t.Errorf("banner does not say the run is unverified:\n%s", p.stdout.String())
+	}
+	if !strings.Contains(p.stderr.String(), "connection refused") {
+		t.Errorf("no diagnosis logged:\n%s", p.stderr.String())
+	}
+}

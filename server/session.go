@@ -60,8 +60,10 @@ type SessionOptions struct {
 	LeaseNamespace string
 	Holder         string
 	LeaseDuration  time.Duration
-	Verify         bool
-	VerifyTimeout  time.Duration
+	// RequireVerified stops the run (deregistering) when verification fails;
+	// without it a failure is logged and the run goes on (--no-verify).
+	RequireVerified bool
+	VerifyTimeout   time.Duration
 	// Runnables run for the whole session (controllers, informers).
 	Runnables []Runnable
 	// WaitForCaches blocks until the informer caches the handlers read have
@@ -144,14 +146,15 @@ func (s *Session) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	var rtt time.Duration
-	if s.opts.Verify {
-		if rtt, err = s.verify(ctx); err != nil {
-			return err
-		}
+	rtt, verr := s.verify(ctx)
+	if verr != nil && s.opts.RequireVerified {
+		return verr
+	}
+	if verr != nil {
+		s.opts.Log.Warn("running although the apiserver cannot reach hookback (--no-verify)", "error", verr)
 	}
 	s.opts.Server.SetReady(true)
-	s.banner(reg, time.Since(start), rtt)
+	s.banner(reg, time.Since(start), rtt, verr)
 	return s.loop(ctx, bgCtx, errc)
 }
 
@@ -281,14 +284,14 @@ func (s *Session) cleanupShared(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (s *Session) banner(reg *Registration, took, rtt time.Duration) {
+func (s *Session) banner(reg *Registration, took, rtt time.Duration, verr error) {
 	w := s.opts.Banner
 	if w == nil {
 		return
 	}
-	verified := "not verified (--no-verify)"
-	if s.opts.Verify {
-		verified = fmt.Sprintf("verified: the apiserver called back in %s", rtt.Round(time.Microsecond))
+	verified := fmt.Sprintf("verified: the apiserver called back in %s", rtt.Round(time.Microsecond))
+	if verr != nil {
+		verified = "NOT verified (--no-verify): the apiserver could not call hookback, see the log"
 	}
 	fmt.Fprintf(w, "hookback is ready in %s, %s\n", took.Round(time.Millisecond), verified)
 	fmt.Fprintf(w, "  url:      %s\n  session:  %s\n  health:   http://%s/readyz\n", s.opts.Data.URL, s.opts.Data.Session, s.opts.Server.HealthAddr())
