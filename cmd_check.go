@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -16,14 +17,17 @@ func checkCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "check",
 		Usage: "check that the cluster is reachable and hookback has every permission it needs",
-		Description: `check connects with the kubeconfig, prints the server version and who the apiserver
-thinks you are, and asks (SelfSubjectAccessReview) for every permission hookback start
-needs. It writes nothing. It exits non-zero and names what is missing.
+		Description: `check connects with the kubeconfig, prints the server version, who the apiserver
+thinks you are and the address start would advertise (and which strategy chose it),
+and asks (SelfSubjectAccessReview) for every permission hookback start needs. It
+writes nothing. It exits non-zero and names what is missing.
 
 Examples:
    hookback check
+   hookback check --advertise-address 192.168.1.20
    hookback --kubeconfig ~/.kube/dev.yaml --context dev check`,
 		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "advertise-address", EnvVars: env("advertise-address"), Usage: "IP or DNS name the apiserver dials to reach hookback (default: decided from the kubeconfig's server, see docs/reachability.md)"},
 			&cli.StringFlag{Name: "lease-namespace", EnvVars: env("lease-namespace"), Value: "default", Usage: "namespace for the session Lease and the canary ConfigMap"},
 			&cli.DurationFlag{Name: "timeout", EnvVars: env("timeout"), Value: 10 * time.Second, Usage: "give up on the apiserver after this long"},
 		},
@@ -52,7 +56,11 @@ func runCheck(c *cli.Context) error {
 	}
 	fmt.Fprintf(out, "Server:   %s (context %q from %s)\n", cfg.Server, cfg.Context, cfg.Source())
 	fmt.Fprintf(out, "Version:  %s\n", v.GitVersion)
-	fmt.Fprintf(out, "User:     %s (groups: %s)\n\n", who.Username, strings.Join(who.Groups, ", "))
+	fmt.Fprintf(out, "User:     %s (groups: %s)\n", who.Username, strings.Join(who.Groups, ", "))
+	// start would fail on an undecidable address, so check fails too, but
+	// only after the permissions, which are worth seeing either way.
+	adErr := printAdvertise(ctx, out, c.String("advertise-address"), cfg)
+	fmt.Fprintln(out)
 
 	perms, err := permissions(c.String("lease-namespace"), []string{"all"}, []string{"all"})
 	if err != nil {
@@ -69,6 +77,17 @@ func runCheck(c *cli.Context) error {
 		return &exitError{code: 2, err: kubeconfig.MissingError(who.Username, missing)}
 	}
 	fmt.Fprintf(out, "\nall %d permissions granted\n", len(results))
+	return adErr
+}
+
+// printAdvertise prints the address start would advertise and why.
+func printAdvertise(ctx context.Context, w io.Writer, explicit string, cfg *kubeconfig.Config) error {
+	d, err := decideAdvertise(ctx, explicit, cfg)
+	if err != nil {
+		fmt.Fprintf(w, "Advertise: none (%v)\n", err)
+		return err
+	}
+	fmt.Fprintf(w, "Advertise: %s (strategy %s: %s)\n", d.Host, d.Strategy, d.Reason)
 	return nil
 }
 

@@ -1,7 +1,36 @@
 // Package tunnel decides which address the kube-apiserver should dial to reach
-// this process. Each way of deciding is a Strategy; Decide tries them in order
-// and reports which one won and why, because reachability is the first thing
-// that goes wrong when a webhook runs on a laptop.
+// this process. Reachability is the first thing that goes wrong when a webhook
+// runs outside the cluster, so each way of deciding is a small Strategy and
+// Decide reports which one won and why.
+//
+// Default tries the strategies in this order; the first that applies wins:
+//
+//  1. explicit: --advertise-address (an IP or a DNS name) always wins.
+//  2. kind (Linux): the cluster is kind, so the apiserver runs in a container
+//     on docker's "kind" network and dials the host through that network's
+//     gateway: the gateway docker reports, else the address of the local
+//     bridge interface whose subnet holds the cluster's own address.
+//  3. docker-desktop (macOS, Windows): the cluster runs in a container inside
+//     Docker Desktop's VM, which reaches the host only through the
+//     host.docker.internal name (the certificate then carries a DNS SAN).
+//  4. loopback: the apiserver listens on this machine's loopback (a local
+//     control plane such as hack/cluster), so it can dial 127.0.0.1 back.
+//  5. route: the source address of this machine's route to the apiserver
+//     host (a UDP "connect", which sends no packet), unless that is a
+//     loopback or link-local address.
+//
+// When none applies, Decide returns ErrNoAddress, which suggests
+// --advertise-address.
+//
+// kind and docker-desktop come before loopback on purpose: kind publishes its
+// apiserver on 127.0.0.1:PORT of the host, but the apiserver itself runs in a
+// container whose 127.0.0.1 is its own. A loopback server is taken for a
+// container when the kubeconfig context is kind's ("kind-<name>"; for Docker
+// Desktop also "docker-desktop"), or when the docker CLI shows a running
+// container (on the "kind" network, for the kind strategy) that publishes the
+// server's port. A local apiserver on loopback (context "kwok-hookback" of
+// hack/cluster, no container publishing its port, or no docker at all) falls
+// through to loopback.
 package tunnel
 
 import (
@@ -10,6 +39,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"runtime"
 	"strings"
 )
 
@@ -24,6 +54,9 @@ type Decision struct {
 	Strategy string
 	// Reason says why, for the log line.
 	Reason string
+	// Skipped lists the strategies tried before the winner, each as
+	// "name: why it did not apply", for debugging a surprising choice.
+	Skipped []string
 }
 
 // Input is what strategies look at.
@@ -34,6 +67,10 @@ type Input struct {
 	Server string
 	// Context is the kubeconfig context name.
 	Context string
+	// ClusterAddresses, when set, returns addresses the cluster itself uses
+	// (the apiserver's advertised endpoints). Strategies call it only when
+	// they need it, because it costs a request; nil means unknown.
+	ClusterAddresses func(ctx context.Context) ([]net.IP, error)
 }
 
 // ServerHost returns the host part of Server.
@@ -45,31 +82,68 @@ func (in Input) ServerHost() (string, error) {
 	return u.Hostname(), nil
 }
 
+// ServerPort returns the port of Server, defaulting from the scheme.
+func (in Input) ServerPort() string {
+	u, err := url.Parse(in.Server)
+	if err != nil {
+		return ""
+	}
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if u.Scheme == "http" {
+		return "80"
+	}
+	return "443"
+}
+
 // Strategy is one way of choosing the address.
 //
-// Contract: Decide returns ok=false (and no error) when the strategy does not
-// apply, so the next one is tried; an error stops the search, because it means
-// the strategy applies but cannot work (the user must intervene).
+// Contract: Decide returns ok=false and no error when the strategy does not
+// apply, so the next one is tried; it may then put why into d.Reason for
+// the debug trail. An error stops the search, because it means the strategy
+// applies but cannot work and a later strategy would pick a wrong address
+// (the user must intervene).
 type Strategy interface {
 	Name() string
 	Decide(ctx context.Context, in Input) (d Decision, ok bool, err error)
 }
 
-// Decide tries strategies in order and returns the first decision.
+// Decide tries strategies in order and returns the first decision, with the
+// reasons the earlier ones were skipped.
 func Decide(ctx context.Context, in Input, strategies []Strategy) (Decision, error) {
 	var skipped []string
 	for _, s := range strategies {
 		d, ok, err := s.Decide(ctx, in)
 		if err != nil {
-			return Decision{}, fmt.Errorf("tunnel: strategy %s: %w", s.Name(), err)
+			return Decision{Skipped: skipped}, fmt.Errorf("tunnel: strategy %s: %w", s.Name(), err)
 		}
 		if ok {
 			d.Strategy = s.Name()
+			d.Skipped = skipped
 			return d, nil
 		}
-		skipped = append(skipped, s.Name())
+		why := d.Reason
+		if why == "" {
+			why = "does not apply"
+		}
+		skipped = append(skipped, s.Name()+": "+why)
 	}
-	return Decision{}, fmt.Errorf("%w (tried %s)", ErrNoAddress, strings.Join(skipped, ", "))
+	return Decision{Skipped: skipped}, fmt.Errorf("%w (tried %s)", ErrNoAddress, strings.Join(skipped, "; "))
+}
+
+// Default is the strategy order used by hookback start, check and render,
+// backed by this machine's docker CLI, interfaces and routes.
+func Default() []Strategy {
+	docker := DockerCLI{}
+	ifaces := SystemInterfaces{}
+	return []Strategy{
+		Explicit{},
+		Kind{GOOS: runtime.GOOS, Docker: docker, Interfaces: ifaces},
+		DockerDesktop{GOOS: runtime.GOOS, Docker: docker},
+		Loopback{},
+		Route{Dialer: UDPDialer{}},
+	}
 }
 
 // Explicit wins whenever --advertise-address is set.
@@ -80,86 +154,9 @@ var _ Strategy = Explicit{}
 func (Explicit) Name() string { return "explicit" }
 func (Explicit) Decide(_ context.Context, in Input) (Decision, bool, error) {
 	if in.Explicit == "" {
-		return Decision{}, false, nil
+		return Decision{Reason: "no --advertise-address"}, false, nil
 	}
 	return Decision{Host: in.Explicit, Reason: "--advertise-address was given"}, true, nil
-}
-
-// Loopback picks 127.0.0.1 when the apiserver itself listens on this
-// machine's loopback, so it can dial us there too.
-type Loopback struct{}
-
-var _ Strategy = Loopback{}
-
-func (Loopback) Name() string { return "loopback" }
-func (Loopback) Decide(_ context.Context, in Input) (Decision, bool, error) {
-	host, err := in.ServerHost()
-	if err != nil {
-		return Decision{}, false, err
-	}
-	if !isLoopbackHost(host) {
-		return Decision{}, false, nil
-	}
-	addr := "127.0.0.1"
-	if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
-		addr = "::1"
-	}
-	return Decision{Host: addr, Reason: fmt.Sprintf("the apiserver is on this machine's loopback (%s)", host)}, true, nil
-}
-
-func isLoopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// Dialer finds the local address the kernel would use to reach addr.
-type Dialer interface {
-	LocalAddrFor(ctx context.Context, host string) (net.IP, error)
-}
-
-// UDPDialer "connects" a UDP socket, which picks a route and a source
-// address without sending any packet.
-type UDPDialer struct{}
-
-var _ Dialer = UDPDialer{}
-
-func (UDPDialer) LocalAddrFor(ctx context.Context, host string) (net.IP, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "udp", net.JoinHostPort(host, "443"))
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	return conn.LocalAddr().(*net.UDPAddr).IP, nil
-}
-
-// Route picks this machine's source address on the route to the apiserver.
-type Route struct{ Dialer Dialer }
-
-var _ Strategy = Route{}
-
-func (Route) Name() string { return "route" }
-func (r Route) Decide(ctx context.Context, in Input) (Decision, bool, error) {
-	host, err := in.ServerHost()
-	if err != nil {
-		return Decision{}, false, err
-	}
-	ip, err := r.Dialer.LocalAddrFor(ctx, host)
-	if err != nil {
-		return Decision{}, false, nil
-	}
-	if ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsUnspecified() {
-		return Decision{}, false, nil
-	}
-	return Decision{Host: ip.String(), Reason: fmt.Sprintf("source address of this machine's route to the apiserver host %s", host)}, true, nil
-}
-
-// Default is the strategy order used by hookback start and check.
-func Default() []Strategy {
-	return []Strategy{Explicit{}, Loopback{}, Route{Dialer: UDPDialer{}}}
 }
 
 // IsLocal reports whether host is an address of one of this machine's
@@ -172,14 +169,9 @@ func IsLocal(host string) bool {
 	if ip.IsLoopback() {
 		return true
 	}
-	addrs, err := net.InterfaceAddrs()
+	ifaces, err := SystemInterfaces{}.List()
 	if err != nil {
 		return false
 	}
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
-			return true
-		}
-	}
-	return false
+	return hasAddress(ifaces, ip)
 }

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/tunnel"
+)
+
+// advertise decides the host the apiserver dials and logs why.
+func advertise(ctx context.Context, log *slog.Logger, explicit string, cfg *kubeconfig.Config) (tunnel.Decision, error) {
+	d, err := decideAdvertise(ctx, explicit, cfg)
+	if len(d.Skipped) > 0 {
+		log.Debug("advertise strategies skipped", "skipped", d.Skipped)
+	}
+	if err != nil {
+		return d, err
+	}
+	log.Info("advertise address chosen", "address", d.Host, "strategy", d.Strategy, "why", d.Reason)
+	return d, nil
+}
+
+// decideAdvertise runs tunnel's default strategies on the kubeconfig, the
+// same way for start, render and check.
+func decideAdvertise(ctx context.Context, explicit string, cfg *kubeconfig.Config) (tunnel.Decision, error) {
+	return tunnel.Decide(ctx, tunnel.Input{
+		Explicit: explicit,
+		Server:   cfg.Server,
+		Context:  cfg.Context,
+		ClusterAddresses: func(ctx context.Context) ([]net.IP, error) {
+			return clusterAddresses(ctx, cfg)
+		},
+	}, tunnel.Default())
+}
+
+// clusterAddresses lists the addresses the apiserver advertises (the
+// EndpointSlices of the default/kubernetes Service). For kind that is the
+// control-plane container's address on the kind network, from which tunnel
+// finds the local bridge when docker cannot tell; tunnel asks only then.
+func clusterAddresses(ctx context.Context, cfg *kubeconfig.Config) ([]net.IP, error) {
+	cs, err := cfg.Clientset(10 * time.Second)
+	if err != nil {
+		return nil, err
+	}
+	list, err := cs.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{
+		LabelSelector: discoveryv1.LabelServiceName + "=kubernetes",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the apiserver's endpoints: %w", err)
+	}
+	var ips []net.IP
+	for _, slice := range list.Items {
+		for _, ep := range slice.Endpoints {
+			for _, a := range ep.Addresses {
+				if ip := net.ParseIP(a); ip != nil {
+					ips = append(ips, ip)
+				}
+			}
+		}
+	}
+	return ips, nil
+}
