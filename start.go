@@ -197,7 +197,8 @@ func buildParts(c *cli.Context, log *slog.Logger, hookNames, ctlNames []string, 
 	runnables := make([]server.Runnable, 0, len(ctls))
 	for _, ctl := range ctls {
 		runnables = append(runnables, server.RunnableFunc(func(ctx context.Context) error {
-			if err := ctl.Run(ctx, 2); err != nil {
+			// Stopping before the caches synced is a normal shutdown.
+			if err := ctl.Run(ctx, 2); err != nil && ctx.Err() == nil {
 				return fmt.Errorf("controller %s: %w", ctl.Name(), err)
 			}
 			return nil
