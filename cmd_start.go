@@ -22,7 +22,7 @@ var defaultTemplate []byte
 // serveFlags are shared by start and render: they decide the URL.
 func serveFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "advertise-address", EnvVars: env("advertise-address"), Usage: "IP or DNS name the apiserver dials to reach hookback (default: decided from the kubeconfig's server, see README \"Reachability\")"},
+		&cli.StringFlag{Name: "advertise-address", EnvVars: env("advertise-address"), Usage: "IP or DNS name the apiserver dials to reach hookback (default: decided from the kubeconfig's server, see docs/reachability.md)"},
 		&cli.IntFlag{Name: "port", EnvVars: env("port"), Value: 8443, Usage: "HTTPS port for the webhooks"},
 		&cli.StringFlag{Name: "session", EnvVars: env("session"), Usage: "session name: suffixes every object hookback writes (default: <user>-<host>)"},
 		&cli.StringFlag{Name: "template", EnvVars: env("template"), Usage: "webhook configuration template (default: the built-in webhook-url.yaml.tmpl); hot-reloaded while running"},

@@ -3,6 +3,7 @@ package tunnel
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // HostDockerInternal is the name Docker Desktop resolves, inside its VM and
@@ -37,6 +38,12 @@ func (d DockerDesktop) Decide(ctx context.Context, in Input) (Decision, bool, er
 	}
 	if evidence == "" {
 		return Decision{Reason: whyNot}, false, nil
+	}
+	// Docker Desktop publishes container ports on the host's loopback (its
+	// own Kubernetes used to say kubernetes.docker.internal); any other
+	// server is a cluster elsewhere, which the route reaches.
+	if host, _ := in.ServerHost(); !isLoopbackHost(host) && !strings.HasSuffix(host, ".docker.internal") {
+		return Decision{Reason: fmt.Sprintf("%s, but the apiserver %s is not published by Docker Desktop on this machine", evidence, host)}, false, nil
 	}
 	return Decision{
 		Host:   HostDockerInternal,

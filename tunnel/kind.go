@@ -39,7 +39,18 @@ func (k Kind) Decide(ctx context.Context, in Input) (Decision, bool, error) {
 	if evidence == "" {
 		return Decision{Reason: whyNot}, false, nil
 	}
-	ip, how, err := k.gateway(ctx, in)
+	var ifaces []Interface
+	ifErr := errors.New("no interface lister")
+	if k.Interfaces != nil {
+		ifaces, ifErr = k.Interfaces.List()
+	}
+	if host, _ := in.ServerHost(); ifErr == nil && !onThisMachine(host, ifaces) {
+		// A kind cluster on another machine (apiServerAddress set, kubeconfig
+		// copied) may share the default 172.18.0.0/16 with a local kind
+		// network: only the route reaches it.
+		return Decision{Reason: fmt.Sprintf("%s, but the apiserver %s is not on this machine", evidence, host)}, false, nil
+	}
+	ip, how, err := k.gateway(ctx, in, ifaces, ifErr)
 	if err != nil {
 		// Falling through would pick 127.0.0.1, which the kind apiserver
 		// cannot dial: stop and ask for an explicit address.
@@ -50,12 +61,7 @@ func (k Kind) Decide(ctx context.Context, in Input) (Decision, bool, error) {
 
 // gateway finds this machine's address on the kind network: docker's answer
 // when there is one, else the local bridge next to the cluster's addresses.
-func (k Kind) gateway(ctx context.Context, in Input) (net.IP, string, error) {
-	var ifaces []Interface
-	ifErr := errors.New("no interface lister")
-	if k.Interfaces != nil {
-		ifaces, ifErr = k.Interfaces.List()
-	}
+func (k Kind) gateway(ctx context.Context, in Input, ifaces []Interface, ifErr error) (net.IP, string, error) {
 	var notes []string
 	if k.Docker != nil {
 		ip, how, err := k.dockerGateway(ctx, ifaces, ifErr)
@@ -120,6 +126,17 @@ func bridgeNextToCluster(ctx context.Context, in Input, ifaces []Interface) (net
 		}
 	}
 	return nil, fmt.Sprintf("no local interface shares a subnet with the cluster addresses %v", addrs)
+}
+
+// onThisMachine reports whether the apiserver host is loopback or one of
+// this machine's addresses (kind's apiServerAddress set to a LAN address).
+// A DNS name other than localhost counts as elsewhere: kind writes IPs.
+func onThisMachine(host string, ifaces []Interface) bool {
+	if isLoopbackHost(host) {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && hasAddress(ifaces, ip)
 }
 
 // containerEvidence says why the apiserver looks like it runs in a

@@ -6,13 +6,15 @@
 // Default tries the strategies in this order; the first that applies wins:
 //
 //  1. explicit: --advertise-address (an IP or a DNS name) always wins.
-//  2. kind (Linux): the cluster is kind, so the apiserver runs in a container
-//     on docker's "kind" network and dials the host through that network's
-//     gateway: the gateway docker reports, else the address of the local
-//     bridge interface whose subnet holds the cluster's own address.
+//  2. kind (Linux): the cluster is kind and its apiserver is published on
+//     this machine (loopback or one of its addresses), so the apiserver runs
+//     in a container on docker's "kind" network and dials the host through
+//     that network's gateway: the gateway docker reports, else the address
+//     of the local bridge whose subnet holds the cluster's own address.
 //  3. docker-desktop (macOS, Windows): the cluster runs in a container inside
-//     Docker Desktop's VM, which reaches the host only through the
-//     host.docker.internal name (the certificate then carries a DNS SAN).
+//     Docker Desktop's VM and is published on loopback; the VM reaches the
+//     host only through the host.docker.internal name (the certificate then
+//     carries a DNS SAN).
 //  4. loopback: the apiserver listens on this machine's loopback (a local
 //     control plane such as hack/cluster), so it can dial 127.0.0.1 back.
 //  5. route: the source address of this machine's route to the apiserver

@@ -91,6 +91,11 @@ var decideCases = []decideCase{
 	{name: "kind cluster address on no local bridge is an error", m: machine{goos: "linux", docker: noDocker, ifaces: laptop, dialer: routeToLAN, cluster: ips("10.89.0.2")},
 		in: Input{Server: kindLoopback, Context: "kind-dev"}, errHas: "no local interface shares a subnet"},
 
+	{name: "kind on another machine: route", m: machine{goos: "linux", docker: noDocker, ifaces: laptop, dialer: routeToLAN, cluster: ips("172.18.0.2")},
+		in: Input{Server: "https://192.168.1.5:6443", Context: "kind-remote"}, host: "192.168.1.20", strategy: "route"},
+	{name: "kind on this machine with apiServerAddress on the LAN: still the gateway", m: machine{goos: "linux", docker: kindDocker, ifaces: laptop, dialer: routeToLAN},
+		in: Input{Server: "https://192.168.1.20:6443", Context: "kind-dev"}, host: "172.18.0.1", strategy: "kind"},
+
 	// A local apiserver on loopback (hack/cluster): not a container.
 	{name: "local control plane on loopback", m: machine{goos: "linux", docker: kindDocker, ifaces: laptop, dialer: routeToLAN},
 		in: Input{Server: "https://127.0.0.1:32766", Context: "kwok-hookback"}, host: "127.0.0.1", strategy: "loopback"},
@@ -116,6 +121,9 @@ var decideCases = []decideCase{
 		in: Input{Server: "https://127.0.0.1:50123", Context: "minikube"}, host: HostDockerInternal, strategy: "docker-desktop"},
 	{name: "native apiserver on macOS loopback", m: machine{goos: "darwin", docker: fakeDocker{}, dialer: routeToLAN},
 		in: Input{Server: "https://127.0.0.1:6443", Context: "local"}, host: "127.0.0.1", strategy: "loopback"},
+
+	{name: "kind on another machine from macOS: route", m: machine{goos: "darwin", docker: kindDocker, dialer: routeToLAN},
+		in: Input{Server: "https://192.168.1.5:6443", Context: "kind-remote"}, host: "192.168.1.20", strategy: "route"},
 
 	// Anything else: the route.
 	{name: "remote apiserver: source address of the route", m: machine{goos: "linux", docker: kindDocker, ifaces: laptop, dialer: routeToLAN},
