@@ -58,15 +58,12 @@ func runCleanup(c *cli.Context) error {
 	} else {
 		fmt.Fprintf(c.App.Writer, "removed sessions: %s\n", strings.Join(removed, ", "))
 	}
-	left, lerr := r.Sessions(c.Context)
-	if err != nil || lerr != nil || len(left) > 0 {
+	// Shared objects (exec RBAC, node CPU) go too when no live session runs
+	// the part that wrote them.
+	live, lerr := server.LiveParts(c.Context, cs, c.String("lease-namespace"), "")
+	if lerr != nil {
 		return errors.Join(err, lerr)
 	}
-	// The last session is gone: remove what the webhooks and controllers
-	// left outside the sessions' own configurations too.
-	var errs []error
-	for _, cleanup := range sharedCleanups(cs, log, []string{"all"}, []string{"all"}) {
-		errs = append(errs, cleanup(c.Context))
-	}
-	return errors.Join(errs...)
+	shared := sharedCleanups(cs, log, []string{"all"}, []string{"all"})
+	return errors.Join(err, server.RunCleanups(c.Context, shared, live, log))
 }

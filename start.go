@@ -207,14 +207,28 @@ func buildParts(c *cli.Context, log *slog.Logger, hookNames, ctlNames []string, 
 	return hooks, runnables, nil
 }
 
-// sharedCleanups undo what the enabled parts wrote outside the session's
-// own configurations.
-func sharedCleanups(cs kubernetes.Interface, log *slog.Logger, hookNames, ctlNames []string) []func(context.Context) error {
-	out := []func(context.Context) error{func(ctx context.Context) error {
-		return controller.Cleanup(ctx, cs, ctlNames, managedByLabels(), log)
-	}}
+// sharedCleanups undo, per part, what the enabled parts wrote outside the
+// session's own configurations.
+func sharedCleanups(cs kubernetes.Interface, log *slog.Logger, hookNames, ctlNames []string) map[string]func(context.Context) error {
+	out := map[string]func(context.Context) error{}
+	if enabled(ctlNames, controller.ExecRBACName) {
+		out[controller.ExecRBACName] = func(ctx context.Context) error {
+			return controller.Cleanup(ctx, cs, []string{controller.ExecRBACName}, managedByLabels(), log)
+		}
+	}
 	if enabled(hookNames, webhook.NameNodeStatus) {
-		out = append(out, func(ctx context.Context) error { return webhook.RestoreNodes(ctx, cs, log) })
+		out[webhook.NameNodeStatus] = func(ctx context.Context) error { return webhook.RestoreNodes(ctx, cs, log) }
+	}
+	return out
+}
+
+// parts names every enabled webhook and controller, for the session Lease.
+func parts(hooks []server.Webhook, ctlNames []string) []string {
+	out := webhookNames(hooks)
+	for _, n := range controller.Names() {
+		if enabled(ctlNames, n) {
+			out = append(out, n)
+		}
 	}
 	return out
 }

@@ -59,7 +59,7 @@ func RequiredPermissions(leaseNamespace string) []Permission {
 			ps = append(ps, Permission{Verb: verb, Group: "admissionregistration.k8s.io", Resource: res, Why: "register webhooks", Part: PartCore})
 		}
 	}
-	for _, verb := range []string{"get", "create", "update", "delete"} {
+	for _, verb := range []string{"get", "list", "create", "update", "delete"} {
 		ps = append(ps, Permission{Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Namespace: leaseNamespace, Why: "session heartbeat", Part: PartCore})
 	}
 	ps = append(ps,

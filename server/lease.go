@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -35,7 +37,9 @@ type Heartbeat struct {
 	Holder    string
 	// Duration is how long the Lease stays valid without renewal.
 	Duration time.Duration
-	Log      *slog.Logger
+	// Parts are recorded on the Lease for other sessions (AnnotationParts).
+	Parts []string
+	Log   *slog.Logger
 }
 
 // Renew creates or renews the Lease. It reports created=true when the Lease
@@ -48,9 +52,10 @@ func (h *Heartbeat) Renew(ctx context.Context) (created bool, err error) {
 	if apierrors.IsNotFound(err) {
 		l = &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{
-				Name:      LeaseName(h.Session),
-				Namespace: h.Namespace,
-				Labels:    map[string]string{LabelManagedBy: ManagedByValue, LabelSession: h.Session},
+				Name:        LeaseName(h.Session),
+				Namespace:   h.Namespace,
+				Labels:      map[string]string{LabelManagedBy: ManagedByValue, LabelSession: h.Session},
+				Annotations: map[string]string{AnnotationParts: strings.Join(h.Parts, ",")},
 			},
 			Spec: coordinationv1.LeaseSpec{
 				HolderIdentity:       ptr.To(h.Holder),
@@ -102,6 +107,46 @@ func (h *Heartbeat) Run(ctx context.Context, interval time.Duration, lost func()
 // Release deletes the Lease.
 func (h *Heartbeat) Release(ctx context.Context) error {
 	return deleteLease(ctx, h.Client, h.Namespace, LeaseName(h.Session))
+}
+
+// AnnotationParts on a session Lease lists the webhooks and controllers the
+// session runs.
+const AnnotationParts = "hookback.dev/parts"
+
+// LiveParts collects the parts of every live session in namespace except
+// the one named except, from their Leases.
+func LiveParts(ctx context.Context, cs kubernetes.Interface, namespace, except string) (map[string]bool, error) {
+	leases, err := cs.CoordinationV1().Leases(namespace).List(ctx, metav1.ListOptions{LabelSelector: ManagedSelector})
+	if err != nil {
+		return nil, fmt.Errorf("list session leases in %s: %w", namespace, err)
+	}
+	live := map[string]bool{}
+	now := time.Now()
+	for i := range leases.Items {
+		l := &leases.Items[i]
+		if l.Labels[LabelSession] == except || LeaseExpired(l, now) {
+			continue
+		}
+		for _, p := range strings.Split(l.Annotations[AnnotationParts], ",") {
+			if p != "" {
+				live[p] = true
+			}
+		}
+	}
+	return live, nil
+}
+
+// RunCleanups runs the cleanup of each part that is not live.
+func RunCleanups(ctx context.Context, cleanups map[string]func(context.Context) error, live map[string]bool, log *slog.Logger) error {
+	var errs []error
+	for part, cleanup := range cleanups {
+		if live[part] {
+			log.Info("another live session runs this part; leaving its shared objects", "part", part)
+			continue
+		}
+		errs = append(errs, cleanup(ctx))
+	}
+	return errors.Join(errs...)
 }
 
 func deleteLease(ctx context.Context, cs kubernetes.Interface, ns, name string) error {

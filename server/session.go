@@ -71,10 +71,14 @@ type SessionOptions struct {
 	WaitForCaches func(ctx context.Context) error
 	// Banner receives the ready banner.
 	Banner io.Writer
-	// Cleanups remove objects the webhooks and controllers wrote that are
-	// shared between sessions (RBAC, node annotations). They run after
-	// deregistration, and only when no other session is left.
-	Cleanups []func(ctx context.Context) error
+	// Parts names the enabled webhooks and controllers; they are recorded on
+	// the session Lease so other sessions know what this one relies on.
+	Parts []string
+	// Cleanups remove, per part, objects that part wrote outside the
+	// session's own configurations and that sessions share (exec RBAC, node
+	// CPU). Each runs after the part has stopped, unless another live
+	// session runs the same part.
+	Cleanups map[string]func(ctx context.Context) error
 	// ReloadInterval is the backstop re-read period of the template file.
 	ReloadInterval time.Duration
 	Log            *slog.Logger
@@ -86,8 +90,9 @@ type Session struct {
 	registrar *Registrar
 	heartbeat *Heartbeat
 	leaseRef  string
-	// wg tracks every goroutine Run starts, so none outlives it.
-	wg sync.WaitGroup
+	// bg tracks the runnables and loops, srv the server: Run waits for both,
+	// the server last, so it answers until the apiserver stops calling.
+	bg, srv sync.WaitGroup
 }
 
 // NewSession checks the options and builds a session.
@@ -105,7 +110,7 @@ func NewSession(opts SessionOptions) (*Session, error) {
 		opts:      opts,
 		registrar: &Registrar{Client: opts.Client, Dynamic: opts.Dynamic, Session: opts.Data.Session, Log: opts.Log},
 		heartbeat: &Heartbeat{Client: opts.Client, Namespace: opts.LeaseNamespace, Session: opts.Data.Session,
-			Holder: opts.Holder, Duration: opts.LeaseDuration, Log: opts.Log},
+			Holder: opts.Holder, Duration: opts.LeaseDuration, Parts: opts.Parts, Log: opts.Log},
 		leaseRef: opts.LeaseNamespace + "/" + LeaseName(opts.Data.Session),
 	}, nil
 }
@@ -127,20 +132,19 @@ func (s *Session) Run(ctx context.Context) (err error) {
 	srvCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
 	bgCtx, stopBackground := context.WithCancel(ctx)
 	errc := make(chan error, 1+len(s.opts.Runnables))
-	s.wg.Go(func() { errc <- s.opts.Server.Start(srvCtx) })
+	s.srv.Go(func() { errc <- s.opts.Server.Start(srvCtx) })
 	for _, r := range s.opts.Runnables {
-		s.wg.Go(func() { errc <- r.Run(bgCtx) })
+		s.bg.Go(func() { errc <- r.Run(bgCtx) })
 	}
 	defer func() {
-		stopBackground()
+		s.shutdown(stopBackground)
 		stopServer()
-		s.wg.Wait()
+		s.srv.Wait()
 		close(errc)
 		for e := range errc {
 			err = errors.Join(err, e)
 		}
 	}()
-	defer s.deregister()
 
 	reg, err := s.register(ctx)
 	if err != nil {
@@ -209,14 +213,14 @@ func (s *Session) verify(ctx context.Context) (time.Duration, error) {
 // ctx or on a failed server or runnable.
 func (s *Session) loop(ctx, bgCtx context.Context, errc <-chan error) error {
 	reapply := make(chan struct{}, 1)
-	s.wg.Go(func() { s.heartbeat.Run(bgCtx, s.opts.LeaseDuration/6, func() { trySend(reapply) }) })
+	s.bg.Go(func() { s.heartbeat.Run(bgCtx, s.opts.LeaseDuration/6, func() { trySend(reapply) }) })
 	if s.opts.Template.Path != "" {
 		w := &FileWatcher{Path: s.opts.Template.Path, Interval: s.opts.ReloadInterval, Debounce: 20 * time.Millisecond, Log: s.opts.Log}
 		wait, err := w.Watch(bgCtx, reapply)
 		if err != nil {
 			s.opts.Log.Warn("template hot reload disabled", "error", err)
 		} else {
-			s.wg.Go(wait)
+			s.bg.Go(wait)
 		}
 	}
 	for {
@@ -246,42 +250,36 @@ func (s *Session) reapply(ctx context.Context) {
 	s.opts.Log.Info("webhook configuration re-applied", "webhooks", len(reg.Webhooks()), "took", time.Since(start))
 }
 
-// deregister removes everything this session wrote. It runs on a fresh
-// context: the run's context is already cancelled when we stop.
-func (s *Session) deregister() {
+// shutdown undoes the run in the safe order: delete the configurations so
+// the apiserver stops calling, stop the controllers and wait for them (a
+// write in flight must not land after the cleanup), clean up shared objects,
+// and release the Lease last. It runs on a fresh context: the run's context
+// is already cancelled when we stop.
+func (s *Session) shutdown(stopBackground context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	s.opts.Server.SetReady(false)
-	err := errors.Join(s.registrar.Deregister(ctx), s.heartbeat.Release(ctx))
-	if err == nil {
-		err = s.cleanupShared(ctx)
-	}
-	if err != nil {
+	errs := []error{s.registrar.Deregister(ctx)}
+	stopBackground()
+	s.bg.Wait()
+	errs = append(errs, s.cleanupShared(ctx), s.heartbeat.Release(ctx))
+	if err := errors.Join(errs...); err != nil {
 		s.opts.Log.Error("deregistration incomplete: run `hookback cleanup --session "+s.opts.Data.Session+"`", "error", err)
 		return
 	}
 	s.opts.Log.Info("deregistered", "session", s.opts.Data.Session)
 }
 
-// cleanupShared runs the Cleanups unless another session still runs and
-// may rely on the shared objects.
+// cleanupShared runs the cleanup of every part no other live session runs.
 func (s *Session) cleanupShared(ctx context.Context) error {
 	if len(s.opts.Cleanups) == 0 {
 		return nil
 	}
-	others, err := s.registrar.Sessions(ctx)
+	live, err := LiveParts(ctx, s.opts.Client, s.opts.LeaseNamespace, s.opts.Data.Session)
 	if err != nil {
 		return err
 	}
-	if len(others) > 0 {
-		s.opts.Log.Info("other hookback sessions still run; leaving shared objects to the last one", "sessions", len(others))
-		return nil
-	}
-	var errs []error
-	for _, c := range s.opts.Cleanups {
-		errs = append(errs, c(ctx))
-	}
-	return errors.Join(errs...)
+	return RunCleanups(ctx, s.opts.Cleanups, live, s.opts.Log)
 }
 
 func (s *Session) banner(reg *Registration, took, rtt time.Duration, verr error) {

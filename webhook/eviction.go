@@ -40,12 +40,6 @@ func (h *evictionHandler) Handle(ctx context.Context, req server.Request) server
 		h.log.Warn("cannot decode eviction; allowing it", "namespace", req.Namespace, "pod", req.Name, "error", err)
 		return server.Allowed("")
 	}
-	// Dry-run comes either from the request (?dryRun=All on the eviction
-	// call) or from the Eviction's own DeleteOptions; either way nothing will
-	// be evicted, so there is nothing to record.
-	if req.IsDryRun() || (ev.DeleteOptions != nil && len(ev.DeleteOptions.DryRun) > 0) {
-		return server.Allowed("")
-	}
 	// For the pods/eviction subresource the request names the pod; the
 	// Eviction's own metadata is the fallback for a sparse request.
 	ns, name := req.Namespace, req.Name
@@ -58,6 +52,14 @@ func (h *evictionHandler) Handle(ctx context.Context, req server.Request) server
 	user := req.UserInfo.Username
 	if user == "" {
 		user = "<unknown>"
+	}
+	// Dry-run comes either from the request (?dryRun=All on the eviction
+	// call) or from the Eviction's own DeleteOptions (kubectl drain
+	// --dry-run=server), which the apiserver does not flag on the request:
+	// nothing will be evicted, so log it as such and record no Event.
+	if req.IsDryRun() || (ev.DeleteOptions != nil && len(ev.DeleteOptions.DryRun) > 0) {
+		h.log.Info("eviction requested", "namespace", ns, "pod", name, "user", user, "dry_run", true)
+		return server.Allowed("")
 	}
 	pod, err := h.pods.Pods(ns).Get(name)
 	if err != nil {

@@ -1,0 +1,579 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/hookback/hookback/controller"
+)
+
+// Tests of the built-in controllers (controller/), each run alone in a
+// hookback started with --webhooks none, against the real apiserver.
+//
+// exec-rbac owns two cluster-wide objects, so TestControllerExecRBAC must not
+// run in parallel with another test that enables it; none of these tests calls
+// t.Parallel.
+
+// ctlArgs start hookback with no webhooks and only the named controllers.
+func ctlArgs(controllers string) []string {
+	return []string{"--webhooks", "none", "--controllers", controllers}
+}
+
+// ctlPodSpec is the spec of every test pod: one container kwok never pulls,
+// and no grace period so that deleted pods go away at once.
+func ctlPodSpec(serviceAccount string) corev1.PodSpec {
+	return corev1.PodSpec{
+		ServiceAccountName:            serviceAccount,
+		Containers:                    []corev1.Container{{Name: "app", Image: "registry.example/app:e2e"}},
+		TerminationGracePeriodSeconds: ptr.To[int64](0),
+	}
+}
+
+// ctlDeployment creates a Deployment whose pods are labelled app=name and
+// carry annotations; the apiserver generates the pods' names.
+func ctlDeployment(t *testing.T, ns, name string, replicas int32, serviceAccount string, annotations map[string]string) {
+	t.Helper()
+	labels := map[string]string{"app": name}
+	_, err := env.client.AppsV1().Deployments(ns).Create(context.Background(), &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
+				Spec:       ctlPodSpec(serviceAccount),
+			},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create deployment %s/%s: %v", ns, name, err)
+	}
+}
+
+// ctlWaitPods waits until exactly n live (not terminating) pods match the
+// label selector and every one of them satisfies ok, and returns them.
+func ctlWaitPods(t *testing.T, ns, selector string, n int, what string, ok func(*corev1.Pod) bool) []corev1.Pod {
+	t.Helper()
+	return ctlWaitPodsList(t, ns, metav1.ListOptions{LabelSelector: selector}, n, what, ok)
+}
+
+func ctlWaitPodsList(t *testing.T, ns string, opts metav1.ListOptions, n int, what string, ok func(*corev1.Pod) bool) []corev1.Pod {
+	t.Helper()
+	var pods []corev1.Pod
+	sel := opts.LabelSelector + opts.FieldSelector
+	eventually(t, fmt.Sprintf("%d pods %s in %s to be %s", n, sel, ns, what), func(ctx context.Context) (bool, error) {
+		list, err := env.client.CoreV1().Pods(ns).List(ctx, opts)
+		if err != nil {
+			return false, err
+		}
+		pods = pods[:0]
+		for _, p := range list.Items {
+			if p.DeletionTimestamp == nil {
+				pods = append(pods, p)
+			}
+		}
+		if len(pods) != n {
+			return false, fmt.Errorf("%d pods", len(pods))
+		}
+		for i := range pods {
+			if !ok(&pods[i]) {
+				return false, fmt.Errorf("pod %s is not %s yet", pods[i].Name, what)
+			}
+		}
+		return true, nil
+	})
+	return pods
+}
+
+// ctlBarePod creates a pod without a controller and waits until it runs. kwok
+// writes its status once on scheduling and once when it runs, and then leaves
+// it alone: from then on only the test and hookback write the pod.
+func ctlBarePod(t *testing.T, ns, name, serviceAccount string, annotations map[string]string) *corev1.Pod {
+	t.Helper()
+	_, err := env.client.CoreV1().Pods(ns).Create(context.Background(), &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: annotations},
+		Spec:       ctlPodSpec(serviceAccount),
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create pod %s/%s: %v", ns, name, err)
+	}
+	return &ctlWaitPodsList(t, ns, metav1.ListOptions{FieldSelector: "metadata.name=" + name}, 1, "running", ctlRunning)[0]
+}
+
+func ctlRunning(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning }
+
+// ctlAnnotate sets one annotation with a merge patch on the pod's
+// annotations, which is what `kubectl annotate --overwrite` sends.
+func ctlAnnotate(t *testing.T, ns, pod, key, value string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
+	if _, err := env.client.CoreV1().Pods(ns).Patch(context.Background(), pod, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("annotate pod %s/%s %s=%s: %v", ns, pod, key, value, err)
+	}
+}
+
+// ctlLabelled waits until the pod's pod-name label is its name (want true) or
+// absent (want false), and returns the pod.
+func ctlLabelled(t *testing.T, ns, name string, want bool) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	what := "labelled " + controller.PodNameLabel + "=" + name
+	if !want {
+		what = "without label " + controller.PodNameLabel
+	}
+	eventually(t, "pod "+ns+"/"+name+" "+what, func(ctx context.Context) (bool, error) {
+		var err error
+		if pod, err = env.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return false, err
+		}
+		v, has := pod.Labels[controller.PodNameLabel]
+		if want {
+			return has && v == name, nil
+		}
+		return !has, nil
+	})
+	return pod
+}
+
+// ctlQueueAdds reads workqueue_adds_total of one controller's queue from
+// hookback's /metrics.
+func ctlQueueAdds(t *testing.T, p *proc, name string) int {
+	t.Helper()
+	resp, err := http.Get("http://" + p.health + "/metrics")
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	prefix := `workqueue_adds_total{name="` + name + `"} `
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), prefix); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("parse %q: %v", sc.Text(), err)
+			}
+			return int(f)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("read /metrics: %v", err)
+	}
+	t.Fatalf("/metrics has no %s", strings.TrimSpace(prefix))
+	return 0
+}
+
+func TestControllerPodNameLabel(t *testing.T) {
+	ns := namespace(t)
+	p := start(t, ctlArgs(controller.PodNameLabelName)...)
+	// A pod the controller has no business with: used below to prove that
+	// the controller ignores its own writes.
+	bystander := ctlBarePod(t, ns, "bystander", "", nil)
+	p.ready(t)
+
+	const replicas = 3
+	ctlDeployment(t, ns, "web", replicas, "", map[string]string{controller.AddPodNameLabelAnnotation: "true"})
+	pods := ctlWaitPods(t, ns, "app=web", replicas, "running and labelled with their own name", func(p *corev1.Pod) bool {
+		return ctlRunning(p) && p.Labels[controller.PodNameLabel] == p.Name
+	})
+	for _, pod := range pods {
+		// The names are the apiserver's (ReplicaSet generateName), which is
+		// why a webhook could not have done this.
+		if pod.GenerateName == "" || !strings.HasPrefix(pod.Name, pod.GenerateName) {
+			t.Errorf("pod %s: name not generated (generateName %q)", pod.Name, pod.GenerateName)
+		}
+	}
+
+	// `kubectl annotate --overwrite pod X padok.fr/add-pod-name-label=false`
+	// removes X's label and no other.
+	x, others := pods[0], pods[1:]
+	ctlAnnotate(t, ns, x.Name, controller.AddPodNameLabelAnnotation, "false")
+	ctlLabelled(t, ns, x.Name, false)
+
+	// No hot loop: the controller must not react to its own patches.
+	//
+	// Every reaction goes through the workqueue, and workqueue_adds_total
+	// counts the keys queued. Between two readings we make exactly three
+	// changes that need work, waiting for each to be done before the next:
+	// the bystander gets the annotation (label set), loses it (label
+	// removed), then X gets it back (label set). So the count must grow by
+	// exactly 3: a reaction to hookback's own patches of the bystander would
+	// add more (so would one to its patch of X above, when that watch event
+	// arrives after the first reading).
+	//
+	// Why this is not sleep-and-hope: the informer delivers pod events to the
+	// controller in resourceVersion order. Each patch hookback makes is
+	// followed, in that order, by the next annotation we write, because we
+	// only write it after seeing the patch's result. When the controller has
+	// acted on that next annotation, it has therefore already received the
+	// watch event of its own patch, and any key that event queued is counted.
+	// The bystander's two patches are both followed by a later change in the
+	// window, so a reaction to either is caught. The bystander and the web
+	// pods are Running, so kwok no longer writes them: no other change to
+	// them can legitimately queue keys (pods elsewhere in the shared
+	// cluster could, but only if they carry the annotation or the label).
+	before := ctlQueueAdds(t, p, controller.PodNameLabelName)
+	othersRV := map[string]string{}
+	for _, o := range others {
+		cur, err := env.client.CoreV1().Pods(ns).Get(context.Background(), o.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		othersRV[o.Name] = cur.ResourceVersion
+	}
+	ctlAnnotate(t, ns, bystander.Name, controller.AddPodNameLabelAnnotation, "true")
+	ctlLabelled(t, ns, bystander.Name, true)
+	ctlAnnotate(t, ns, bystander.Name, controller.AddPodNameLabelAnnotation, "false")
+	ctlLabelled(t, ns, bystander.Name, false)
+	ctlAnnotate(t, ns, x.Name, controller.AddPodNameLabelAnnotation, "true")
+	ctlLabelled(t, ns, x.Name, true)
+	if after := ctlQueueAdds(t, p, controller.PodNameLabelName); after-before != 3 {
+		t.Errorf("workqueue_adds_total{name=%q} grew by %d over three changes, want 3: the controller reacts to its own writes",
+			controller.PodNameLabelName, after-before)
+	}
+
+	// The pods nobody touched kept their label, and were not written at all
+	// while the controller handled the other pods' changes.
+	for _, o := range others {
+		cur, err := env.client.CoreV1().Pods(ns).Get(context.Background(), o.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cur.Labels[controller.PodNameLabel] != o.Name {
+			t.Errorf("pod %s lost its label: %v", o.Name, cur.Labels)
+		}
+		if cur.ResourceVersion != othersRV[o.Name] {
+			t.Errorf("pod %s was written (resourceVersion %s -> %s) though nothing about it changed",
+				o.Name, othersRV[o.Name], cur.ResourceVersion)
+		}
+	}
+	if !strings.Contains(p.stderr.String(), "pod name label removed") {
+		t.Errorf("no log line for the removed label:\n%s", p.stderr.String())
+	}
+}
+
+// ctlEvent waits for an events.k8s.io Event about the named object in ns
+// with the given type, reason and reporting controller.
+func ctlEvent(t *testing.T, ns, regarding, typ, reason, reporter string) {
+	t.Helper()
+	what := fmt.Sprintf("a %s Event %s from %s about %s/%s", typ, reason, reporter, ns, regarding)
+	eventually(t, what, func(ctx context.Context) (bool, error) {
+		list, err := env.client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		return slices.ContainsFunc(list.Items, func(e eventsv1.Event) bool {
+			return e.Regarding.Name == regarding && e.Type == typ && e.Reason == reason && e.ReportingController == reporter
+		}), nil
+	})
+}
+
+// ctlDeny installs a ValidatingAdmissionPolicy (and its binding, limited by
+// match) that refuses with 403 Forbidden the requests on resource of the
+// core or rbac group for which expression is false, and waits until the
+// apiserver enforces it: until probe, a dry-run request, is forbidden.
+func ctlDeny(t *testing.T, name, group, resource string, op admissionregistrationv1.OperationType, expression string,
+	match *admissionregistrationv1.MatchResources, probe func(ctx context.Context) error,
+) {
+	t.Helper()
+	ctx := context.Background()
+	a := env.client.AdmissionregistrationV1()
+	_, err := a.ValidatingAdmissionPolicies().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{op},
+						Rule: admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"v1"},
+							Resources: []string{resource}},
+					},
+				}},
+			},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: expression,
+				Message:    "refused by e2e policy " + name,
+				Reason:     ptr.To(metav1.StatusReasonForbidden),
+			}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create ValidatingAdmissionPolicy: %v", err)
+	}
+	t.Cleanup(func() { _ = a.ValidatingAdmissionPolicies().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	_, err = a.ValidatingAdmissionPolicyBindings().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources:    match,
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create ValidatingAdmissionPolicyBinding: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = a.ValidatingAdmissionPolicyBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	eventually(t, "ValidatingAdmissionPolicy "+name+" to be enforced", func(ctx context.Context) (bool, error) {
+		err := probe(ctx)
+		if apierrors.IsForbidden(err) {
+			return true, nil
+		}
+		if err == nil {
+			err = fmt.Errorf("dry-run request allowed")
+		}
+		return false, err
+	})
+}
+
+// ctlDenyPodNameLabel refuses any update adding the pod-name label to a pod
+// in ns, probing with a dry-run patch of pod.
+func ctlDenyPodNameLabel(t *testing.T, ns, pod string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{controller.PodNameLabel: pod}}})
+	ctlDeny(t, "hookback-e2e-deny-pod-name-label-"+ns, "", "pods", admissionregistrationv1.Update,
+		fmt.Sprintf(`!has(object.metadata.labels) || !(%[1]q in object.metadata.labels) || `+
+			`(has(oldObject.metadata.labels) && %[1]q in oldObject.metadata.labels)`, controller.PodNameLabel),
+		&admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+			MatchLabels: map[string]string{corev1.LabelMetadataName: ns},
+		}},
+		func(ctx context.Context) error {
+			_, err := env.client.CoreV1().Pods(ns).Patch(ctx, pod, types.MergePatchType, body,
+				metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		})
+}
+
+// TestControllerPodNameLabelWarningEvents covers the controller's Events: a
+// write the apiserver refuses (here an admission policy says no; RBAC would
+// say it the same way, with a 403) and a pod whose name cannot be a label
+// value. Either way nothing is written and a Warning Event on the pod says
+// why.
+func TestControllerPodNameLabelWarningEvents(t *testing.T) {
+	ns := namespace(t)
+	p := start(t, ctlArgs(controller.PodNameLabelName)...)
+	refused := ctlBarePod(t, ns, "refused", "", nil)
+	ctlDenyPodNameLabel(t, ns, refused.Name)
+	p.ready(t)
+
+	ctlAnnotate(t, ns, refused.Name, controller.AddPodNameLabelAnnotation, "true")
+	ctlEvent(t, ns, refused.Name, corev1.EventTypeWarning, "LabelRefused", controller.PodNameLabelName)
+	cur, err := env.client.CoreV1().Pods(ns).Get(context.Background(), refused.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, has := cur.Labels[controller.PodNameLabel]; has {
+		t.Errorf("label %s=%s set despite the policy", controller.PodNameLabel, v)
+	}
+
+	// Pod names may have 253 characters, label values 63.
+	long := "long-" + strings.Repeat("x", 70)
+	ctlBarePod(t, ns, long, "", map[string]string{controller.AddPodNameLabelAnnotation: "true"})
+	ctlEvent(t, ns, long, corev1.EventTypeWarning, "PodNameNotLabelable", controller.PodNameLabelName)
+}
+
+// ctlDeleteExecRBAC deletes exec-rbac's ClusterRoleBinding and ClusterRole
+// and waits until they are gone, so that each run starts from nothing.
+func ctlDeleteExecRBAC(t *testing.T) {
+	t.Helper()
+	rbac := env.client.RbacV1()
+	eventually(t, "ClusterRole and ClusterRoleBinding "+controller.ExecRBACObjectName+" to be deleted", func(ctx context.Context) (bool, error) {
+		errB := rbac.ClusterRoleBindings().Delete(ctx, controller.ExecRBACObjectName, metav1.DeleteOptions{})
+		errR := rbac.ClusterRoles().Delete(ctx, controller.ExecRBACObjectName, metav1.DeleteOptions{})
+		for _, err := range []error{errB, errR} {
+			if err != nil && !apierrors.IsNotFound(err) {
+				return false, err
+			}
+		}
+		return apierrors.IsNotFound(errB) && apierrors.IsNotFound(errR), nil
+	})
+}
+
+// ctlExecSubjects returns the ServiceAccount subjects of the binding, as
+// "namespace/name".
+func ctlExecSubjects(ctx context.Context) (*rbacv1.ClusterRoleBinding, []string, error) {
+	crb, err := env.client.RbacV1().ClusterRoleBindings().Get(ctx, controller.ExecRBACObjectName, metav1.GetOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []string
+	for _, s := range crb.Subjects {
+		if s.Kind == rbacv1.ServiceAccountKind {
+			out = append(out, s.Namespace+"/"+s.Name)
+		}
+	}
+	return crb, out, nil
+}
+
+// ctlWaitSubjects waits until every subject of present is in the binding and
+// none of absent is. Other namespaces of the shared cluster may contribute
+// subjects too, so only these are looked at.
+func ctlWaitSubjects(t *testing.T, what string, present, absent []string) *rbacv1.ClusterRoleBinding {
+	t.Helper()
+	var crb *rbacv1.ClusterRoleBinding
+	eventually(t, what, func(ctx context.Context) (bool, error) {
+		var subjects []string
+		var err error
+		if crb, subjects, err = ctlExecSubjects(ctx); err != nil {
+			return false, err
+		}
+		for _, s := range present {
+			if !slices.Contains(subjects, s) {
+				return false, fmt.Errorf("subjects %v lack %s", subjects, s)
+			}
+		}
+		for _, s := range absent {
+			if slices.Contains(subjects, s) {
+				return false, fmt.Errorf("subjects %v still have %s", subjects, s)
+			}
+		}
+		return true, nil
+	})
+	return crb
+}
+
+func ctlManagedBy(labels map[string]string) bool {
+	return labels["app.kubernetes.io/managed-by"] == "hookback"
+}
+
+func TestControllerExecRBAC(t *testing.T) {
+	ctx := context.Background()
+	// Registered before start, so it runs after hookback stopped: a later
+	// test (or run) starts without the objects.
+	ctlDeleteExecRBAC(t)
+	t.Cleanup(func() { ctlDeleteExecRBAC(t) })
+
+	custom, byDefault, disabled := namespace(t), namespace(t), namespace(t)
+	if _, err := env.client.CoreV1().ServiceAccounts(custom).Create(ctx, &corev1.ServiceAccount{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	customSA, defaultSA, disabledSA := custom+"/agent", byDefault+"/default", disabled+"/default"
+	// Exists before hookback starts, so it is in the informer's initial list
+	// and in every subject computation below.
+	ctlBarePod(t, disabled, "off", "", map[string]string{controller.ExecAgentAnnotation: "false"})
+
+	p := start(t, ctlArgs(controller.ExecRBACName)...)
+	p.ready(t)
+	enabled := map[string]string{controller.ExecAgentAnnotation: "true"}
+	ctlDeployment(t, custom, "agent", 2, "agent", enabled)
+	ctlBarePod(t, byDefault, "agent", "", enabled)
+
+	crb := ctlWaitSubjects(t, "both service accounts in ClusterRoleBinding "+controller.ExecRBACObjectName,
+		[]string{customSA, defaultSA}, nil)
+	// The reconcile that wrote both subjects listed the disabled pod too.
+	_, subjects, _ := ctlExecSubjects(ctx)
+	if slices.Contains(subjects, disabledSA) {
+		t.Errorf("a pod with %s=false made %s a subject: %v", controller.ExecAgentAnnotation, disabledSA, subjects)
+	}
+	if !ctlManagedBy(crb.Labels) {
+		t.Errorf("ClusterRoleBinding labels = %v, want %s", crb.Labels, managedBy)
+	}
+	if crb.RoleRef.Kind != "ClusterRole" || crb.RoleRef.Name != controller.ExecRBACObjectName {
+		t.Errorf("roleRef = %+v", crb.RoleRef)
+	}
+	role, err := env.client.RbacV1().ClusterRoles().Get(ctx, controller.ExecRBACObjectName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("ClusterRole %s: %v", controller.ExecRBACObjectName, err)
+	}
+	if !ctlManagedBy(role.Labels) {
+		t.Errorf("ClusterRole labels = %v, want %s", role.Labels, managedBy)
+	}
+	if !slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool {
+		return slices.Contains(r.Resources, "pods/exec") && slices.Contains(r.Verbs, "create")
+	}) {
+		t.Errorf("ClusterRole rules do not grant pods/exec create: %+v", role.Rules)
+	}
+
+	// The custom namespace's pods go: its subject goes, the other stays.
+	if err := env.client.AppsV1().Deployments(custom).Delete(ctx, "agent", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ctlWaitPods(t, custom, "app=agent", 0, "gone", nil)
+	ctlWaitSubjects(t, "the subject of "+custom+" to be removed", []string{defaultSA}, []string{customSA})
+
+	// A namespace deleted with its pods loses its subject too.
+	if err := env.client.CoreV1().Namespaces().Delete(ctx, byDefault, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ctlWaitSubjects(t, "the subject of deleted namespace "+byDefault+" to be removed", nil, []string{defaultSA})
+
+	// On exit the last hookback session deletes both objects; when another
+	// session still runs on the shared cluster it leaves them to that one.
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("exit code after SIGTERM = %d\n%s", code, p.stderr.String())
+	}
+	if strings.Contains(p.stderr.String(), "another live session runs this part") {
+		t.Logf("another hookback session runs on the cluster: not checking that %s was deleted on exit", controller.ExecRBACObjectName)
+		return
+	}
+	if _, err := env.client.RbacV1().ClusterRoleBindings().Get(ctx, controller.ExecRBACObjectName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("ClusterRoleBinding %s after exit: err = %v, want NotFound", controller.ExecRBACObjectName, err)
+	}
+	if _, err := env.client.RbacV1().ClusterRoles().Get(ctx, controller.ExecRBACObjectName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("ClusterRole %s after exit: err = %v, want NotFound", controller.ExecRBACObjectName, err)
+	}
+}
+
+// TestControllerExecRBACRefusedWriteEvent: when the apiserver refuses to
+// create the ClusterRole (here an admission policy says no; missing RBAC
+// would say it the same way, with a 403), exec-rbac records a Warning Event
+// about it. The ClusterRole is cluster-scoped, so the Event goes to the
+// default namespace.
+func TestControllerExecRBACRefusedWriteEvent(t *testing.T) {
+	ctx := context.Background()
+	since := metav1.Now().Rfc3339Copy() // Events of earlier runs are older
+	ctlDeleteExecRBAC(t)
+	t.Cleanup(func() { ctlDeleteExecRBAC(t) })
+	ns := namespace(t)
+	ctlDeny(t, "hookback-e2e-deny-"+controller.ExecRBACObjectName+"-"+ns, rbacv1.GroupName, "clusterroles",
+		admissionregistrationv1.Create, fmt.Sprintf("object.metadata.name != %q", controller.ExecRBACObjectName),
+		&admissionregistrationv1.MatchResources{},
+		func(ctx context.Context) error {
+			_, err := env.client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+				ObjectMeta: metav1.ObjectMeta{Name: controller.ExecRBACObjectName},
+			}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		})
+	p := start(t, ctlArgs(controller.ExecRBACName)...)
+	p.ready(t)
+	ctlBarePod(t, ns, "agent", "", map[string]string{controller.ExecAgentAnnotation: "true"})
+
+	eventually(t, "a Warning Event WriteRefused from exec-rbac about ClusterRole "+controller.ExecRBACObjectName,
+		func(ctx context.Context) (bool, error) {
+			list, err := env.client.EventsV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err
+			}
+			return slices.ContainsFunc(list.Items, func(e eventsv1.Event) bool {
+				return e.Regarding.Kind == "ClusterRole" && e.Regarding.Name == controller.ExecRBACObjectName &&
+					e.Type == corev1.EventTypeWarning && e.Reason == "WriteRefused" &&
+					e.ReportingController == controller.ExecRBACName && !e.CreationTimestamp.Before(&since)
+			}), nil
+		})
+	if _, err := env.client.RbacV1().ClusterRoles().Get(ctx, controller.ExecRBACObjectName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("ClusterRole %s: err = %v, want NotFound", controller.ExecRBACObjectName, err)
+	}
+}

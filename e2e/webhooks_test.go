@@ -1,0 +1,584 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	policyv1beta1 "k8s.io/api/policy/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The webhook tests run in parallel with each other (after the package's
+// sequential tests): each has its own namespace and hookback session, and
+// the node test, which waits for kwok heartbeats, dominates the run.
+
+func TestWebhookPodNameDeniesBannedWords(t *testing.T) {
+	t.Parallel()
+	type pod struct {
+		name, generateName string
+		denied             string // the banned word named in the denial; "" admits
+	}
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		pods  []pod
+	}{{
+		name: "default words",
+		pods: []pod{
+			{name: "offensive-pod", denied: "offensive"},
+			{name: "an-offensive-name", denied: "offensive"},
+			{generateName: "offensive-", denied: "offensive"},
+			{name: "friendly-pod"},
+		},
+	}, {
+		name:  "custom words",
+		flags: []string{"--banned-words", "forbidden,verboten"},
+		pods: []pod{
+			{name: "forbidden-pod", denied: "forbidden"},
+			{generateName: "pod-verboten-", denied: "verboten"},
+			{name: "offensive-pod"}, // the default is replaced, not extended
+			{name: "friendly-pod"},
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := namespace(t)
+			p := start(t, whArgs("pod-name", tc.flags...)...)
+			p.ready(t)
+			for _, pc := range tc.pods {
+				label := pc.name + pc.generateName
+				created, err := whCreatePod(context.Background(), ns, metav1.ObjectMeta{Name: pc.name, GenerateName: pc.generateName})
+				if pc.denied == "" {
+					if err != nil {
+						t.Errorf("pod %s: denied: %v", label, err)
+					}
+					continue
+				}
+				if err == nil {
+					t.Errorf("pod %s: admitted as %s, want denied", label, created.Name)
+					continue
+				}
+				msg := fmt.Sprintf("pod name contains %q", pc.denied)
+				if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), msg) || !strings.Contains(err.Error(), "pod-name.hookback.dev") {
+					t.Errorf("pod %s: error %q, want a 403 from pod-name.hookback.dev with %q", label, err, msg)
+				}
+				if pc.name != "" {
+					p.whWaitLogLine(t, "msg=admission", "webhook=pod-name", "namespace="+ns, "name="+pc.name+" ", "decision=denied", "reason=")
+				}
+			}
+		})
+	}
+}
+
+func TestWebhookPodLifespanTolerations(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	p := start(t, whArgs("pod-lifespan")...)
+	p.ready(t)
+
+	t.Run("deployment", func(t *testing.T) {
+		for _, tc := range []struct {
+			name, value string // value "" means no label
+			from        int    // first tolerated value; 0: no tolerations
+			invalid     bool   // a LifespanInvalid Warning Event is expected
+		}{
+			{name: "three", value: "3", from: 3},
+			{name: "fourteen", value: "14", from: 14},
+			{name: "one", value: "1", from: 1},
+			{name: "twenty", value: "20", invalid: true},
+			{name: "zero", value: "0", invalid: true},
+			{name: "word", value: "soon", invalid: true},
+			{name: "unlabelled"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				labels := map[string]string{}
+				if tc.value != "" {
+					labels["acme.com/lifespan-requested"] = tc.value
+				}
+				pods := whDeployment(t, ns, "lifespan-"+tc.name, 2, labels, nil)
+				var want []string
+				for d := tc.from; d >= 1 && d <= 14; d++ {
+					want = append(want, strconv.Itoa(d))
+				}
+				for i := range pods {
+					if got := lifespanTolerations(t, &pods[i]); !slices.Equal(got, want) {
+						t.Errorf("pod %s tolerates acme.com/lifespan-remaining %v, want %v", pods[i].Name, got, want)
+					}
+				}
+				if !tc.invalid {
+					return
+				}
+				rs := whControllerOf(t, &pods[0])
+				ev := whWaitEvent(t, ns, whEventQuery{reason: "LifespanInvalid", typ: corev1.EventTypeWarning,
+					reportingController: "pod-lifespan", regardingKind: "ReplicaSet", regardingName: rs})
+				if !strings.Contains(ev.Note, strconv.Quote(tc.value)) {
+					t.Errorf("Event note %q does not name the value %q", ev.Note, tc.value)
+				}
+			})
+		}
+	})
+
+	// A pod without a controlling owner: the Event goes to the pod when it
+	// is named, else (generateName: no name at admission) to its namespace.
+	t.Run("bare pod", func(t *testing.T) {
+		bad := map[string]string{"acme.com/lifespan-requested": "15"}
+		named, err := whCreatePod(context.Background(), ns, metav1.ObjectMeta{Name: "lifespan-bare", Labels: bad})
+		if err != nil {
+			t.Fatal(err)
+		}
+		generated, err := whCreatePod(context.Background(), ns, metav1.ObjectMeta{GenerateName: "lifespan-bare-", Labels: bad})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pod := range []*corev1.Pod{named, generated} {
+			if got := lifespanTolerations(t, pod); len(got) != 0 {
+				t.Errorf("pod %s with an invalid lifespan tolerates %v", pod.Name, got)
+			}
+		}
+		q := whEventQuery{reason: "LifespanInvalid", typ: corev1.EventTypeWarning, reportingController: "pod-lifespan"}
+		q.regardingKind, q.regardingName = "Pod", named.Name
+		whWaitEvent(t, ns, q)
+		q.regardingKind, q.regardingName = "Namespace", ns
+		whWaitEvent(t, ns, q)
+	})
+}
+
+// lifespanTolerations returns the values of the pod's lifespan tolerations,
+// failing on one that is not Equal/NoSchedule.
+func lifespanTolerations(t *testing.T, pod *corev1.Pod) []string {
+	t.Helper()
+	var values []string
+	for _, tol := range pod.Spec.Tolerations {
+		if tol.Key != "acme.com/lifespan-remaining" {
+			continue
+		}
+		if tol.Operator != corev1.TolerationOpEqual || tol.Effect != corev1.TaintEffectNoSchedule || tol.TolerationSeconds != nil {
+			t.Errorf("pod %s: toleration %+v, want operator Equal, effect NoSchedule", pod.Name, tol)
+		}
+		values = append(values, tol.Value)
+	}
+	return values
+}
+
+func TestWebhookPodSidecarInjection(t *testing.T) {
+	t.Parallel()
+	const image = "registry.example/xxl-agent:e2e"
+	ns := namespace(t)
+	p := start(t, whArgs("pod-sidecar", "--sidecar-image", image)...)
+	p.ready(t)
+
+	full := map[string]string{
+		"xxl-agent/enable":           "true",
+		"xxl-agent/admin-address":    "http://xxl-job-admin:8080/xxl-job-admin",
+		"xxl-agent/target-container": "app",
+		"xxl-agent/job-name":         "e2e-job",
+	}
+	without := func(keys ...string) map[string]string {
+		m := map[string]string{}
+		for k, v := range full {
+			if !slices.Contains(keys, k) {
+				m[k] = v
+			}
+		}
+		return m
+	}
+	with := func(k, v string) map[string]string {
+		m := without()
+		m[k] = v
+		return m
+	}
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		skipped     string // part of the SidecarSkipped note; "" injects or ignores
+		inject      bool
+	}{
+		{name: "injected", annotations: full, inject: true},
+		{name: "enable-1", annotations: with("xxl-agent/enable", "1"), inject: true},
+		{name: "missing-job-name", annotations: without("xxl-agent/job-name"), skipped: `missing annotation "xxl-agent/job-name"`},
+		{name: "missing-two", annotations: without("xxl-agent/admin-address", "xxl-agent/target-container"),
+			skipped: `missing annotation "xxl-agent/admin-address", "xxl-agent/target-container"`},
+		{name: "no-such-target", annotations: with("xxl-agent/target-container", "web"), skipped: `target container "web"`},
+		{name: "not-boolean", annotations: with("xxl-agent/enable", "sure"), skipped: `xxl-agent/enable="sure" is not a boolean`},
+		{name: "disabled", annotations: with("xxl-agent/enable", "false")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pods := whDeployment(t, ns, "sidecar-"+tc.name, 2, nil, tc.annotations)
+			for i := range pods {
+				pod := &pods[i]
+				if !tc.inject {
+					if names := containerNames(pod); !slices.Equal(names, []string{"app"}) {
+						t.Errorf("pod %s has containers %v, want it unchanged: [app]", pod.Name, names)
+					}
+					continue
+				}
+				checkSidecar(t, pod, image, tc.annotations)
+			}
+			if tc.skipped == "" {
+				return
+			}
+			ev := whWaitEvent(t, ns, whEventQuery{reason: "SidecarSkipped", typ: corev1.EventTypeWarning,
+				reportingController: "pod-sidecar", regardingKind: "ReplicaSet", regardingName: whControllerOf(t, &pods[0])})
+			if !strings.Contains(ev.Note, tc.skipped) {
+				t.Errorf("Event note %q does not say %q", ev.Note, tc.skipped)
+			}
+		})
+	}
+}
+
+func containerNames(pod *corev1.Pod) []string {
+	var names []string
+	for _, c := range pod.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// checkSidecar checks that pod got exactly one xxl-agent container, built
+// from the annotations.
+func checkSidecar(t *testing.T, pod *corev1.Pod, image string, ann map[string]string) {
+	t.Helper()
+	if names := containerNames(pod); !slices.Equal(names, []string{"app", "xxl-agent"}) {
+		t.Fatalf("pod %s has containers %v, want [app xxl-agent]", pod.Name, names)
+	}
+	c := pod.Spec.Containers[1]
+	if c.Image != image {
+		t.Errorf("pod %s: sidecar image %q, want %q", pod.Name, c.Image, image)
+	}
+	if len(c.Ports) != 1 || c.Ports[0].Name != "http-xxl-agent" || c.Ports[0].ContainerPort != 9999 || c.Ports[0].Protocol != corev1.ProtocolTCP {
+		t.Errorf("pod %s: sidecar ports %+v, want [http-xxl-agent 9999/TCP]", pod.Name, c.Ports)
+	}
+	got := map[string]string{}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+			got[e.Name] = e.Value
+		case e.ValueFrom.FieldRef != nil:
+			got[e.Name] = "fieldRef:" + e.ValueFrom.FieldRef.FieldPath
+		default:
+			got[e.Name] = "unexpected source"
+		}
+	}
+	want := map[string]string{
+		"CONTAINER_NAME": ann["xxl-agent/target-container"],
+		"XXL_JOB_NAME":   ann["xxl-agent/job-name"],
+		"XXL_JOB_ADDR":   ann["xxl-agent/admin-address"],
+		"NAMESPACE":      "fieldRef:metadata.namespace",
+		"POD_NAME":       "fieldRef:metadata.name",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("pod %s: sidecar env %v, want %v", pod.Name, got, want)
+	}
+}
+
+// evictFunc sends an Eviction of the pod; dryRun sets DeleteOptions.DryRun.
+type evictFunc func(ctx context.Context, ns, name string, dryRun bool) error
+
+func evictV1(ctx context.Context, ns, name string, dryRun bool) error {
+	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	if dryRun {
+		ev.DeleteOptions = &metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}
+	}
+	return env.client.PolicyV1().Evictions(ns).Evict(ctx, ev)
+}
+
+func evictV1beta1(ctx context.Context, ns, name string, dryRun bool) error {
+	ev := &policyv1beta1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	if dryRun {
+		ev.DeleteOptions = &metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}
+	}
+	return env.client.PolicyV1beta1().Evictions(ns).Evict(ctx, ev)
+}
+
+// evictDryRunQuery sends a policy/v1 Eviction with ?dryRun=All on the
+// request instead of in the body (`kubectl drain --dry-run=server` uses the
+// body); only then is the admission request itself marked dry-run.
+func evictDryRunQuery(ctx context.Context, ns, name string, _ bool) error {
+	ev := &policyv1.Eviction{TypeMeta: metav1.TypeMeta{APIVersion: "policy/v1", Kind: "Eviction"}, ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	return env.client.CoreV1().RESTClient().Post().Namespace(ns).Resource("pods").Name(name).SubResource("eviction").
+		Param("dryRun", metav1.DryRunAll).Body(ev).Do(ctx).Error()
+}
+
+func TestWebhookPodEvictionEvents(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	user := whWhoAmI(t)
+	p := start(t, whArgs("pod-eviction")...)
+	p.ready(t)
+	evicting := func(pod string) whEventQuery {
+		return whEventQuery{reason: "Evicting", typ: corev1.EventTypeNormal, reportingController: "pod-eviction", regardingKind: "Pod", regardingName: pod}
+	}
+	// evict evicts a running pod for real and checks the Event, the log and
+	// that the pod goes away.
+	evict := func(t *testing.T, name string, send evictFunc) {
+		t.Helper()
+		pod := whRunningPod(t, ns, name)
+		if err := send(context.Background(), ns, name, false); err != nil {
+			t.Fatalf("evict %s: %v", name, err)
+		}
+		ev := whWaitEvent(t, ns, evicting(name))
+		if want := "Eviction requested by " + user; !strings.Contains(ev.Note, want) {
+			t.Errorf("Event note %q does not say %q", ev.Note, want)
+		}
+		if ev.Regarding.UID != pod.UID || ev.Action != "Evict" {
+			t.Errorf("Event regarding %+v action %q, want pod UID %s, action Evict", ev.Regarding, ev.Action, pod.UID)
+		}
+		whPodGone(t, ns, name)
+		p.whWaitLogLine(t, `msg="eviction requested"`, "namespace="+ns, "pod="+name+" ", "user="+user)
+		p.whWaitLogLine(t, "msg=admission", "webhook=pod-eviction", "resource=pods/eviction", "operation=CREATE", "name="+name+" ", "decision=allowed")
+	}
+
+	for _, tc := range []struct {
+		name string
+		send evictFunc
+	}{{"policy-v1", evictV1}, {"policy-v1beta1", evictV1beta1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			evict(t, "evict-"+tc.name, tc.send)
+		})
+	}
+
+	t.Run("dry run", func(t *testing.T) {
+		dry := []struct {
+			pod       string
+			send      evictFunc
+			requestDR bool // the admission request itself is marked dry-run
+		}{
+			{"dry-v1", evictV1, false},
+			{"dry-v1beta1", evictV1beta1, false},
+			{"dry-query", evictDryRunQuery, true},
+		}
+		pods := map[string]types.UID{}
+		for _, d := range dry {
+			pods[d.pod] = whRunningPod(t, ns, d.pod).UID
+			if err := d.send(context.Background(), ns, d.pod, true); err != nil {
+				t.Fatalf("dry-run evict %s: %v", d.pod, err)
+			}
+		}
+		// Absence, without sleeping: a real eviction after the dry-run ones.
+		// The handler writes its "eviction requested" line before it answers,
+		// and hookback's log is one ordered stream, so once this pod's line is
+		// visible a line for any earlier request would be too: that is the
+		// sound proof the dry-run ones took the skip path. The Events check
+		// is a second, near-certain one: the recorder queues Events in order
+		// but posts each from its own goroutine.
+		evict(t, "evict-after-dry-run", evictV1)
+		for _, d := range dry {
+			evs, err := whEvents(context.Background(), ns, evicting(d.pod))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(evs) > 0 {
+				t.Errorf("dry-run eviction of %s recorded an Event: %q", d.pod, evs[0].Note)
+			}
+			if line, ok := whLogLine(p.stderr.String(), `msg="eviction requested"`, "pod="+d.pod+" "); ok && !strings.Contains(line, "dry_run=true") {
+				t.Errorf("dry-run eviction of %s was treated as real: %s", d.pod, line)
+			}
+			pod, err := env.client.CoreV1().Pods(ns).Get(context.Background(), d.pod, metav1.GetOptions{})
+			if err != nil || pod.UID != pods[d.pod] || pod.DeletionTimestamp != nil {
+				t.Errorf("dry-run eviction of %s removed it (err %v)", d.pod, err)
+			}
+			line := p.whWaitLogLine(t, "msg=admission", "webhook=pod-eviction", "resource=pods/eviction", "name="+d.pod+" ", "decision=allowed")
+			if d.requestDR && !strings.Contains(line, "dry_run=true") {
+				t.Errorf("admission log line of %s lacks dry_run=true: %s", d.pod, line)
+			}
+		}
+	})
+}
+
+// The kwok node's heartbeat patches of nodes/status carry allocatable
+// unchanged (kwok never manages it), so they arrive at the webhook with the
+// already oversold value: the test proves it is not compounded.
+func TestWebhookNodeStatusOversellsCPU(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	node := kwokNode(t)
+	origAlloc, origCap := originalCPU(t, node)
+	origMemAlloc, origMemCap := node.Status.Allocatable[corev1.ResourceMemory], node.Status.Capacity[corev1.ResourceMemory]
+	wantAlloc := 2 * origAlloc.MilliValue()
+	wantCap := wantAlloc + origCap.MilliValue() - origAlloc.MilliValue()
+
+	var p *proc
+	// Registered before start, so it runs after start's own cleanup has
+	// stopped hookback; it stops hookback itself too, in case.
+	t.Cleanup(func() {
+		if p != nil && !p.exited() {
+			p.signal(syscall.SIGTERM)
+			p.wait(t)
+		}
+		restoreNode(t, node.Name, origAlloc, origCap)
+	})
+	p = start(t, whArgs("node-status", "--cpu-oversell-factor", "2")...)
+	p.ready(t)
+
+	// oversold reports how the node's CPU differs from 2x, or nil.
+	oversold := func(ctx context.Context) error {
+		n, err := env.client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		alloc, capa := n.Status.Allocatable[corev1.ResourceCPU], n.Status.Capacity[corev1.ResourceCPU]
+		if alloc.MilliValue() != wantAlloc || capa.MilliValue() != wantCap {
+			return fmt.Errorf("cpu allocatable %s, capacity %s; want %dm, %dm (original %s, %s)",
+				alloc.String(), capa.String(), wantAlloc, wantCap, origAlloc.String(), origCap.String())
+		}
+		memAlloc, memCap := n.Status.Allocatable[corev1.ResourceMemory], n.Status.Capacity[corev1.ResourceMemory]
+		if memAlloc.Cmp(origMemAlloc) != 0 || memCap.Cmp(origMemCap) != 0 {
+			return fmt.Errorf("memory allocatable %s, capacity %s changed from %s, %s",
+				memAlloc.String(), memCap.String(), origMemAlloc.String(), origMemCap.String())
+		}
+		return nil
+	}
+	check := func(when string) {
+		t.Helper()
+		if err := oversold(ctx); err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+	}
+	// Every status update is one admission line; counting them proves the
+	// webhook was consulted (with failurePolicy Ignore a skipped call would
+	// also leave the value alone).
+	calls := func() int {
+		return strings.Count(p.stderr.String(), "msg=admission webhook=node-status resource=nodes/status operation=UPDATE")
+	}
+
+	current, err := env.client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := whReadyHeartbeat(current)
+	for i := 1; i <= 3; i++ {
+		// A natural heartbeat: kwok's own PATCH of nodes/status, seen by the
+		// webhook.
+		before := calls()
+		eventually(t, fmt.Sprintf("kwok heartbeat %d of node %s through the webhook", i, node.Name), func(ctx context.Context) (bool, error) {
+			n, err := env.client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if next := whReadyHeartbeat(n); next.After(hb) && calls() > before {
+				hb = next
+				return true, nil
+			}
+			return false, nil
+		})
+		if i == 1 {
+			// The apiserver learns of the mutating configuration through its
+			// own watch; a heartbeat racing that is not this test's concern.
+			eventually(t, "the first kwok heartbeat to oversell CPU", func(ctx context.Context) (bool, error) {
+				err := oversold(ctx)
+				return err == nil, err
+			})
+		}
+		check(fmt.Sprintf("after kwok heartbeat %d", i))
+		// A simulated heartbeat: a status patch that leaves allocatable alone.
+		before = calls()
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{"hookback.dev/e2e-heartbeat":"%d"}}}`, i)
+		if _, err := env.client.CoreV1().Nodes().PatchStatus(ctx, node.Name, []byte(patch)); err != nil {
+			t.Fatalf("patch node status: %v", err)
+		}
+		eventually(t, "the node-status webhook to see the simulated heartbeat", func(context.Context) (bool, error) {
+			return calls() > before, nil
+		})
+		check(fmt.Sprintf("after simulated heartbeat %d", i))
+	}
+	// Once oversold, no status update needs a patch: the first update
+	// oversells, every later one recomputes the same values.
+	var patched []string
+	for _, line := range strings.Split(p.stderr.String(), "\n") {
+		if strings.Contains(line, "msg=admission webhook=node-status") && !strings.Contains(line, " patch_ops=0 ") {
+			patched = append(patched, line)
+		}
+	}
+	if len(patched) > 1 {
+		t.Errorf("the webhook patched node status %d times, want once:\n%s", len(patched), strings.Join(patched, "\n"))
+	}
+
+	n, err := env.client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d node-status admissions; node annotations %v", calls(), n.Annotations)
+	var rec struct {
+		Factor              float64           `json:"factor"`
+		ReportedAllocatable resource.Quantity `json:"reportedAllocatable"`
+		ReportedCapacity    resource.Quantity `json:"reportedCapacity"`
+	}
+	if err := json.Unmarshal([]byte(n.Annotations["hookback.dev/cpu-oversell"]), &rec); err != nil {
+		t.Fatalf("annotation hookback.dev/cpu-oversell: %v", err)
+	}
+	if rec.Factor != 2 || rec.ReportedAllocatable.Cmp(origAlloc) != 0 || rec.ReportedCapacity.Cmp(origCap) != 0 {
+		t.Errorf("oversell record %+v, want factor 2, reported %s/%s", rec, origAlloc.String(), origCap.String())
+	}
+}
+
+// kwokNode returns a node kwok fakes; other nodes' heartbeats (a kubelet's
+// every few minutes) are too slow for the node test.
+func kwokNode(t *testing.T) *corev1.Node {
+	t.Helper()
+	nodes, err := env.client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range nodes.Items {
+		if nodes.Items[i].Annotations["kwok.x-k8s.io/node"] == "fake" {
+			return &nodes.Items[i]
+		}
+	}
+	t.Skip("no kwok node in this cluster")
+	return nil
+}
+
+// originalCPU is the node's own CPU allocatable and capacity: what it
+// reports, or, when an earlier run left it oversold, what the oversell
+// record says it reported.
+func originalCPU(t *testing.T, node *corev1.Node) (alloc, capa resource.Quantity) {
+	t.Helper()
+	alloc, capa = node.Status.Allocatable[corev1.ResourceCPU], node.Status.Capacity[corev1.ResourceCPU]
+	raw, ok := node.Annotations["hookback.dev/cpu-oversell"]
+	if !ok {
+		return alloc, capa
+	}
+	var rec struct {
+		ReportedAllocatable resource.Quantity `json:"reportedAllocatable"`
+		ReportedCapacity    resource.Quantity `json:"reportedCapacity"`
+	}
+	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+		t.Fatalf("node %s carries an unreadable oversell record %q: %v", node.Name, raw, err)
+	}
+	t.Logf("node %s was left oversold (%s); its own cpu is %s/%s", node.Name, raw, rec.ReportedAllocatable.String(), rec.ReportedCapacity.String())
+	return rec.ReportedAllocatable, rec.ReportedCapacity
+}
+
+// restoreNode puts the node's own CPU back and removes what the test and
+// the webhook annotated, once hookback no longer serves.
+func restoreNode(t *testing.T, name string, alloc, capa resource.Quantity) {
+	t.Helper()
+	status := fmt.Sprintf(`{"status":{"allocatable":{"cpu":%q},"capacity":{"cpu":%q}}}`, alloc.String(), capa.String())
+	meta := `{"metadata":{"annotations":{"hookback.dev/cpu-oversell":null,"hookback.dev/e2e-heartbeat":null}}}`
+	nodes := env.client.CoreV1().Nodes()
+	eventually(t, "node "+name+" restored", func(ctx context.Context) (bool, error) {
+		if _, err := nodes.PatchStatus(ctx, name, []byte(status)); err != nil {
+			return false, err
+		}
+		if _, err := nodes.Patch(ctx, name, types.MergePatchType, []byte(meta), metav1.PatchOptions{}); err != nil {
+			return false, err
+		}
+		n, err := nodes.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		a, c := n.Status.Allocatable[corev1.ResourceCPU], n.Status.Capacity[corev1.ResourceCPU]
+		_, annotated := n.Annotations["hookback.dev/cpu-oversell"]
+		return a.Cmp(alloc) == 0 && c.Cmp(capa) == 0 && !annotated, nil
+	})
+}
