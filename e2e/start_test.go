@@ -62,6 +62,12 @@ func TestStartRegistersServesAndCleansUp(t *testing.T) {
 	if !strings.Contains(p.stderr.String(), "webhook=e2e-mark resource=configmaps operation=CREATE") {
 		t.Errorf("no admission log line:\n%s", p.stderr.String())
 	}
+	metrics := get(t, "http://"+p.health+"/metrics")
+	for _, want := range []string{`hookback_admission_requests_total{decision="allowed",webhook="e2e-mark"} 1`, `hookback_admission_duration_seconds_count{webhook="e2e-mark"} 1`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 
 	p.signal(syscall.SIGTERM)
 	if code := p.wait(t); code != 0 {

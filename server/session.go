@@ -130,7 +130,8 @@ func (s *Session) Run(ctx context.Context) (err error) {
 	start := time.Now()
 	// The server outlives ctx: it must keep answering while we deregister.
 	srvCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
-	bgCtx, stopBackground := context.WithCancel(ctx)
+	// Controllers too: they stop after deregistration (shutdown).
+	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	errc := make(chan error, 1+len(s.opts.Runnables))
 	s.srv.Go(func() { errc <- s.opts.Server.Start(srvCtx) })
 	for _, r := range s.opts.Runnables {
