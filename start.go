@@ -132,9 +132,8 @@ func runStart(c *cli.Context) error {
 	}
 	canary := server.NewCanary()
 	hooks = append(hooks, server.Webhook{Name: "canary", Path: server.CanaryPath, Handler: canary})
-	port := c.Int("port")
 	srv, err := server.NewServer(server.ServerOptions{
-		Address:       netJoin(bindAddress(c.String("bind-address"), decision.Host), port),
+		Address:       netJoin(bindAddress(c.String("bind-address"), decision.Host), c.Int("port")),
 		HealthAddress: c.String("health-address"),
 		TLS:           certs.TLSConfig(),
 		Webhooks:      hooks,
@@ -147,27 +146,37 @@ func runStart(c *cli.Context) error {
 	recorders.StartRecordingToSink(infCtx.Done())
 	factory.Start(infCtx.Done())
 
-	host, _ := os.Hostname()
-	sess, err := server.NewSession(server.SessionOptions{
+	sess, err := newSession(c, session, cl, srv, canary, hooks, ctls, certs.CABundle(), decision.Host, factory, log)
+	if err != nil {
+		return err
+	}
+	return sess.Run(c.Context)
+}
+
+// newSession wires one run: what to register, where, and what runs beside.
+func newSession(c *cli.Context, session string, cl *cluster, srv *server.Server, canary *server.Canary,
+	hooks []server.Webhook, ctls []server.Runnable, caBundle, host string,
+	factory informers.SharedInformerFactory, log *slog.Logger,
+) (*server.Session, error) {
+	hookNames, ctlNames := list(c, "webhooks"), list(c, "controllers")
+	hostname, _ := os.Hostname()
+	return server.NewSession(server.SessionOptions{
 		Client: cl.client, Dynamic: cl.dynamic, Server: srv, Canary: canary,
 		Template: server.Template{Path: c.String("template"), Default: defaultTemplate},
-		Data: server.TemplateData{URL: webhookURL(decision.Host, port), CABundle: certs.CABundle(),
+		Data: server.TemplateData{URL: webhookURL(host, c.Int("port")), CABundle: caBundle,
 			Session: session, Enabled: webhookNames(hooks)},
 		LeaseNamespace:  c.String("lease-namespace"),
-		Holder:          host + "/" + strconv.Itoa(os.Getpid()),
+		Holder:          hostname + "/" + strconv.Itoa(os.Getpid()),
 		LeaseDuration:   c.Duration("lease-duration"),
 		RequireVerified: !c.Bool("no-verify"),
 		VerifyTimeout:   c.Duration("verify-timeout"),
 		Runnables:       ctls,
+		Parts:           parts(hooks, ctlNames),
 		Cleanups:        sharedCleanups(cl.client, log, hookNames, ctlNames),
 		WaitForCaches:   func(ctx context.Context) error { return waitForCaches(ctx, factory) },
 		Banner:          c.App.Writer,
 		Log:             log,
 	})
-	if err != nil {
-		return err
-	}
-	return sess.Run(c.Context)
 }
 
 // buildParts builds the enabled webhooks and controllers on the shared
