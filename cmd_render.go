@@ -49,7 +49,7 @@ func runRender(c *cli.Context) error {
 		}
 		host = d.Host
 	}
-	ca, err := server.LoadOrCreateCA(c.String("state-dir"), "hookback local CA")
+	bundle, err := caBundle(c)
 	if err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func runRender(c *cli.Context) error {
 		return err
 	}
 	reg, err := server.Render(name, text, server.TemplateData{
-		URL: webhookURL(host, c.Int("port")), CABundle: ca.Bundle(), Session: session, Enabled: webhookNames(served),
+		URL: webhookURL(host, c.Int("port")), CABundle: bundle, Session: session, Enabled: webhookNames(served),
 	}, server.RenderOptions{Paths: webhookPaths(served), LeaseRef: c.String("lease-namespace") + "/" + server.LeaseName(session)})
 	if err != nil {
 		return err

@@ -28,6 +28,10 @@ func serveFlags() []cli.Flag {
 		&cli.StringFlag{Name: "template", EnvVars: env("template"), Usage: "webhook configuration template (default: the built-in webhook-url.yaml.tmpl); hot-reloaded while running"},
 		&cli.StringFlag{Name: "state-dir", EnvVars: env("state-dir"), Value: defaultStateDir(), Usage: "where the local CA and certificates live"},
 		&cli.StringFlag{Name: "lease-namespace", EnvVars: env("lease-namespace"), Value: "default", Usage: "namespace for the session Lease and the canary ConfigMap"},
+		&cli.StringFlag{Name: "tls-mode", EnvVars: env("tls-mode"), Value: "self-signed", Usage: "self-signed (a local CA in --state-dir) or files (--tls-cert-file, --tls-key-file, --ca-file)"},
+		&cli.StringFlag{Name: "tls-cert-file", EnvVars: env("tls-cert-file"), Usage: "files mode: serving certificate (PEM, may include the chain); reloaded on change"},
+		&cli.StringFlag{Name: "tls-key-file", EnvVars: env("tls-key-file"), Usage: "files mode: its private key; reloaded on change"},
+		&cli.StringFlag{Name: "ca-file", EnvVars: env("ca-file"), Usage: "files mode: CA the apiserver should trust (the caBundle); empty when the certificate is publicly trusted"},
 	}
 }
 

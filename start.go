@@ -108,7 +108,7 @@ func runStart(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	certs, err := server.NewSelfSigned(c.Context, server.TLSOptions{StateDir: c.String("state-dir"), Host: decision.Host, Log: log})
+	certs, err := newCerts(c, decision.Host, log)
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func runStart(c *cli.Context) error {
 	recorders.StartRecordingToSink(infCtx.Done())
 	factory.Start(infCtx.Done())
 
-	sess, err := newSession(c, session, cl, srv, canary, hooks, ctls, certs.CABundle(), decision.Host, factory, log)
+	sess, err := newSession(c, session, cl, srv, canary, hooks, ctls, certs, decision.Host, factory, log)
 	if err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func runStart(c *cli.Context) error {
 
 // newSession wires one run: what to register, where, and what runs beside.
 func newSession(c *cli.Context, session string, cl *cluster, srv *server.Server, canary *server.Canary,
-	hooks []server.Webhook, ctls []server.Runnable, caBundle, host string,
+	hooks []server.Webhook, ctls []server.Runnable, certs server.Certs, host string,
 	factory informers.SharedInformerFactory, log *slog.Logger,
 ) (*server.Session, error) {
 	hookNames, ctlNames := list(c, "webhooks"), list(c, "controllers")
@@ -163,8 +163,9 @@ func newSession(c *cli.Context, session string, cl *cluster, srv *server.Server,
 	return server.NewSession(server.SessionOptions{
 		Client: cl.client, Dynamic: cl.dynamic, Server: srv, Canary: canary,
 		Template: server.Template{Path: c.String("template"), Default: defaultTemplate},
-		Data: server.TemplateData{URL: webhookURL(host, c.Int("port")), CABundle: caBundle,
+		Data: server.TemplateData{URL: webhookURL(host, c.Int("port")),
 			Session: session, Enabled: webhookNames(hooks)},
+		Certs:           certs,
 		LeaseNamespace:  c.String("lease-namespace"),
 		Holder:          hostname + "/" + strconv.Itoa(os.Getpid()),
 		LeaseDuration:   c.Duration("lease-duration"),

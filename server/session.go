@@ -51,12 +51,16 @@ func (t Template) Load() (string, []byte, error) {
 
 // SessionOptions wires one `hookback start` run.
 type SessionOptions struct {
-	Client         kubernetes.Interface
-	Dynamic        dynamic.Interface
-	Server         *Server
-	Canary         *Canary
-	Template       Template
-	Data           TemplateData
+	Client   kubernetes.Interface
+	Dynamic  dynamic.Interface
+	Server   *Server
+	Canary   *Canary
+	Template Template
+	// Data is the template data; its CABundle is taken from Certs when set.
+	Data TemplateData
+	// Certs, when set, is watched: a change re-applies the configurations
+	// with the new caBundle.
+	Certs          Certs
 	LeaseNamespace string
 	Holder         string
 	LeaseDuration  time.Duration
@@ -121,7 +125,17 @@ func (s *Session) Render() (*Registration, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Render(name, text, s.opts.Data, RenderOptions{Paths: s.opts.Server.Paths(), LeaseRef: s.leaseRef})
+	return Render(name, text, s.data(), RenderOptions{Paths: s.opts.Server.Paths(), LeaseRef: s.leaseRef})
+}
+
+// data is the template data with the current caBundle, which changes when
+// user-provided certificate files do.
+func (s *Session) data() TemplateData {
+	d := s.opts.Data
+	if s.opts.Certs != nil {
+		d.CABundle = s.opts.Certs.CABundle()
+	}
+	return d
 }
 
 // Run serves, registers, verifies and runs until ctx is done, then
@@ -197,7 +211,7 @@ func (s *Session) canaryKey() string {
 }
 
 func (s *Session) verify(ctx context.Context) (time.Duration, error) {
-	canary := CanaryConfiguration(s.opts.Data.Session, s.opts.Data.URL, s.opts.Data.CABundle, s.leaseRef)
+	canary := CanaryConfiguration(s.opts.Data.Session, s.opts.Data.URL, s.data().CABundle, s.leaseRef)
 	if err := s.registrar.ApplyObject(ctx, canary); err != nil {
 		return 0, err
 	}
@@ -221,6 +235,14 @@ func (s *Session) loop(ctx, bgCtx context.Context, errc <-chan error) error {
 		if err != nil {
 			s.opts.Log.Warn("template hot reload disabled", "error", err)
 		} else {
+			s.bg.Go(wait)
+		}
+	}
+	if s.opts.Certs != nil {
+		wait, err := s.opts.Certs.Watch(bgCtx, reapply)
+		if err != nil {
+			s.opts.Log.Warn("certificate hot reload disabled", "error", err)
+		} else if wait != nil {
 			s.bg.Go(wait)
 		}
 	}
@@ -300,7 +322,7 @@ func (s *Session) banner(reg *Registration, took, rtt time.Duration, verr error)
 	fmt.Fprintf(w, "Stop with Ctrl-C to deregister. After a crash, `hookback cleanup --session %s` removes what is left.\n", s.opts.Data.Session)
 }
 
-func trySend(ch chan struct{}) {
+func trySend(ch chan<- struct{}) {
 	select {
 	case ch <- struct{}{}:
 	default:

@@ -1,0 +1,180 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/certmagic"
+	"go.uber.org/zap"
+)
+
+// Certs serves a certificate and names the caBundle that makes the
+// apiserver trust it.
+//
+// Contract: TLSConfig and CABundle are safe for concurrent use; CABundle may
+// change while running (user-provided files), in which case Watch reports it
+// so the configurations are re-applied.
+type Certs interface {
+	TLSConfig() *tls.Config
+	CABundle() string
+	// Watch reports changes of the certificate material on changed until ctx
+	// is done; wait blocks until it has stopped. Nil wait: nothing to watch.
+	Watch(ctx context.Context, changed chan<- struct{}) (wait func(), err error)
+	Stop()
+}
+
+var (
+	_ Certs = (*SelfSigned)(nil)
+	_ Certs = (*FileCerts)(nil)
+)
+
+// Watch has nothing to watch: certmagic renews the leaf in the background
+// and the CA never changes while running.
+func (s *SelfSigned) Watch(context.Context, chan<- struct{}) (func(), error) { return nil, nil }
+
+// FileTLSOptions names user-provided certificate files.
+type FileTLSOptions struct {
+	CertFile, KeyFile string
+	// CAFile is the caBundle source; empty means the certificate is trusted
+	// by the apiserver's system roots and caBundle stays empty.
+	CAFile string
+	// Host is the advertised name, served when a client sends no SNI.
+	Host string
+	// Interval is the backstop re-read period of the watched files.
+	Interval time.Duration
+	Log      *slog.Logger
+}
+
+// FileCerts serves a certificate from files and reloads it when they change.
+// The pair lives in a certmagic cache as an unmanaged certificate: a new pair
+// is added before the old one is removed, so no handshake finds none.
+type FileCerts struct {
+	opts   FileTLSOptions
+	cache  *certmagic.Cache
+	config *certmagic.Config
+
+	mu       sync.Mutex
+	hash     string
+	caBundle string
+}
+
+// NewFileCerts loads the files once; a bad pair is an error here, and only a
+// warning on later reloads (the previous pair keeps serving).
+func NewFileCerts(ctx context.Context, opts FileTLSOptions) (*FileCerts, error) {
+	logger := zap.New(slogCore{log: opts.Log})
+	f := &FileCerts{opts: opts}
+	f.cache = certmagic.NewCache(certmagic.CacheOptions{
+		GetConfigForCert: func(certmagic.Certificate) (*certmagic.Config, error) { return f.config, nil },
+		Logger:           logger,
+	})
+	f.config = certmagic.New(f.cache, certmagic.Config{
+		DefaultServerName: opts.Host,
+		OCSP:              certmagic.OCSPConfig{DisableStapling: true},
+		Logger:            logger,
+	})
+	if err := f.reload(ctx); err != nil {
+		f.cache.Stop()
+		return nil, err
+	}
+	return f, nil
+}
+
+func (f *FileCerts) reload(ctx context.Context) error {
+	cert, err := os.ReadFile(f.opts.CertFile)
+	if err != nil {
+		return fmt.Errorf("read --tls-cert-file: %w", err)
+	}
+	key, err := os.ReadFile(f.opts.KeyFile)
+	if err != nil {
+		return fmt.Errorf("read --tls-key-file: %w", err)
+	}
+	if _, err := tls.X509KeyPair(cert, key); err != nil {
+		return fmt.Errorf("load %s and %s: %w", f.opts.CertFile, f.opts.KeyFile, err)
+	}
+	bundle := ""
+	if f.opts.CAFile != "" {
+		ca, err := os.ReadFile(f.opts.CAFile)
+		if err != nil {
+			return fmt.Errorf("read --ca-file: %w", err)
+		}
+		bundle = base64.StdEncoding.EncodeToString(ca)
+	}
+	hash, err := f.config.CacheUnmanagedCertificatePEMBytes(ctx, cert, key, nil)
+	if err != nil {
+		return fmt.Errorf("cache certificate %s: %w", f.opts.CertFile, err)
+	}
+	f.mu.Lock()
+	old := f.hash
+	f.hash, f.caBundle = hash, bundle
+	f.mu.Unlock()
+	if old != "" && old != hash {
+		f.cache.Remove([]string{old})
+	}
+	return nil
+}
+
+// TLSConfig serves the current pair.
+func (f *FileCerts) TLSConfig() *tls.Config {
+	tc := f.config.TLSConfig()
+	tc.NextProtos = []string{"h2", "http/1.1"}
+	tc.MinVersion = tls.VersionTLS12
+	return tc
+}
+
+// CABundle is the base64 of --ca-file, or empty.
+func (f *FileCerts) CABundle() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.caBundle
+}
+
+// Watch reloads the pair when any of the files changes and then reports on
+// changed, so a new caBundle gets re-applied.
+func (f *FileCerts) Watch(ctx context.Context, changed chan<- struct{}) (func(), error) {
+	files := []string{f.opts.CertFile, f.opts.KeyFile}
+	if f.opts.CAFile != "" {
+		files = append(files, f.opts.CAFile)
+	}
+	raw := make(chan struct{}, 1)
+	var waits []func()
+	for _, path := range files {
+		w := &FileWatcher{Path: path, Interval: f.opts.Interval, Debounce: 50 * time.Millisecond, Log: f.opts.Log}
+		wait, err := w.Watch(ctx, raw)
+		if err != nil {
+			return nil, err
+		}
+		waits = append(waits, wait)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-raw:
+			}
+			if err := f.reload(ctx); err != nil {
+				f.opts.Log.Warn("certificate files not reloaded; the previous certificate keeps serving", "error", err)
+				continue
+			}
+			f.opts.Log.Info("certificate files reloaded", "cert", f.opts.CertFile)
+			trySend(changed)
+		}
+	}()
+	return func() {
+		for _, w := range waits {
+			w()
+		}
+		<-done
+	}, nil
+}
+
+// Stop ends the cache's maintenance.
+func (f *FileCerts) Stop() { f.cache.Stop() }
