@@ -125,11 +125,17 @@ func startArgs(t *testing.T, session string, port int, health string) []string {
 // the end of the test if still running.
 func start(t *testing.T, extra ...string) *proc {
 	t.Helper()
+	return startEnv(t, append(os.Environ(), "KUBECONFIG="+env.kubeconfig), extra...)
+}
+
+// startEnv is start with the process environment given.
+func startEnv(t *testing.T, environ []string, extra ...string) *proc {
+	t.Helper()
 	p := &proc{t: t, session: sessionFor(t), port: freePort(t), done: make(chan struct{})}
 	p.health = "127.0.0.1:" + strconv.Itoa(freePort(t))
 	args := append(startArgs(t, p.session, p.port, p.health), extra...)
 	p.cmd = exec.Command(env.binary, args...)
-	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+env.kubeconfig)
+	p.cmd.Env = environ
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

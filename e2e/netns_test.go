@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -299,26 +298,7 @@ func waitReadyz(t *testing.T, client kubernetes.Interface, apiserver *nsProc) {
 // startWith is start with another cluster's kubeconfig.
 func startWith(t *testing.T, kubeconfig string, extra ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, session: sessionFor(t), port: freePort(t), done: make(chan struct{})}
-	p.health = "127.0.0.1:" + strconv.Itoa(freePort(t))
-	args := append(startArgs(t, p.session, p.port, p.health), extra...)
-	p.cmd = exec.Command(env.binary, args...)
-	p.cmd.Env = append(withoutProxy(os.Environ()), "KUBECONFIG="+kubeconfig)
-	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.err = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		if !p.exited() {
-			p.signal(syscall.SIGTERM)
-			p.wait(t)
-		}
-		if t.Failed() {
-			t.Logf("hookback stdout:\n%s\nhookback stderr:\n%s", p.stdout.String(), p.stderr.String())
-		}
-	})
-	return p
+	return startEnv(t, append(withoutProxy(os.Environ()), "KUBECONFIG="+kubeconfig), extra...)
 }
 
 // withoutProxy drops proxy settings: traffic must stay on the veth pair.

@@ -24,25 +24,11 @@ func TestSelfSignedServesIPWithoutSNI(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(dir, caKeyFile)); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("CA key mode = %v, %v; want 0600", fi.Mode().Perm(), err)
 	}
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", certs.TLSConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_ = c.(*tls.Conn).Handshake()
-			c.Close()
-		}
-	}()
+	addr := serveHandshakes(t, certs.TLSConfig())
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(certs.CA().CertPEM)
 	// Dialing an IP sends no SNI, as the apiserver does; the IP SAN must verify.
-	conn, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: pool})
+	conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool})
 	if err != nil {
 		t.Fatalf("TLS dial without SNI: %v", err)
 	}
@@ -64,4 +50,26 @@ func TestSelfSignedServesIPWithoutSNI(t *testing.T) {
 	if again.CABundle() != certs.CABundle() {
 		t.Error("CA changed across restarts")
 	}
+}
+
+// serveHandshakes accepts TLS connections on loopback until the test ends,
+// completing each handshake, and returns the address.
+func serveHandshakes(t *testing.T, cfg *tls.Config) string {
+	t.Helper()
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.(*tls.Conn).Handshake()
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
 }

@@ -89,24 +89,10 @@ func TestFileCertsReload(t *testing.T) {
 	if fc.CABundle() != ca.Bundle() {
 		t.Error("caBundle is not the --ca-file")
 	}
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", fc.TLSConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_ = c.(*tls.Conn).Handshake()
-			c.Close()
-		}
-	}()
+	addr := serveHandshakes(t, fc.TLSConfig())
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(ca.CertPEM)
-	if got := servedSerial(t, ln.Addr().String(), pool); got.Cmp(first) != 0 {
+	if got := servedSerial(t, addr, pool); got.Cmp(first) != 0 {
 		t.Fatalf("serving serial %v, want %v", got, first)
 	}
 
@@ -121,7 +107,7 @@ func TestFileCertsReload(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no reload reported within 10s")
 	}
-	if got := servedSerial(t, ln.Addr().String(), pool); got.Cmp(second) != 0 {
+	if got := servedSerial(t, addr, pool); got.Cmp(second) != 0 {
 		t.Fatalf("after reload serving %v, want %v", got, second)
 	}
 
@@ -132,7 +118,7 @@ func TestFileCertsReload(t *testing.T) {
 	if err := fc.reload(ctx); err == nil {
 		t.Fatal("reload accepted a broken certificate")
 	}
-	if got := servedSerial(t, ln.Addr().String(), pool); got.Cmp(second) != 0 {
+	if got := servedSerial(t, addr, pool); got.Cmp(second) != 0 {
 		t.Fatalf("after a broken write serving %v, want %v", got, second)
 	}
 	cancel()
