@@ -54,9 +54,9 @@ func runCheck(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "Server:   %s (context %q from %s)\n", cfg.Server, cfg.Context, cfg.Source())
-	fmt.Fprintf(out, "Version:  %s\n", v.GitVersion)
-	fmt.Fprintf(out, "User:     %s (groups: %s)\n", who.Username, strings.Join(who.Groups, ", "))
+	fmt.Fprintf(out, "Server:    %s (context %q from %s)\n", cfg.Server, cfg.Context, cfg.Source())
+	fmt.Fprintf(out, "Version:   %s\n", v.GitVersion)
+	fmt.Fprintf(out, "User:      %s (groups: %s)\n", who.Username, strings.Join(who.Groups, ", "))
 	// start would fail on an undecidable address, so check fails too, but
 	// only after the permissions, which are worth seeing either way.
 	adErr := printAdvertise(ctx, out, c.String("advertise-address"), cfg)
