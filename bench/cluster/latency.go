@@ -1,0 +1,363 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+)
+
+type variant struct {
+	name  string
+	flags string // --webhooks of its hookback; "" for none
+	ns    *corev1.Namespace
+	proc  *proc
+	floor *floorWebhook
+	hooks []string
+	// edit changes the scoped template, for a variant of it.
+	edit    func(string) (string, error)
+	samples []time.Duration
+	// creates counts every create sent to its namespace, warm-up included.
+	creates   int
+	discarded int
+	unpatched int
+	before    map[string]float64
+}
+
+// latency measures the time of a server-side dry-run pod create in four
+// namespaces, sent in a random order on every round so that drift hits all
+// alike: one no webhook selects; one a constant allow-all webhook served by
+// this process selects (the floor: what any webhook costs the apiserver);
+// one only pod-name (validating) selects; one pod-name, pod-lifespan and
+// pod-sidecar select (the mutating two really patch: the pods carry the
+// lifespan label and the sidecar annotations). Two hookbacks run side by
+// side, each with the shipped template scoped to its namespace.
+func (e *env) latency(ctx context.Context) error {
+	log.Printf("latency: %d warm-up + %d measured dry-run creates per variant", e.cfg.warmup, e.cfg.creates)
+	vs := []*variant{
+		{name: "no webhook"},
+		{name: "floor: a constant allow-all validating webhook served by the bench (net/http + TLS)", flags: "floor"},
+		{name: "`pod-name` (1 validating)", flags: "pod-name", hooks: []string{"pod-name"}},
+		{name: "`pod-name,pod-lifespan,pod-sidecar` (1 validating + 2 mutating, patching)", flags: "pod-name,pod-lifespan,pod-sidecar", hooks: []string{"pod-name", "pod-lifespan", "pod-sidecar"}},
+		{name: "the same three, template edited to `reinvocationPolicy: Never`", flags: "pod-name,pod-lifespan,pod-sidecar", hooks: []string{"pod-name", "pod-lifespan", "pod-sidecar"},
+			edit: func(t string) (string, error) {
+				if !strings.Contains(t, "reinvocationPolicy: IfNeeded") {
+					return "", errors.New("the template has no reinvocationPolicy: IfNeeded to edit; update bench/cluster")
+				}
+				return strings.ReplaceAll(t, "reinvocationPolicy: IfNeeded", "reinvocationPolicy: Never"), nil
+			}},
+	}
+	var ours []string
+	for i, v := range vs {
+		ns, err := e.nss.create(ctx, "latency")
+		if err != nil {
+			return err
+		}
+		v.ns = ns
+		if v.flags == "" {
+			continue
+		}
+		if v.flags == "floor" {
+			if v.floor, err = e.startFloor(ctx, ns.Name); err != nil {
+				return err
+			}
+			defer func() {
+				cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				if err := v.floor.stop(cctx, e); err != nil {
+					log.Printf("latency: delete %s: %v", v.floor.name, err)
+				}
+			}()
+			ours = append(ours, v.floor.name)
+			continue
+		}
+		tmpl, err := scopedTemplate(e.tmpl, ns.Name)
+		if err != nil {
+			return err
+		}
+		if v.edit != nil {
+			if tmpl, err = v.edit(tmpl); err != nil {
+				return err
+			}
+		}
+		path := filepath.Join(e.cfg.workdir, fmt.Sprintf("latency-%d.yaml.tmpl", i))
+		if err := os.WriteFile(path, []byte(tmpl), 0o644); err != nil {
+			return err
+		}
+		sess := session("lat")
+		ours = append(ours, sess)
+		if v.proc, err = e.startHookback(sess, e.stateDir, nil, "--webhooks", v.flags, "--controllers", "none", "--template", path); err != nil {
+			return err
+		}
+	}
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	for _, v := range vs {
+		if v.floor != nil {
+			// Wait until the apiserver's webhook informer has it.
+			for deadline := time.Now().Add(30 * time.Second); v.floor.calls.Load() == 0; {
+				if time.Now().After(deadline) {
+					return fmt.Errorf("the apiserver never called %s", v.floor.name)
+				}
+				if _, err := e.client.CoreV1().Pods(v.ns.Name).Create(ctx, benchPod(v.ns.Name, "floor-probe", 0, podOptions{}), dry); err != nil {
+					return err
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			v.before = map[string]float64{"calls": float64(v.floor.calls.Load())}
+		}
+		if v.proc == nil {
+			continue
+		}
+		if _, err := v.proc.waitReady(ctx, 60*time.Second); err != nil {
+			return err
+		}
+		m, err := v.proc.metrics()
+		if err != nil {
+			return err
+		}
+		v.before = m
+	}
+
+	// Another session's webhook that selects our pods (someone running
+	// hookback with the shipped template on the same cluster) would slow the
+	// creates down: samples taken while one is registered are discarded.
+	inf := informers.NewSharedInformerFactory(e.client, 0)
+	mw := inf.Admissionregistration().V1().MutatingWebhookConfigurations().Lister()
+	vw := inf.Admissionregistration().V1().ValidatingWebhookConfigurations().Lister()
+	ictx, stopInf := context.WithCancel(ctx)
+	defer stopInf()
+	inf.Start(ictx.Done())
+	inf.WaitForCacheSync(ictx.Done())
+	isOurs := func(name string) bool {
+		for _, s := range ours {
+			if name == s || strings.HasSuffix(name, "-"+s) {
+				return true
+			}
+		}
+		return false
+	}
+	samplePod := benchPod("x", "x", 0, podOptions{hookbackMarkers: true})
+	foreign := func(ns *corev1.Namespace) []string {
+		var hits []string
+		ms, _ := mw.List(labels.Everything())
+		for _, c := range ms {
+			if isOurs(c.Name) {
+				continue
+			}
+			for _, w := range c.Webhooks {
+				if selectsPod(w.Rules, w.NamespaceSelector, w.ObjectSelector, ns, samplePod) {
+					hits = append(hits, c.Name)
+				}
+			}
+		}
+		vs, _ := vw.List(labels.Everything())
+		for _, c := range vs {
+			if isOurs(c.Name) {
+				continue
+			}
+			for _, w := range c.Webhooks {
+				if selectsPod(w.Rules, w.NamespaceSelector, w.ObjectSelector, ns, samplePod) {
+					hits = append(hits, c.Name)
+				}
+			}
+		}
+		return hits
+	}
+
+	enough := func() bool {
+		for _, v := range vs {
+			if len(v.samples) < e.cfg.creates {
+				return false
+			}
+		}
+		return true
+	}
+	foreignSeen := map[string]bool{}
+	limit := e.cfg.warmup + 3*e.cfg.creates
+	for i := 0; !enough(); i++ {
+		if i >= limit {
+			var got []int
+			for _, v := range vs {
+				got = append(got, len(v.samples))
+			}
+			return fmt.Errorf("only %v clean samples after %d rounds: other webhooks selecting pods kept being registered (%v)", got, i, keys(foreignSeen))
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		for _, j := range rand.Perm(len(vs)) {
+			v := vs[j]
+			pod := benchPod(v.ns.Name, fmt.Sprintf("latency-%d", i), i, podOptions{hookbackMarkers: true})
+			f0 := foreign(v.ns)
+			t := time.Now()
+			got, err := e.client.CoreV1().Pods(v.ns.Name).Create(ctx, pod, dry)
+			d := time.Since(t)
+			if err != nil {
+				return fmt.Errorf("dry-run create in %s: %w", v.ns.Name, err)
+			}
+			v.creates++
+			f1 := foreign(v.ns)
+			for _, n := range append(f0, f1...) {
+				foreignSeen[n] = true
+			}
+			patched := lifespanTolerations(got) > 0 || slices.ContainsFunc(got.Spec.Containers, func(c corev1.Container) bool { return c.Name == "xxl-agent" })
+			wantPatched := slices.Contains(v.hooks, "pod-sidecar")
+			if patched != wantPatched || (wantPatched && (lifespanTolerations(got) != 12 || len(got.Spec.Containers) != 3)) {
+				// Fail-open (a webhook call that failed) or a stray webhook:
+				// not the figure we want.
+				v.unpatched++
+				continue
+			}
+			if i < e.cfg.warmup {
+				continue
+			}
+			if len(f0) > 0 || len(f1) > 0 {
+				v.discarded++
+				continue
+			}
+			v.samples = append(v.samples, d)
+		}
+	}
+
+	// hookback's own count of the admission requests it served, per webhook.
+	type served struct {
+		calls   float64
+		handler time.Duration
+	}
+	srv := map[*variant]served{}
+	for _, v := range vs {
+		if v.floor != nil {
+			srv[v] = served{calls: float64(v.floor.calls.Load()) - v.before["calls"]}
+		}
+		if v.proc == nil {
+			continue
+		}
+		m, err := v.proc.metrics()
+		if err != nil {
+			return err
+		}
+		var calls, secs float64
+		for _, h := range v.hooks {
+			calls += sumMetric(m, "hookback_admission_requests_total", h) - sumMetric(v.before, "hookback_admission_requests_total", h)
+			secs += sumMetric(m, "hookback_admission_duration_seconds_sum", h) - sumMetric(v.before, "hookback_admission_duration_seconds_sum", h)
+		}
+		srv[v] = served{calls: calls, handler: time.Duration(secs / calls * float64(time.Second))}
+		if _, err := v.proc.stop(30 * time.Second); err != nil {
+			return err
+		}
+	}
+
+	base := vs[0]
+	fmt.Fprintf(e.out, "### Added latency to a pod create\n\n")
+	fmt.Fprintf(e.out, "%d server-side dry-run pod creates per variant (`dryRun: All`, sequential, after %d warm-up creates), the variants in a random order on every round, each in its own namespace; client-side round trip through client-go. The pod has 2 containers and a 1.5 KB last-applied annotation; with the mutating webhooks it comes back with 12 tolerations and a third container. *calls/create* counts the calls the webhook servers saw (the apiserver reinvokes `reinvocationPolicy: IfNeeded` webhooks once the other mutating webhook has changed the pod). *hookback's time per call* is its `hookback_admission_duration_seconds` histogram: from the request's headers to the reply written, reading the body included.\n\n", e.cfg.creates, e.cfg.warmup)
+	fmt.Fprintf(e.out, "| webhooks selecting the pod | calls/create | p50 | p90 | p99 | added p50 | added p99 | hookback's time per call, mean |\n|---|---|---|---|---|---|---|---|\n")
+	for _, v := range vs {
+		calls, added50, added99, handler := "0", "—", "—", "—"
+		if v != base {
+			s := srv[v]
+			calls = fmt.Sprintf("%.2f", s.calls/float64(v.creates))
+			added50 = signedMS(quantile(v.samples, .5) - quantile(base.samples, .5))
+			added99 = signedMS(quantile(v.samples, .99) - quantile(base.samples, .99))
+			if v.proc != nil {
+				handler = fmt.Sprintf("%.0f µs", float64(s.handler)/float64(time.Microsecond))
+			}
+		}
+		fmt.Fprintf(e.out, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", v.name, calls,
+			ms(quantile(v.samples, .5)), ms(quantile(v.samples, .9)), ms(quantile(v.samples, .99)), added50, added99, handler)
+	}
+	fmt.Fprintln(e.out)
+	var notes []string
+	for _, v := range vs {
+		if v.discarded > 0 {
+			notes = append(notes, fmt.Sprintf("%d samples of %q discarded while another session's webhook selected the pods (%v)", v.discarded, v.name, keys(foreignSeen)))
+		}
+		if v.unpatched > 0 {
+			notes = append(notes, fmt.Sprintf("%d creates of %q came back not patched as expected (failed open?) and were not counted", v.unpatched, v.name))
+		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(e.out, "Notes: %s.\n\n", strings.Join(notes, "; "))
+	}
+	return nil
+}
+
+// selectsPod reports whether a webhook with these rules and selectors is
+// called for a CREATE of pod in ns.
+func selectsPod(rules []admissionv1.RuleWithOperations, nsSel, objSel *metav1.LabelSelector, ns *corev1.Namespace, pod *corev1.Pod) bool {
+	any := func(list []string, want ...string) bool {
+		for _, s := range list {
+			if slices.Contains(want, s) {
+				return true
+			}
+		}
+		return false
+	}
+	ruled := false
+	for _, r := range rules {
+		if any(opsStrings(r.Operations), "CREATE", "*") && any(r.APIGroups, "", "*") &&
+			any(r.APIVersions, "v1", "*") && any(r.Resources, "pods", "*", "*/*") {
+			ruled = true
+		}
+	}
+	if !ruled {
+		return false
+	}
+	matches := func(sel *metav1.LabelSelector, l map[string]string) bool {
+		if sel == nil {
+			return true
+		}
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		return err != nil || s.Matches(labels.Set(l))
+	}
+	return matches(nsSel, ns.Labels) && matches(objSel, pod.Labels)
+}
+
+func opsStrings(ops []admissionv1.OperationType) []string {
+	s := make([]string, len(ops))
+	for i, o := range ops {
+		s[i] = string(o)
+	}
+	return s
+}
+
+func lifespanTolerations(p *corev1.Pod) int {
+	n := 0
+	for _, t := range p.Spec.Tolerations {
+		if t.Key == "acme.com/lifespan-remaining" {
+			n++
+		}
+	}
+	return n
+}
+
+// sumMetric adds up every series of name whose labels carry webhook="hook".
+func sumMetric(m map[string]float64, name, hook string) float64 {
+	var sum float64
+	for k, v := range m {
+		if strings.HasPrefix(k, name+"{") && strings.Contains(k, `webhook="`+hook+`"`) {
+			sum += v
+		}
+	}
+	return sum
+}
+
+func keys(m map[string]bool) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}

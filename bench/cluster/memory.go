@@ -1,0 +1,349 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+
+	"github.com/hookback/hookback/controller"
+)
+
+const memoryWebhooks = "pod-eviction"
+
+// memSample is what hookback's /metrics said once its heap had settled.
+type memSample struct {
+	pods      int // pods in the cluster, all cached by hookback's informer
+	ready     time.Duration
+	heapAlloc float64 // right after a garbage collection that started after the cache synced
+	heapInuse float64
+	rss       float64
+	gcs       int // garbage collections waited for
+	settled   bool
+	scrapes   int
+	liveGC    float64 // from GODEBUG=gctrace=1: the heap marked live by the last collection
+}
+
+// memory compares hookback's memory with and without -pods extra pods in
+// the cluster, and measures in this process what one cached pod costs with
+// and without the informers' transform.
+func (e *env) memory(ctx context.Context) error {
+	log.Printf("memory: baseline, then %d pods", e.cfg.pods)
+	ns, err := e.nss.create(ctx, "memory")
+	if err != nil {
+		return err
+	}
+	tmpl, err := scopedTemplate(e.tmpl, ns.Name)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(e.cfg.workdir, "memory.yaml.tmpl")
+	if err := os.WriteFile(path, []byte(tmpl), 0o644); err != nil {
+		return err
+	}
+
+	base, err := e.hookbackMemory(ctx, path)
+	if err != nil {
+		return err
+	}
+	t := time.Now()
+	if err := e.createPods(ctx, ns.Name); err != nil {
+		return err
+	}
+	created := time.Since(t)
+	loaded, err := e.hookbackMemory(ctx, path)
+	if err != nil {
+		return err
+	}
+
+	without, err := e.informerHeap(ctx, false)
+	if err != nil {
+		return err
+	}
+	with, err := e.informerHeap(ctx, true)
+	if err != nil {
+		return err
+	}
+	sizes, err := e.podSizes(ctx, ns.Name)
+	if err != nil {
+		return err
+	}
+
+	dp := float64(loaded.pods - base.pods)
+	fmt.Fprintf(e.out, "### Informer memory at thousands of pods\n\n")
+	status := "Pending (they name a scheduler that does not exist, so nothing schedules them)"
+	if e.cfg.podStatus {
+		status = "given a Running status like a kubelet's (5 conditions, 2 container statuses, pod and host IPs) and no node, so no scheduler or kubelet works on them"
+	}
+	fmt.Fprintf(e.out, "%d pods created in one namespace (10 at a time, %s), each with 2 containers (env, ports, probes, resources, mounts), 7 labels, 4 annotations and a last-applied-configuration annotation; %s. hookback runs `--webhooks %s --controllers all`: the controllers and the eviction webhook share one cluster-wide pod informer whose transform (`controller.StripUnusedFields`) drops `managedFields` and the last-applied annotation. Figures are read from hookback's `/metrics` after ready, once two garbage collections have run since (the bench scrapes `/metrics` until `go_gc_duration_seconds_count` has gone up by 2, the scrapes' own allocations driving the collector) and a second's pause has let the sweeper free the garbage, so the heap is the live heap rather than whatever garbage the initial list left; hookback runs with `GODEBUG=gctrace=1` to cross-check it with the runtime's own figure (whole MiB). `heap_inuse` and RSS also hold the headroom the collector keeps (GOGC=100: the heap may grow to twice the live heap before the next collection) and, for RSS, memory not yet returned to the OS after the initial list.\n\n",
+		e.cfg.pods, ms(created.Round(time.Millisecond)), status, memoryWebhooks)
+	fmt.Fprintf(e.out, "| | pods in the cluster | exec → ready | live heap (`go_memstats_heap_alloc_bytes` after GC) | live heap at the last GC (gctrace) | `go_memstats_heap_inuse_bytes` | RSS (`process_resident_memory_bytes`) |\n|---|---|---|---|---|---|---|\n")
+	for _, r := range []struct {
+		name string
+		s    memSample
+	}{{"baseline", base}, {fmt.Sprintf("+%d pods", e.cfg.pods), loaded}} {
+		note := ""
+		if !r.s.settled {
+			note = " (no 2 GCs within -settle)"
+		}
+		fmt.Fprintf(e.out, "| %s | %d | %s | %s%s | %s | %s | %s |\n", r.name, r.s.pods, ms(r.s.ready), mib(r.s.heapAlloc), note, mib(r.s.liveGC), mib(r.s.heapInuse), mib(r.s.rss))
+	}
+	fmt.Fprintf(e.out, "| **per added pod** | %d | %s | **%s** | %s | %s | %s |\n\n", int(dp), signedMS(loaded.ready-base.ready),
+		kb((loaded.heapAlloc-base.heapAlloc)/dp), kb((loaded.liveGC-base.liveGC)/dp), kb((loaded.heapInuse-base.heapInuse)/dp), kb((loaded.rss-base.rss)/dp))
+
+	fmt.Fprintf(e.out, "The same pod informer in the bench process (`runtime.GC()` forced before reading `runtime.MemStats.HeapAlloc`, %d pods cached):\n\n", with.pods)
+	fmt.Fprintf(e.out, "| informer | heap per cached pod |\n|---|---|\n")
+	fmt.Fprintf(e.out, "| plain `informers.NewSharedInformerFactory` | %s |\n", kb(without.perPod))
+	fmt.Fprintf(e.out, "| `controller.NewInformerFactory` (with `StripUnusedFields`) | %s (%+.0f%%) |\n\n", kb(with.perPod), 100*(with.perPod-without.perPod)/without.perPod)
+	fmt.Fprintf(e.out, "Average size of one of these pods as the apiserver returns it, and after `controller.StripUnusedFields`:\n\n")
+	fmt.Fprintf(e.out, "| | JSON | protobuf |\n|---|---|---|\n")
+	fmt.Fprintf(e.out, "| as returned (%.1f managedFields entries on average) | %s | %s |\n", sizes.managedEntries, kb(sizes.json), kb(sizes.proto))
+	fmt.Fprintf(e.out, "| stripped | %s (%+.0f%%) | %s (%+.0f%%) |\n", kb(sizes.jsonStripped), 100*(sizes.jsonStripped-sizes.json)/sizes.json, kb(sizes.protoStripped), 100*(sizes.protoStripped-sizes.proto)/sizes.proto)
+	fmt.Fprintf(e.out, "| of which `managedFields` / last-applied annotation (JSON) | %s / %s | |\n\n", kb(sizes.managedJSON), kb(sizes.lastApplied))
+	return nil
+}
+
+// hookbackMemory starts hookback, waits for ready, lets the garbage
+// collector run twice and reads its memory, then stops it.
+func (e *env) hookbackMemory(ctx context.Context, tmpl string) (memSample, error) {
+	var s memSample
+	extra := []string{"GODEBUG=gctrace=1"}
+	if e.cfg.hookbackEnv != "" {
+		extra = append(extra, strings.Split(e.cfg.hookbackEnv, ",")...)
+	}
+	p, err := e.startHookback(session("mem"), e.stateDir, extra, "--webhooks", memoryWebhooks, "--controllers", "all", "--template", tmpl)
+	if err != nil {
+		return s, err
+	}
+	defer p.stop(30 * time.Second)
+	if s.ready, err = p.waitReady(ctx, 120*time.Second); err != nil {
+		return s, err
+	}
+	// Let the controllers work through the initial adds.
+	time.Sleep(2 * time.Second)
+	m0, err := p.metrics()
+	if err != nil {
+		return s, err
+	}
+	gc0 := m0["go_gc_duration_seconds_count"]
+	deadline := time.Now().Add(e.cfg.settle)
+	m := m0
+	for {
+		if m, err = p.metrics(); err != nil {
+			return s, err
+		}
+		s.scrapes++
+		if m["go_gc_duration_seconds_count"] >= gc0+2 {
+			s.settled = true
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+	}
+	s.gcs = int(m["go_gc_duration_seconds_count"] - gc0)
+	// Right after a collection the heap still counts the garbage the
+	// background sweeper has not freed yet: let it finish, allocating
+	// nothing, then read once more.
+	time.Sleep(time.Second)
+	if m, err = p.metrics(); err != nil {
+		return s, err
+	}
+	s.liveGC = lastGCLive(p.logPath)
+	s.heapAlloc, s.heapInuse, s.rss = m["go_memstats_heap_alloc_bytes"], m["go_memstats_heap_inuse_bytes"], m["process_resident_memory_bytes"]
+	if s.pods, err = e.countPods(ctx, ""); err != nil {
+		return s, err
+	}
+	log.Printf("memory: %d pods: ready in %s, heap alloc %s, inuse %s, rss %s after %d scrapes, %d GCs; gctrace live %s, next_gc/2 %s",
+		s.pods, s.ready, mib(s.heapAlloc), mib(s.heapInuse), mib(s.rss), s.scrapes, s.gcs, mib(s.liveGC), mib(m["go_memstats_next_gc_bytes"]/2))
+	if _, err := p.stop(30 * time.Second); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+var gctraceRE = regexp.MustCompile(`(?m)^gc \d+ @.* (\d+)->(\d+)->(\d+) MB`)
+
+// lastGCLive is the live heap the last collection in a gctrace log marked
+// (gctrace's "MB" are MiB).
+func lastGCLive(path string) float64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	all := gctraceRE.FindAllStringSubmatch(string(b), -1)
+	if len(all) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(all[len(all)-1][3], 64)
+	return v * (1 << 20)
+}
+
+func (e *env) countPods(ctx context.Context, ns string) (int, error) {
+	n, cont := 0, ""
+	for {
+		l, err := e.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 500, Continue: cont})
+		if err != nil {
+			return 0, err
+		}
+		n += len(l.Items)
+		if cont = l.Continue; cont == "" {
+			return n, nil
+		}
+	}
+}
+
+// createPods creates -pods pods, -concurrency at a time, and gives each a
+// Running status when -pod-status is set.
+func (e *env) createPods(ctx context.Context, ns string) error {
+	jobs := make(chan int)
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	errc := make(chan error, e.cfg.concurrency)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for w := 0; w < e.cfg.concurrency; w++ {
+		wg.Go(func() {
+			for i := range jobs {
+				pod := benchPod(ns, fmt.Sprintf("web-%05d", i), i, podOptions{schedulerName: "hookback-bench-nobody"})
+				got, err := e.client.CoreV1().Pods(ns).Create(wctx, pod, metav1.CreateOptions{})
+				if err == nil && e.cfg.podStatus {
+					got.Status = runningStatus(got, i)
+					_, err = e.client.CoreV1().Pods(ns).UpdateStatus(wctx, got, metav1.UpdateOptions{})
+				}
+				if err != nil {
+					errc <- fmt.Errorf("pod %d: %w", i, err)
+					cancel()
+					return
+				}
+				if n := done.Add(1); n%500 == 0 {
+					log.Printf("memory: %d pods created", n)
+				}
+			}
+		})
+	}
+feed:
+	for i := 0; i < e.cfg.pods; i++ {
+		select {
+		case jobs <- i:
+		case <-wctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
+		return ctx.Err()
+	}
+}
+
+type informerHeap struct {
+	pods   int
+	perPod float64
+}
+
+// informerHeap runs a cluster-wide pod informer in this process, with or
+// without hookback's transform, and returns the live heap it holds per
+// cached pod.
+func (e *env) informerHeap(ctx context.Context, transform bool) (informerHeap, error) {
+	heap := func() float64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return float64(ms.HeapAlloc)
+	}
+	before := heap()
+	ictx, stop := context.WithCancel(ctx)
+	var f informers.SharedInformerFactory
+	if transform {
+		f = controller.NewInformerFactory(e.client, 0)
+	} else {
+		f = informers.NewSharedInformerFactory(e.client, 0)
+	}
+	inf := f.Core().V1().Pods().Informer()
+	f.Start(ictx.Done())
+	if !cacheSynced(ictx, f) {
+		stop()
+		return informerHeap{}, fmt.Errorf("pod informer did not sync: %v", ctx.Err())
+	}
+	after := heap()
+	n := len(inf.GetStore().ListKeys())
+	stop()
+	f.Shutdown()
+	runtime.KeepAlive(inf)
+	return informerHeap{pods: n, perPod: (after - before) / float64(n)}, nil
+}
+
+func cacheSynced(ctx context.Context, f informers.SharedInformerFactory) bool {
+	for _, ok := range f.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+type podSizes struct {
+	json, jsonStripped, proto, protoStripped float64
+	managedJSON, lastApplied, managedEntries float64
+}
+
+// podSizes averages the serialized size of the pods in ns before and after
+// StripUnusedFields.
+func (e *env) podSizes(ctx context.Context, ns string) (podSizes, error) {
+	var s podSizes
+	n, cont := 0, ""
+	for {
+		l, err := e.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 500, Continue: cont})
+		if err != nil {
+			return s, err
+		}
+		for i := range l.Items {
+			p := &l.Items[i]
+			p.APIVersion, p.Kind = "v1", "Pod"
+			j, err := json.Marshal(p)
+			if err != nil {
+				return s, err
+			}
+			mf, _ := json.Marshal(p.ManagedFields)
+			s.json += float64(len(j))
+			s.proto += float64(p.Size())
+			s.managedJSON += float64(len(mf))
+			s.managedEntries += float64(len(p.ManagedFields))
+			s.lastApplied += float64(len(p.Annotations["kubectl.kubernetes.io/last-applied-configuration"]))
+			if _, err := controller.StripUnusedFields(p); err != nil {
+				return s, err
+			}
+			j, _ = json.Marshal(p)
+			s.jsonStripped += float64(len(j))
+			s.protoStripped += float64(p.Size())
+			n++
+		}
+		if cont = l.Continue; cont == "" {
+			break
+		}
+	}
+	if n == 0 {
+		return s, fmt.Errorf("no pods in %s", ns)
+	}
+	for _, f := range []*float64{&s.json, &s.jsonStripped, &s.proto, &s.protoStripped, &s.managedJSON, &s.lastApplied, &s.managedEntries} {
+		*f /= float64(n)
+	}
+	return s, nil
+}
