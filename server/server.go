@@ -132,14 +132,25 @@ func (s *Server) Start(ctx context.Context) error {
 		pending--
 		err = fmt.Errorf("serve: %w", e)
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err = errors.Join(err, webhookSrv.Shutdown(shutdownCtx), healthSrv.Shutdown(shutdownCtx))
+	err = errors.Join(err, shutdown(webhookSrv), shutdown(healthSrv))
 	// Wait for the serve goroutines so none outlives Start.
 	for ; pending > 0; pending-- {
 		err = errors.Join(err, <-errc)
 	}
 	return err
+}
+
+// shutdown lets in-flight reviews finish, then closes what is left. The
+// apiserver was deregistered first, so nothing new arrives; without the
+// bound, HTTP/2 keeps every idle apiserver connection for a second after its
+// GOAWAY, and each Ctrl-C would wait for it.
+func shutdown(srv *http.Server) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
+	defer cancel()
+	if err := srv.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return srv.Close()
 }
 
 func serve(err error) error {
