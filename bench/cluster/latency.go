@@ -51,12 +51,12 @@ func (e *env) latency(ctx context.Context) error {
 		{name: "floor: a constant allow-all validating webhook served by the bench (net/http + TLS)", flags: "floor"},
 		{name: "`pod-name` (1 validating)", flags: "pod-name", hooks: []string{"pod-name"}},
 		{name: "`pod-name,pod-lifespan,pod-sidecar` (1 validating + 2 mutating, patching)", flags: "pod-name,pod-lifespan,pod-sidecar", hooks: []string{"pod-name", "pod-lifespan", "pod-sidecar"}},
-		{name: "the same three, template edited to `reinvocationPolicy: Never`", flags: "pod-name,pod-lifespan,pod-sidecar", hooks: []string{"pod-name", "pod-lifespan", "pod-sidecar"},
+		{name: "the same three, template edited to `reinvocationPolicy: IfNeeded`", flags: "pod-name,pod-lifespan,pod-sidecar", hooks: []string{"pod-name", "pod-lifespan", "pod-sidecar"},
 			edit: func(t string) (string, error) {
-				if !strings.Contains(t, "reinvocationPolicy: IfNeeded") {
-					return "", errors.New("the template has no reinvocationPolicy: IfNeeded to edit; update bench/cluster")
+				if !strings.Contains(t, "reinvocationPolicy: Never") {
+					return "", errors.New("the template has no reinvocationPolicy: Never to edit; update bench/cluster")
 				}
-				return strings.ReplaceAll(t, "reinvocationPolicy: IfNeeded", "reinvocationPolicy: Never"), nil
+				return strings.ReplaceAll(t, "reinvocationPolicy: Never", "reinvocationPolicy: IfNeeded"), nil
 			}},
 	}
 	var ours []string
