@@ -26,15 +26,22 @@ func newCerts(c *cli.Context, host string, log *slog.Logger) (server.Certs, erro
 			CertFile: c.String("tls-cert-file"), KeyFile: c.String("tls-key-file"), CAFile: c.String("ca-file"),
 			Host: host, Interval: 2 * time.Second, Log: log,
 		})
+	case "acme":
+		return server.NewACMECerts(c.Context, server.ACMEOptions{
+			CA: c.String("acme-ca"), Email: c.String("acme-email"), CARootFile: c.String("acme-ca-root"),
+			Profile: c.String("acme-profile"), HTTPPort: c.Int("acme-http-port"),
+			ListenHost: bindAddress(c.String("bind-address"), host), CAFile: c.String("ca-file"),
+			StateDir: c.String("state-dir"), Host: host, RenewCheckInterval: c.Duration("acme-renew-check-interval"), Log: log,
+		})
 	default:
-		return nil, fmt.Errorf("--tls-mode %q: want self-signed or files", c.String("tls-mode"))
+		return nil, fmt.Errorf("--tls-mode %q: want self-signed, acme or files", c.String("tls-mode"))
 	}
 }
 
 // caBundle is what render puts into clientConfig.caBundle, without serving.
 func caBundle(c *cli.Context) (string, error) {
 	switch c.String("tls-mode") {
-	case "files":
+	case "files", "acme":
 		if c.String("ca-file") == "" {
 			return "", nil
 		}
@@ -50,6 +57,6 @@ func caBundle(c *cli.Context) (string, error) {
 		}
 		return ca.Bundle(), nil
 	default:
-		return "", fmt.Errorf("--tls-mode %q: want self-signed or files", c.String("tls-mode"))
+		return "", fmt.Errorf("--tls-mode %q: want self-signed, acme or files", c.String("tls-mode"))
 	}
 }

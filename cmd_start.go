@@ -28,10 +28,16 @@ func serveFlags() []cli.Flag {
 		&cli.StringFlag{Name: "template", EnvVars: env("template"), Usage: "webhook configuration template (default: the built-in webhook-url.yaml.tmpl); hot-reloaded while running"},
 		&cli.StringFlag{Name: "state-dir", EnvVars: env("state-dir"), Value: defaultStateDir(), Usage: "where the local CA and certificates live"},
 		&cli.StringFlag{Name: "lease-namespace", EnvVars: env("lease-namespace"), Value: "default", Usage: "namespace for the session Lease and the canary ConfigMap"},
-		&cli.StringFlag{Name: "tls-mode", EnvVars: env("tls-mode"), Value: "self-signed", Usage: "self-signed (a local CA in --state-dir) or files (--tls-cert-file, --tls-key-file, --ca-file)"},
+		&cli.StringFlag{Name: "tls-mode", EnvVars: env("tls-mode"), Value: "self-signed", Usage: "self-signed (a local CA in --state-dir), acme (a certificate from an ACME CA, --acme-*) or files (--tls-cert-file, --tls-key-file, --ca-file)"},
 		&cli.StringFlag{Name: "tls-cert-file", EnvVars: env("tls-cert-file"), Usage: "files mode: serving certificate (PEM, may include the chain); reloaded on change"},
 		&cli.StringFlag{Name: "tls-key-file", EnvVars: env("tls-key-file"), Usage: "files mode: its private key; reloaded on change"},
-		&cli.StringFlag{Name: "ca-file", EnvVars: env("ca-file"), Usage: "files mode: CA the apiserver should trust (the caBundle); empty when the certificate is publicly trusted"},
+		&cli.StringFlag{Name: "ca-file", EnvVars: env("ca-file"), Usage: "files and acme modes: CA the apiserver should trust (the caBundle); empty when the certificate is publicly trusted"},
+		&cli.StringFlag{Name: "acme-ca", EnvVars: env("acme-ca"), Value: "https://acme-v02.api.letsencrypt.org/directory", Usage: "acme mode: ACME directory URL; using it agrees to the CA's terms of service"},
+		&cli.StringFlag{Name: "acme-email", EnvVars: env("acme-email"), Usage: "acme mode: contact email for the ACME account (optional)"},
+		&cli.StringFlag{Name: "acme-ca-root", EnvVars: env("acme-ca-root"), Usage: "acme mode: PEM root to trust for the ACME server's own HTTPS (a private ACME server such as pebble)"},
+		&cli.StringFlag{Name: "acme-profile", EnvVars: env("acme-profile"), Value: "shortlived", Usage: "acme mode: ACME profile to order under (Let's Encrypt issues IP certificates only under shortlived); empty: the CA's default"},
+		&cli.IntFlag{Name: "acme-http-port", EnvVars: env("acme-http-port"), Value: 80, Usage: "acme mode: port the HTTP-01 challenge is answered on, opened only while a challenge is pending (the CA always dials port 80: forward it here when different)"},
+		&cli.DurationFlag{Name: "acme-renew-check-interval", EnvVars: env("acme-renew-check-interval"), Value: 10 * time.Minute, Hidden: true, Usage: "acme mode: how often certmagic checks whether to renew"},
 	}
 }
 
