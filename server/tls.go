@@ -71,20 +71,10 @@ func NewSelfSigned(ctx context.Context, opts TLSOptions) (*SelfSigned, error) {
 	if err != nil {
 		return nil, err
 	}
-	logger := zap.New(slogCore{log: opts.Log})
-	var cfg *certmagic.Config
-	cache := certmagic.NewCache(certmagic.CacheOptions{
-		GetConfigForCert:   func(certmagic.Certificate) (*certmagic.Config, error) { return cfg, nil },
-		RenewCheckInterval: opts.RenewCheckInterval,
-		OCSPCheckInterval:  24 * time.Hour,
-		Logger:             logger,
-	})
-	cfg = certmagic.New(cache, certmagic.Config{
+	cache, cfg := newCertmagic(opts.Log, opts.RenewCheckInterval, certmagic.Config{
 		Storage:           &certmagic.FileStorage{Path: filepath.Join(opts.StateDir, "certmagic")},
 		Issuers:           []certmagic.Issuer{&caIssuer{ca: ca, lifetime: opts.LeafLifetime}},
 		DefaultServerName: opts.Host,
-		OCSP:              certmagic.OCSPConfig{DisableStapling: true},
-		Logger:            logger,
 	})
 	if err := cfg.ManageSync(ctx, []string{opts.Host}); err != nil {
 		cache.Stop()
@@ -111,6 +101,25 @@ func (s *SelfSigned) CA() *CA { return s.ca }
 
 // Stop ends background renewal.
 func (s *SelfSigned) Stop() { s.cache.Stop() }
+
+// newCertmagic builds a certmagic cache with one config for every
+// certificate in it. Every mode logs through slog and staples no OCSP (the
+// apiserver does not check it, and private CAs have no responder).
+// renewEvery 0 keeps certmagic's default.
+func newCertmagic(log *slog.Logger, renewEvery time.Duration, base certmagic.Config) (*certmagic.Cache, *certmagic.Config) {
+	logger := zap.New(slogCore{log: log})
+	var cfg *certmagic.Config
+	cache := certmagic.NewCache(certmagic.CacheOptions{
+		GetConfigForCert:   func(certmagic.Certificate) (*certmagic.Config, error) { return cfg, nil },
+		RenewCheckInterval: renewEvery,
+		OCSPCheckInterval:  24 * time.Hour,
+		Logger:             logger,
+	})
+	base.OCSP = certmagic.OCSPConfig{DisableStapling: true}
+	base.Logger = logger
+	cfg = certmagic.New(cache, base)
+	return cache, cfg
+}
 
 // slogCore forwards certmagic's zap logs to slog: warnings and errors as
 // they are, everything else at debug.

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/certmagic"
-	"go.uber.org/zap"
 )
 
 // LetsEncryptCA is the default ACME directory: Let's Encrypt production.
@@ -224,20 +223,10 @@ func NewACMECerts(ctx context.Context, opts ACMEOptions) (*ACMECerts, error) {
 // happens when a third of the lifetime is left, which suits short-lived
 // leaves (shortlived has no revocation to signal) and private CAs alike.
 func newACMEConfig(opts ACMEOptions, roots *x509.CertPool) (*certmagic.Cache, *certmagic.Config) {
-	logger := zap.New(slogCore{log: opts.Log})
-	var cfg *certmagic.Config
-	cache := certmagic.NewCache(certmagic.CacheOptions{
-		GetConfigForCert:   func(certmagic.Certificate) (*certmagic.Config, error) { return cfg, nil },
-		RenewCheckInterval: opts.RenewCheckInterval,
-		OCSPCheckInterval:  24 * time.Hour,
-		Logger:             logger,
-	})
-	cfg = certmagic.New(cache, certmagic.Config{
+	cache, cfg := newCertmagic(opts.Log, opts.RenewCheckInterval, certmagic.Config{
 		Storage:           &certmagic.FileStorage{Path: filepath.Join(opts.StateDir, "acme")},
 		DefaultServerName: opts.Host,
 		DisableARI:        true,
-		OCSP:              certmagic.OCSPConfig{DisableStapling: true},
-		Logger:            logger,
 	})
 	iss := certmagic.NewACMEIssuer(cfg, certmagic.ACMEIssuer{
 		CA:      opts.CA,
@@ -249,7 +238,7 @@ func newACMEConfig(opts ACMEOptions, roots *x509.CertPool) (*certmagic.Cache, *c
 		ListenHost:              opts.ListenHost,
 		AltHTTPPort:             opts.HTTPPort,
 		TrustedRoots:            roots,
-		Logger:                  logger,
+		Logger:                  cfg.Logger,
 	})
 	cfg.Issuers = []certmagic.Issuer{nonInteractive{iss}}
 	return cache, cfg

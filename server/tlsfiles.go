@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/certmagic"
-	"go.uber.org/zap"
 )
 
 // Certs serves a certificate and names the caBundle that makes the
@@ -67,17 +66,8 @@ type FileCerts struct {
 // NewFileCerts loads the files once; a bad pair is an error here, and only a
 // warning on later reloads (the previous pair keeps serving).
 func NewFileCerts(ctx context.Context, opts FileTLSOptions) (*FileCerts, error) {
-	logger := zap.New(slogCore{log: opts.Log})
 	f := &FileCerts{opts: opts}
-	f.cache = certmagic.NewCache(certmagic.CacheOptions{
-		GetConfigForCert: func(certmagic.Certificate) (*certmagic.Config, error) { return f.config, nil },
-		Logger:           logger,
-	})
-	f.config = certmagic.New(f.cache, certmagic.Config{
-		DefaultServerName: opts.Host,
-		OCSP:              certmagic.OCSPConfig{DisableStapling: true},
-		Logger:            logger,
-	})
+	f.cache, f.config = newCertmagic(opts.Log, 0, certmagic.Config{DefaultServerName: opts.Host})
 	if err := f.reload(ctx); err != nil {
 		f.cache.Stop()
 		return nil, err
