@@ -8,6 +8,8 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -168,6 +170,7 @@ func newSession(c *cli.Context, session string, cl *cluster, srv *server.Server,
 		Certs:           certs,
 		LeaseNamespace:  c.String("lease-namespace"),
 		Holder:          hostname + "/" + strconv.Itoa(os.Getpid()),
+		HolderAlive:     holderAlive,
 		LeaseDuration:   c.Duration("lease-duration"),
 		RequireVerified: !c.Bool("no-verify"),
 		VerifyTimeout:   c.Duration("verify-timeout"),
@@ -261,4 +264,21 @@ func waitForCaches(ctx context.Context, factory informers.SharedInformerFactory)
 		}
 	}
 	return nil
+}
+
+// holderAlive answers for a session Lease's holder, host/pid: a process on
+// this host is checked with signal 0; one elsewhere is assumed alive until
+// its Lease expires.
+func holderAlive(holder string) bool {
+	host, pidText, ok := strings.Cut(holder, "/")
+	me, _ := os.Hostname()
+	pid, err := strconv.Atoi(pidText)
+	if !ok || err != nil || host != me {
+		return true
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	return p.Signal(syscall.Signal(0)) == nil
 }

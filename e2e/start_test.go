@@ -189,3 +189,27 @@ func TestNoVerifyKeepsRunningAndSaysWhy(t *testing.T) {
 		t.Errorf("no diagnosis logged:\n%s", p.stderr.String())
 	}
 }
+
+// TestSessionHeldByAnotherProcess: a second start with the same session is
+// refused while the first runs; after kill -9 the same session restarts at
+// once (the dead holder is recognised on this host), without waiting for the
+// Lease to expire.
+func TestSessionHeldByAnotherProcess(t *testing.T) {
+	first := start(t, markArgs()...)
+	first.ready(t)
+	second := start(t, markArgs("--session", first.session)...)
+	if code := second.wait(t); code == 0 {
+		t.Fatal("a second start with the same session succeeded")
+	}
+	if !strings.Contains(second.stderr.String(), "session in use") {
+		t.Errorf("no session-in-use error:\n%s", second.stderr.String())
+	}
+	if n, err := sessionObjects(context.Background(), first.session); err != nil || n == 0 {
+		t.Fatalf("the refused start removed the first one's objects (%d, %v)", n, err)
+	}
+
+	first.signal(syscall.SIGKILL)
+	first.wait(t)
+	again := start(t, markArgs("--session", first.session)...)
+	again.ready(t)
+}

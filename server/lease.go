@@ -42,6 +42,32 @@ type Heartbeat struct {
 	Log   *slog.Logger
 }
 
+// ErrSessionInUse means another live process holds the session's Lease.
+var ErrSessionInUse = errors.New("server: session in use")
+
+// HolderAlive tells whether the process named by a Lease's holder identity
+// still runs. It is asked only for a live Lease held by someone else, so that
+// a restart right after kill -9 on the same machine does not have to wait
+// for the Lease to expire.
+type HolderAlive func(holder string) bool
+
+// Acquire takes the session's Lease for the first time: it refuses while
+// another live process holds it (two terminals with the same --session would
+// fight over one set of configurations), then renews it as its own.
+func (h *Heartbeat) Acquire(ctx context.Context, alive HolderAlive) error {
+	l, err := h.Client.CoordinationV1().Leases(h.Namespace).Get(ctx, LeaseName(h.Session), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("get lease %s/%s: %w", h.Namespace, LeaseName(h.Session), err)
+	case l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != h.Holder && !LeaseExpired(l, time.Now()) && alive(*l.Spec.HolderIdentity):
+		return fmt.Errorf("%w: session %q is held by %s (Lease %s/%s): stop it, or pick another --session",
+			ErrSessionInUse, h.Session, *l.Spec.HolderIdentity, h.Namespace, l.Name)
+	}
+	_, err = h.Renew(ctx)
+	return err
+}
+
 // Renew creates or renews the Lease. It reports created=true when the Lease
 // did not exist, which during a run means someone cleaned the session up
 // (for example after this laptop slept past the Lease).

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"testing"
 	"time"
@@ -65,6 +66,45 @@ func TestLeaseExpired(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := LeaseExpired(tc.l, now); got != tc.want {
 				t.Errorf("LeaseExpired = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestAcquire(t *testing.T) {
+	held := func(renewed time.Time) *coordinationv1.Lease {
+		l := lease("dev", "", renewed)
+		l.Spec.HolderIdentity = ptr.To("laptop/100")
+		return l
+	}
+	tests := []struct {
+		name    string
+		lease   *coordinationv1.Lease
+		alive   bool
+		wantErr bool
+	}{
+		{name: "no lease yet", alive: true},
+		{name: "held by a live process", lease: held(time.Now()), alive: true, wantErr: true},
+		{name: "held by a dead process on this host", lease: held(time.Now()), alive: false},
+		{name: "expired", lease: held(time.Now().Add(-time.Hour)), alive: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := fake.NewClientset()
+			if tc.lease != nil {
+				cs = fake.NewClientset(tc.lease)
+			}
+			h := &Heartbeat{Client: cs, Namespace: "default", Session: "dev", Holder: "laptop/200", Duration: 30 * time.Second}
+			err := h.Acquire(context.Background(), func(string) bool { return tc.alive })
+			if tc.wantErr != errors.Is(err, ErrSessionInUse) {
+				t.Fatalf("Acquire() = %v, want in-use error %v", err, tc.wantErr)
+			}
+			if tc.wantErr {
+				return
+			}
+			l, err := cs.CoordinationV1().Leases("default").Get(context.Background(), LeaseName("dev"), metav1.GetOptions{})
+			if err != nil || *l.Spec.HolderIdentity != "laptop/200" {
+				t.Errorf("lease after Acquire = %v, %v; want held by laptop/200", l, err)
 			}
 		})
 	}

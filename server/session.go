@@ -78,6 +78,9 @@ type SessionOptions struct {
 	// Parts names the enabled webhooks and controllers; they are recorded on
 	// the session Lease so other sessions know what this one relies on.
 	Parts []string
+	// HolderAlive says whether another holder of this session's Lease still
+	// runs; nil treats every live Lease as held.
+	HolderAlive HolderAlive
 	// Cleanups remove, per part, objects that part wrote outside the
 	// session's own configurations and that sessions share (exec RBAC, node
 	// CPU). Each runs after the part has stopped, unless another live
@@ -94,6 +97,9 @@ type Session struct {
 	registrar *Registrar
 	heartbeat *Heartbeat
 	leaseRef  string
+	// acquired is set once the session's Lease is ours: only then may
+	// shutdown delete what the session name owns.
+	acquired bool
 	// bg tracks the runnables and loops, srv the server: Run waits for both,
 	// the server last, so it answers until the apiserver stops calling.
 	bg, srv sync.WaitGroup
@@ -188,9 +194,10 @@ func (s *Session) register(ctx context.Context) (*Registration, error) {
 	if len(removed) > 0 {
 		log.Info("removed stale sessions", "sessions", strings.Join(removed, ","))
 	}
-	if _, err := s.heartbeat.Renew(ctx); err != nil {
+	if err := s.heartbeat.Acquire(ctx, s.holderAlive); err != nil {
 		return nil, err
 	}
+	s.acquired = true
 	if s.opts.WaitForCaches != nil {
 		if err := s.opts.WaitForCaches(ctx); err != nil {
 			return nil, fmt.Errorf("wait for informer caches: %w", err)
@@ -204,6 +211,13 @@ func (s *Session) register(ctx context.Context) (*Registration, error) {
 		return nil, err
 	}
 	return reg, nil
+}
+
+func (s *Session) holderAlive(holder string) bool {
+	if s.opts.HolderAlive == nil {
+		return true
+	}
+	return s.opts.HolderAlive(holder)
 }
 
 func (s *Session) canaryKey() string {
@@ -282,6 +296,11 @@ func (s *Session) shutdown(stopBackground context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	s.opts.Server.SetReady(false)
+	if !s.acquired {
+		stopBackground()
+		s.bg.Wait()
+		return
+	}
 	errs := []error{s.registrar.Deregister(ctx)}
 	stopBackground()
 	s.bg.Wait()
