@@ -43,6 +43,8 @@ Examples:
 			startCommand(),
 			renderCommand(),
 			cleanupCommand(),
+			replayCommand(),
+			caCommand(),
 		},
 		// Only main exits: keep urfave/cli from calling os.Exit itself.
 		ExitErrHandler: func(*cli.Context, error) {},

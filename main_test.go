@@ -69,3 +69,60 @@ func TestSessionNames(t *testing.T) {
 		})
 	}
 }
+
+func TestReplay(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		want    []string
+		wantErr string
+	}{
+		{name: "validating webhook denies", args: []string{"--webhook", "pod-name", "testdata/webhook/pod-name/v1-create-banned-name.json"},
+			want: []string{`"allowed": false`, `pod name contains \"offensive\"`}},
+		{name: "mutating webhook prints the decoded patch", args: []string{"--webhook", "pod-lifespan", "testdata/webhook/pod-lifespan/v1-create-3.json"},
+			want: []string{`"patchType": "JSONPatch"`, "patch:\n[", `"path": "/spec/tolerations/2"`}},
+		{name: "events are shown", args: []string{"--webhook", "pod-lifespan", "testdata/webhook/pod-lifespan/v1-create-invalid.json"},
+			want: []string{"event: Warning LifespanInvalid"}},
+		{name: "unknown webhook", args: []string{"--webhook", "nope", "testdata/webhook/pod-name/v1-create-allowed.json"}, wantErr: `unknown webhook "nope"`},
+		{name: "not a review", args: []string{"--webhook", "pod-name", "testdata/admission/garbage.json"}, wantErr: "refused the review (HTTP 400)"},
+		{name: "missing file", args: []string{"--webhook", "pod-name", "testdata/nope.json"}, wantErr: "open review"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			err := newApp(&out, &errOut).Run(append([]string{"hookback", "replay"}, tc.args...))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("replay: %v\n%s", err, errOut.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, out.String())
+				}
+			}
+		})
+	}
+}
+
+func TestCACommand(t *testing.T) {
+	state := t.TempDir()
+	var pemOut, bundleOut, errOut bytes.Buffer
+	if err := newApp(&pemOut, &errOut).Run([]string{"hookback", "ca", "--state-dir", state}); err != nil {
+		t.Fatal(err)
+	}
+	if err := newApp(&bundleOut, &errOut).Run([]string{"hookback", "ca", "--state-dir", state, "--bundle"}); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := server.LoadOrCreateCA(state, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pemOut.String() != string(ca.CertPEM) || strings.TrimSpace(bundleOut.String()) != ca.Bundle() {
+		t.Errorf("ca printed %q / %q, want the state dir's CA", pemOut.String(), bundleOut.String())
+	}
+}

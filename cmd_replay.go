@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/hookback/hookback/server"
+	"github.com/hookback/hookback/webhook"
+)
+
+func replayCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "replay",
+		Usage:     "run one AdmissionReview through a built-in webhook, offline, and print the reply",
+		ArgsUsage: "FILE (an AdmissionReview in JSON, v1 or v1beta1; - for stdin)",
+		Description: `replay feeds a saved AdmissionReview through the same transport and handler that
+start serves, without a cluster, and prints the AdmissionReview it would answer, the
+decoded JSON patch, and the Events the webhook would record. Handy to debug a review
+captured from an apiserver's audit log or a failing request.
+
+Examples:
+   hookback replay --webhook pod-name review.json
+   kubectl get pod web -o json | jq '{apiVersion:"admission.k8s.io/v1",kind:"AdmissionReview",request:{uid:"1",kind:{group:"",version:"v1",kind:"Pod"},resource:{group:"",version:"v1",resource:"pods"},operation:"CREATE",object:.}}' \
+     | hookback replay --webhook pod-sidecar -`,
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "webhook", Required: true, Usage: "built-in webhook to run (" + strings.Join(webhook.Names(), ", ") + ")"},
+		}, webhookConfigFlags()...),
+		Action: runReplay,
+	}
+}
+
+func runReplay(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return fmt.Errorf("replay takes one FILE (or - for stdin), got %d arguments", c.NArg())
+	}
+	body, err := readInput(c.Args().First())
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(c)
+	if err != nil {
+		return err
+	}
+	recorded := make(chan string, 16)
+	hooks, err := webhook.Build([]string{c.String("webhook")}, webhookOptions(c), webhook.Deps{
+		Log:      log,
+		Recorder: func(string) events.EventRecorder { return &events.FakeRecorder{Events: recorded} },
+		Pods:     emptyPods(),
+	})
+	if err != nil {
+		return err
+	}
+	h := server.NewAdmissionHandler(hooks[0].Name, hooks[0].Handler, log, nil)
+	req := httptest.NewRequest(http.MethodPost, hooks[0].Path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		return fmt.Errorf("the webhook refused the review (HTTP %d): %s", rec.Code, bytes.TrimSpace(rec.Body.Bytes()))
+	}
+	return printReply(c.App.Writer, rec.Body.Bytes(), recorded)
+}
+
+func readInput(name string) ([]byte, error) {
+	var r io.Reader = os.Stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("open review: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, server.DefaultMaxBodyBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read review: %w", err)
+	}
+	return b, nil
+}
+
+// printReply prints the review, the patch decoded from base64, and events.
+func printReply(w io.Writer, reply []byte, recorded chan string) error {
+	var review struct {
+		Response struct {
+			Patch []byte `json:"patch"`
+		} `json:"response"`
+	}
+	if err := json.Unmarshal(reply, &review); err != nil {
+		return fmt.Errorf("decode reply: %w", err)
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, reply, "", "  "); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s\n", out.Bytes())
+	if len(review.Response.Patch) > 0 {
+		out.Reset()
+		if err := json.Indent(&out, review.Response.Patch, "", "  "); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "patch:\n%s\n", out.Bytes())
+	}
+	close(recorded)
+	for e := range recorded {
+		fmt.Fprintf(w, "event: %s\n", e)
+	}
+	return nil
+}
