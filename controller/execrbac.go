@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -68,7 +69,10 @@ type execRBAC struct {
 	labels          map[string]string
 	recorder        events.EventRecorder
 	log             *slog.Logger
-	loop            queueLoop[string]
+	// notManagedLogged holds "kind/uid" of the objects found without the
+	// managed-by labels and already logged, so the warning is logged once.
+	notManagedLogged sync.Map
+	loop             queueLoop[string]
 }
 
 func newExecRBAC(d Deps, metrics workqueue.MetricsProvider) *execRBAC {

@@ -142,17 +142,18 @@ func TestExecRBACReconcile(t *testing.T) {
 			writes: []string{"update clusterrolebindings"},
 		},
 		{
-			name: "missing labels and edited rules are put back",
+			name: "labelled role: edited rules and aggregationRule are put back",
 			objs: []runtime.Object{newPod("a", "p", enabled),
 				func() runtime.Object {
 					r := ourRole()
-					r.Labels, r.Rules = nil, append(r.Rules, rbacv1.PolicyRule{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}})
+					r.Rules = append(r.Rules, rbacv1.PolicyRule{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}})
+					r.AggregationRule = &rbacv1.AggregationRule{}
 					return r
 				}(),
-				func() runtime.Object { b := ourBinding(sa("a", "default")); b.Labels = nil; return b }(),
+				ourBinding(sa("a", "default")),
 			},
 			want:   []rbacv1.Subject{sa("a", "default")},
-			writes: []string{"update clusterroles", "update clusterrolebindings"},
+			writes: []string{"update clusterroles"},
 		},
 	}
 	for _, tt := range tests {
@@ -188,6 +189,91 @@ func TestExecRBACReconcile(t *testing.T) {
 			}
 			if ev := drainEvents(rec); len(ev) != 0 {
 				t.Errorf("unexpected Events %v", ev)
+			}
+		})
+	}
+}
+
+// Objects named xxl-agent-exec without the managed-by labels were made by
+// someone else (the in-cluster deployment of these controllers): hookback
+// neither writes nor labels them, so cleanup never deletes them either.
+func TestExecRBACNotManaged(t *testing.T) {
+	foreignLabels := map[string]string{"app.kubernetes.io/managed-by": "Helm"}
+	broad := rbacv1.PolicyRule{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}
+	foreignRole := func() *rbacv1.ClusterRole {
+		r := ourRole()
+		r.Labels, r.Rules = foreignLabels, []rbacv1.PolicyRule{broad}
+		return r
+	}
+	foreignBinding := func() *rbacv1.ClusterRoleBinding {
+		b := ourBinding(sa("z", "agent"))
+		b.Labels = nil
+		return b
+	}
+	tests := []struct {
+		name       string
+		objs       []runtime.Object
+		writes     []string
+		wantEvents int
+		wantSubj   []rbacv1.Subject
+	}{
+		{
+			name:       "both foreign",
+			objs:       []runtime.Object{newPod("a", "p", enabled), foreignRole(), foreignBinding()},
+			wantEvents: 2,
+			wantSubj:   []rbacv1.Subject{sa("z", "agent")},
+		},
+		{
+			name:       "foreign role, our binding updated",
+			objs:       []runtime.Object{newPod("a", "p", enabled), foreignRole(), ourBinding()},
+			writes:     []string{"update clusterrolebindings"},
+			wantEvents: 1,
+			wantSubj:   []rbacv1.Subject{sa("a", "default")},
+		},
+		{
+			name:       "foreign binding, no pod: not emptied",
+			objs:       []runtime.Object{foreignRole(), foreignBinding()},
+			wantEvents: 1,
+			wantSubj:   []rbacv1.Subject{sa("z", "agent")},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, cs, rec := newExecRBACForTest(t, tt.objs...)
+			if err := c.reconcile(t.Context(), ExecRBACObjectName); err != nil {
+				t.Fatalf("reconcile: %v", err) // nil: no requeue
+			}
+			var got []string
+			for _, a := range writes(cs) {
+				got = append(got, a.GetVerb()+" "+a.GetResource().Resource)
+			}
+			if !slices.Equal(got, tt.writes) {
+				t.Errorf("writes = %v, want %v", got, tt.writes)
+			}
+			ev := drainEvents(rec)
+			if len(ev) != tt.wantEvents {
+				t.Errorf("Events = %v, want %d NotManaged", ev, tt.wantEvents)
+			}
+			for _, e := range ev {
+				if !strings.HasPrefix(e, "Warning NotManaged") {
+					t.Errorf("Event %q, want Warning NotManaged", e)
+				}
+			}
+			r, err := cs.RbacV1().ClusterRoles().Get(t.Context(), ExecRBACObjectName, metav1.GetOptions{})
+			if err != nil || r.Labels["app.kubernetes.io/managed-by"] != "Helm" || !slices.EqualFunc(r.Rules, []rbacv1.PolicyRule{broad}, func(a, b rbacv1.PolicyRule) bool {
+				return slices.Equal(a.Verbs, b.Verbs) && slices.Equal(a.Resources, b.Resources)
+			}) {
+				t.Errorf("foreign role changed: %v, %v", r, err)
+			}
+			b, err := cs.RbacV1().ClusterRoleBindings().Get(t.Context(), ExecRBACObjectName, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(b.Subjects, tt.wantSubj) {
+				t.Errorf("binding subjects = %v, want %v", b.Subjects, tt.wantSubj)
+			}
+			if ours := len(tt.writes) > 0; hasLabels(b.Labels, managedBy) != ours {
+				t.Errorf("binding labels = %v, want managed-by: %v", b.Labels, ours)
 			}
 		})
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -57,10 +58,11 @@ func (c *execRBAC) getBinding(ctx context.Context, live bool) (*rbacv1.ClusterRo
 	return c.bindings.Get(ExecRBACObjectName)
 }
 
-// ensureRole creates the ClusterRole or puts its rules and labels back. The
-// role is hookback's: rules someone else added are removed, and an
-// aggregationRule is dropped because the aggregation controller would
-// otherwise rewrite the rules behind hookback's back.
+// ensureRole creates the ClusterRole or puts its rules back. The role is
+// hookback's once it carries the managed-by labels: rules someone else added
+// are removed, and an aggregationRule is dropped because the aggregation
+// controller would otherwise rewrite the rules behind hookback's back. A role
+// of that name without the labels belongs to someone else and is not touched.
 func (c *execRBAC) ensureRole(ctx context.Context) error {
 	want := c.desiredRole()
 	live := false
@@ -78,12 +80,14 @@ func (c *execRBAC) ensureRole(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("get clusterrole %s: %w", ExecRBACObjectName, err)
 		}
-		if hasLabels(cur.Labels, c.labels) && cur.AggregationRule == nil &&
-			equality.Semantic.DeepEqual(cur.Rules, want.Rules) {
+		if !hasLabels(cur.Labels, c.labels) {
+			c.notManaged(cur, "UpdateClusterRole")
+			return nil
+		}
+		if cur.AggregationRule == nil && equality.Semantic.DeepEqual(cur.Rules, want.Rules) {
 			return nil
 		}
 		upd := cur.DeepCopy()
-		upd.Labels = withLabels(upd.Labels, c.labels)
 		upd.Rules, upd.AggregationRule = want.Rules, nil
 		if _, err := c.client.RbacV1().ClusterRoles().Update(ctx, upd,
 			metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
@@ -96,7 +100,8 @@ func (c *execRBAC) ensureRole(ctx context.Context) error {
 
 // ensureBinding makes the binding's ServiceAccount subjects exactly want.
 // Nothing is created while no pod wants exec; an existing binding is kept,
-// emptied of ServiceAccounts, rather than deleted.
+// emptied of ServiceAccounts, rather than deleted. A binding of that name
+// without the managed-by labels belongs to someone else and is not touched.
 func (c *execRBAC) ensureBinding(ctx context.Context, want []rbacv1.Subject) error {
 	live := false
 	return retry.OnError(retry.DefaultRetry, staleRead, func() error {
@@ -124,12 +129,15 @@ func (c *execRBAC) ensureBinding(ctx context.Context, want []rbacv1.Subject) err
 				"roleRef is %s %s, not ClusterRole %s: subjects are not managed", cur.RoleRef.Kind, cur.RoleRef.Name, ExecRBACObjectName)
 			return nil
 		}
+		if !hasLabels(cur.Labels, c.labels) {
+			c.notManaged(cur, "UpdateClusterRoleBinding")
+			return nil
+		}
 		subjects := mergeSubjects(cur.Subjects, want)
-		if hasLabels(cur.Labels, c.labels) && slices.Equal(cur.Subjects, subjects) {
+		if slices.Equal(cur.Subjects, subjects) {
 			return nil
 		}
 		upd := cur.DeepCopy()
-		upd.Labels = withLabels(upd.Labels, c.labels)
 		upd.Subjects = subjects
 		if _, err := c.client.RbacV1().ClusterRoleBindings().Update(ctx, upd,
 			metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
@@ -138,6 +146,27 @@ func (c *execRBAC) ensureBinding(ctx context.Context, want []rbacv1.Subject) err
 		c.log.Info("clusterrolebinding updated", "name", ExecRBACObjectName, "subjects", subjectNames(want))
 		return nil
 	})
+}
+
+// notManaged reports an object named ExecRBACObjectName that lacks the
+// managed-by labels: someone else (often the in-cluster deployment of these
+// controllers) made it, so hookback neither writes it nor, on exit, deletes
+// it. The Event is recorded on every reconcile (the recorder folds repeats
+// into a series); the log line is written once per object.
+func (c *execRBAC) notManaged(obj interface {
+	runtime.Object
+	metav1.Object
+}, action string,
+) {
+	kind := "clusterrole"
+	if _, ok := obj.(*rbacv1.ClusterRoleBinding); ok {
+		kind = "clusterrolebinding"
+	}
+	if _, logged := c.notManagedLogged.LoadOrStore(kind+"/"+string(obj.GetUID()), true); !logged {
+		c.log.Warn(kind+" lacks the managed-by labels, not touching it", "name", obj.GetName(), "labels", c.labels)
+	}
+	c.recorder.Eventf(obj, nil, corev1.EventTypeWarning, "NotManaged", action,
+		"%s %s lacks the labels %v: not managed by hookback, left as it is", kind, obj.GetName(), c.labels)
 }
 
 // mergeSubjects keeps the subjects hookback does not manage (Users, Groups),
@@ -168,16 +197,4 @@ func hasLabels(have, want map[string]string) bool {
 		}
 	}
 	return true
-}
-
-// withLabels returns have with want's labels added; have may be nil.
-func withLabels(have, want map[string]string) map[string]string {
-	if len(want) == 0 {
-		return have
-	}
-	if have == nil {
-		have = make(map[string]string, len(want))
-	}
-	maps.Copy(have, want)
-	return have
 }

@@ -2,18 +2,28 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/hookback/hookback/server"
 )
 
 // podNameHandler denies pods whose name or generateName contains a banned
 // word (/validate-pod-name, pods CREATE and UPDATE).
+//
+// A pod's name is immutable, so on UPDATE a denial protects nothing by
+// itself; it only blocks other writers. UPDATEs that leave the spec alone
+// (labels, annotations, finalizers, ownerReferences: the Job controller
+// removing its tracking finalizer, kubectl label, hookback's own controllers)
+// and UPDATEs of a pod being deleted are therefore allowed; UPDATEs that
+// change the spec of a banned-name pod are still denied.
 type podNameHandler struct {
 	words []string // as configured, for the message
 	lower []string // lower-cased, for matching
@@ -50,6 +60,9 @@ func (h *podNameHandler) Handle(_ context.Context, req server.Request) server.Re
 		h.log.Warn("cannot decode pod", "error", err)
 		return server.Errored(http.StatusBadRequest, err)
 	}
+	if req.Operation == admissionv1.Update && h.updateAllowed(req, pod) {
+		return server.Allowed("")
+	}
 	name := pod.Name
 	if name == "" {
 		name = req.Name
@@ -60,6 +73,25 @@ func (h *podNameHandler) Handle(_ context.Context, req server.Request) server.Re
 		}
 	}
 	return server.Allowed("")
+}
+
+// updateAllowed reports whether an UPDATE of pod is let through whatever its
+// name: the pod is being deleted, or its spec is unchanged from the old
+// object. An old object that is missing or cannot be decoded gives false, so
+// the name is judged as before.
+func (h *podNameHandler) updateAllowed(req server.Request, pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp != nil {
+		return true
+	}
+	if len(req.OldObject.Raw) == 0 {
+		return false
+	}
+	old := &corev1.Pod{}
+	if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
+		h.log.Warn("cannot decode old pod; judging the name", "error", err)
+		return false
+	}
+	return equality.Semantic.DeepEqual(old.Spec, pod.Spec)
 }
 
 // banned returns the first configured word name contains, ignoring case.
