@@ -60,7 +60,11 @@ func runCleanup(c *cli.Context) error {
 	}
 	// Shared objects (exec RBAC, node CPU) go too when no live session runs
 	// the part that wrote them.
-	live, lerr := server.LiveParts(c.Context, cs, c.String("lease-namespace"), "")
+	namespaces, lerr := r.LeaseNamespaces(c.Context, c.String("lease-namespace"))
+	if lerr != nil {
+		return errors.Join(err, lerr)
+	}
+	live, lerr := server.LiveParts(c.Context, cs, namespaces, "")
 	if lerr != nil {
 		return errors.Join(err, lerr)
 	}

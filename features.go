@@ -31,7 +31,7 @@ func webhookConfigFlags() []cli.Flag {
 func list(c *cli.Context, name string) []string {
 	var out []string
 	for _, s := range strings.Split(c.String(name), ",") {
-		if s = strings.TrimSpace(s); s != "" && s != "none" {
+		if s = strings.ToLower(strings.TrimSpace(s)); s != "" && s != "none" {
 			out = append(out, s)
 		}
 	}

@@ -99,6 +99,16 @@ func (h *Heartbeat) Renew(ctx context.Context) (created bool, err error) {
 		return false, fmt.Errorf("get lease %s/%s: %w", h.Namespace, LeaseName(h.Session), err)
 	}
 	l = l.DeepCopy()
+	// A Lease taken over from a crashed run of this session still names that
+	// run's parts; other sessions decide their shared cleanup by them.
+	if l.Labels == nil {
+		l.Labels = map[string]string{}
+	}
+	l.Labels[LabelManagedBy], l.Labels[LabelSession] = ManagedByValue, h.Session
+	if l.Annotations == nil {
+		l.Annotations = map[string]string{}
+	}
+	l.Annotations[AnnotationParts] = strings.Join(h.Parts, ",")
 	l.Spec.HolderIdentity = ptr.To(h.Holder)
 	l.Spec.LeaseDurationSeconds = ptr.To(int32(h.Duration / time.Second))
 	l.Spec.RenewTime = &now
@@ -132,21 +142,31 @@ func (h *Heartbeat) Run(ctx context.Context, interval time.Duration, lost func()
 
 // Release deletes the Lease.
 func (h *Heartbeat) Release(ctx context.Context) error {
-	return deleteLease(ctx, h.Client, h.Namespace, LeaseName(h.Session))
+	_, err := deleteLease(ctx, h.Client, h.Namespace, LeaseName(h.Session))
+	return err
 }
 
 // AnnotationParts on a session Lease lists the webhooks and controllers the
 // session runs.
 const AnnotationParts = "hookback.dev/parts"
 
-// LiveParts collects the parts of every live session in namespace except
-// the one named except, from their Leases.
-func LiveParts(ctx context.Context, cs kubernetes.Interface, namespace, except string) (map[string]bool, error) {
+// LiveParts collects the parts of every live session whose Lease is in one
+// of namespaces, except the session named except.
+func LiveParts(ctx context.Context, cs kubernetes.Interface, namespaces []string, except string) (map[string]bool, error) {
+	live := map[string]bool{}
+	for _, ns := range namespaces {
+		if err := addLiveParts(ctx, cs, ns, except, live); err != nil {
+			return nil, err
+		}
+	}
+	return live, nil
+}
+
+func addLiveParts(ctx context.Context, cs kubernetes.Interface, namespace, except string, live map[string]bool) error {
 	leases, err := cs.CoordinationV1().Leases(namespace).List(ctx, metav1.ListOptions{LabelSelector: ManagedSelector})
 	if err != nil {
-		return nil, fmt.Errorf("list session leases in %s: %w", namespace, err)
+		return fmt.Errorf("list session leases in %s: %w", namespace, err)
 	}
-	live := map[string]bool{}
 	now := time.Now()
 	for i := range leases.Items {
 		l := &leases.Items[i]
@@ -159,7 +179,7 @@ func LiveParts(ctx context.Context, cs kubernetes.Interface, namespace, except s
 			}
 		}
 	}
-	return live, nil
+	return nil
 }
 
 // RunCleanups runs the cleanup of each part that is not live.
@@ -170,15 +190,25 @@ func RunCleanups(ctx context.Context, cleanups map[string]func(context.Context) 
 			log.Info("another live session runs this part; leaving its shared objects", "part", part)
 			continue
 		}
-		errs = append(errs, cleanup(ctx))
+		err := cleanup(ctx)
+		if apierrors.IsForbidden(err) {
+			// Not this user's to clean: say so, but it is no failure.
+			log.Warn("shared objects left in place: no permission to clean them up", "part", part, "error", err)
+			continue
+		}
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
 
-func deleteLease(ctx context.Context, cs kubernetes.Interface, ns, name string) error {
+// deleteLease deletes a Lease and reports whether there was one.
+func deleteLease(ctx context.Context, cs kubernetes.Interface, ns, name string) (bool, error) {
 	err := cs.CoordinationV1().Leases(ns).Delete(ctx, name, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete lease %s/%s: %w", ns, name, err)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("delete lease %s/%s: %w", ns, name, err)
 	}
-	return nil
+	return true, nil
 }

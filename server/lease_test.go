@@ -31,7 +31,7 @@ func TestLivePartsAndCleanups(t *testing.T) {
 		lease("alive", "exec-rbac,pod-name", now),
 		lease("dead", "node-status", now.Add(-time.Hour)),
 	)
-	live, err := LiveParts(context.Background(), cs, "default", "me")
+	live, err := LiveParts(context.Background(), cs, []string{"default", "other"}, "me")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestAcquire(t *testing.T) {
 			if tc.lease != nil {
 				cs = fake.NewClientset(tc.lease)
 			}
-			h := &Heartbeat{Client: cs, Namespace: "default", Session: "dev", Holder: "laptop/200", Duration: 30 * time.Second}
+			h := &Heartbeat{Client: cs, Namespace: "default", Session: "dev", Holder: "laptop/200", Duration: 30 * time.Second, Parts: []string{"pod-name"}}
 			err := h.Acquire(context.Background(), func(string) bool { return tc.alive })
 			if tc.wantErr != errors.Is(err, ErrSessionInUse) {
 				t.Fatalf("Acquire() = %v, want in-use error %v", err, tc.wantErr)
@@ -103,8 +103,8 @@ func TestAcquire(t *testing.T) {
 				return
 			}
 			l, err := cs.CoordinationV1().Leases("default").Get(context.Background(), LeaseName("dev"), metav1.GetOptions{})
-			if err != nil || *l.Spec.HolderIdentity != "laptop/200" {
-				t.Errorf("lease after Acquire = %v, %v; want held by laptop/200", l, err)
+			if err != nil || *l.Spec.HolderIdentity != "laptop/200" || l.Annotations[AnnotationParts] != "pod-name" {
+				t.Errorf("lease after Acquire = %v, %v; want held by laptop/200 with parts pod-name", l, err)
 			}
 		})
 	}

@@ -45,7 +45,8 @@ func (r *Registrar) Apply(ctx context.Context, reg *Registration, keep ...string
 		}
 		keep = append(keep, o.GetKind()+"/"+o.GetName())
 	}
-	return r.deleteSession(ctx, r.Session, keep)
+	_, err := r.deleteSession(ctx, r.Session, keep)
+	return err
 }
 
 // ApplyObject server-side-applies one configuration (the canary).
@@ -59,7 +60,8 @@ func (r *Registrar) ApplyObject(ctx context.Context, o *unstructured.Unstructure
 
 // Deregister deletes every configuration of this session.
 func (r *Registrar) Deregister(ctx context.Context) error {
-	return r.deleteSession(ctx, r.Session, nil)
+	_, err := r.deleteSession(ctx, r.Session, nil)
+	return err
 }
 
 // DeleteObject deletes one configuration; a missing one is fine.
@@ -72,8 +74,9 @@ func (r *Registrar) DeleteObject(ctx context.Context, kind, name string) error {
 }
 
 // deleteSession deletes session's configurations whose kind/name is not in keep.
-func (r *Registrar) deleteSession(ctx context.Context, session string, keep []string) error {
+func (r *Registrar) deleteSession(ctx context.Context, session string, keep []string) (int, error) {
 	sel := ManagedSelector + "," + LabelSession + "=" + session
+	deleted := 0
 	var errs []error
 	for kind, gvr := range configResources {
 		list, err := r.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: sel})
@@ -89,10 +92,11 @@ func (r *Registrar) deleteSession(ctx context.Context, session string, keep []st
 				errs = append(errs, err)
 				continue
 			}
+			deleted++
 			r.Log.Info("deleted webhook configuration", "kind", kind, "name", o.GetName(), "session", session)
 		}
 	}
-	return errors.Join(errs...)
+	return deleted, errors.Join(errs...)
 }
 
 // Sessions lists the sessions that own webhook configurations, with the
@@ -112,6 +116,24 @@ func (r *Registrar) Sessions(ctx context.Context) (map[string]string, error) {
 			if _, ok := out[s]; !ok || out[s] == "" {
 				out[s] = o.GetAnnotations()[AnnotationLease]
 			}
+		}
+	}
+	return out, nil
+}
+
+// LeaseNamespaces lists defaultNS and every namespace a session recorded
+// its Lease in, so that sessions started with another --lease-namespace are
+// seen too.
+func (r *Registrar) LeaseNamespaces(ctx context.Context, defaultNS string) ([]string, error) {
+	sessions, err := r.Sessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{defaultNS}
+	for s, ref := range sessions {
+		ns, _ := splitLeaseRef(ref, defaultNS, s)
+		if !slices.Contains(out, ns) {
+			out = append(out, ns)
 		}
 	}
 	return out, nil
@@ -139,6 +161,10 @@ func (r *Registrar) Cleanup(ctx context.Context, opts CleanupOptions) ([]string,
 	if err != nil {
 		return nil, err
 	}
+	// A session with no configurations (--webhooks none) has only its Lease.
+	if err := r.addLeaseSessions(ctx, opts.DefaultLeaseNamespace, sessions); err != nil {
+		return nil, err
+	}
 	for _, s := range opts.Sessions {
 		if _, ok := sessions[s]; !ok {
 			sessions[s] = ""
@@ -160,18 +186,36 @@ func (r *Registrar) Cleanup(ctx context.Context, opts CleanupOptions) ([]string,
 		if !remove {
 			continue
 		}
-		if err := r.deleteSession(ctx, s, nil); err != nil {
+		n, err := r.deleteSession(ctx, s, nil)
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if err := deleteLease(ctx, r.Client, ns, name); err != nil {
+		leaseGone, err := deleteLease(ctx, r.Client, ns, name)
+		if err != nil {
 			errs = append(errs, err)
 		}
-		r.Log.Info("cleaned up session", "session", s, "lease", ns+"/"+name)
-		removed = append(removed, s)
+		if n > 0 || leaseGone {
+			r.Log.Info("cleaned up session", "session", s, "lease", ns+"/"+name)
+			removed = append(removed, s)
+		}
 	}
 	slices.Sort(removed)
 	return removed, errors.Join(errs...)
+}
+
+// addLeaseSessions adds the sessions that have a Lease in namespace.
+func (r *Registrar) addLeaseSessions(ctx context.Context, namespace string, sessions map[string]string) error {
+	leases, err := r.Client.CoordinationV1().Leases(namespace).List(ctx, metav1.ListOptions{LabelSelector: ManagedSelector})
+	if err != nil {
+		return fmt.Errorf("list session leases in %s: %w", namespace, err)
+	}
+	for _, l := range leases.Items {
+		if s := l.Labels[LabelSession]; s != "" && sessions[s] == "" {
+			sessions[s] = namespace + "/" + l.Name
+		}
+	}
+	return nil
 }
 
 func (r *Registrar) leaseAlive(ctx context.Context, ns, name string) (bool, error) {

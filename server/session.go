@@ -154,19 +154,22 @@ func (s *Session) Run(ctx context.Context) (err error) {
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	errc := make(chan error, 1+len(s.opts.Runnables))
 	s.srv.Go(func() { errc <- s.opts.Server.Start(srvCtx) })
-	for _, r := range s.opts.Runnables {
-		s.bg.Go(func() { errc <- r.Run(bgCtx) })
-	}
 	defer func() {
-		s.shutdown(stopBackground)
-		stopServer()
-		s.srv.Wait()
+		s.shutdown(stopBackground, func() { stopServer(); s.srv.Wait() })
 		close(errc)
 		for e := range errc {
 			err = errors.Join(err, e)
 		}
 	}()
 
+	if err := s.acquire(ctx); err != nil {
+		return err
+	}
+	// Controllers start only once the session is ours: a refused start must
+	// not write anything another session would then have to clean up.
+	for _, r := range s.opts.Runnables {
+		s.bg.Go(func() { errc <- r.Run(bgCtx) })
+	}
 	reg, err := s.register(ctx)
 	if err != nil {
 		return err
@@ -183,9 +186,8 @@ func (s *Session) Run(ctx context.Context) (err error) {
 	return s.loop(ctx, bgCtx, errc)
 }
 
-// register cleans up dead sessions, takes the Lease, waits for caches and
-// applies the template.
-func (s *Session) register(ctx context.Context) (*Registration, error) {
+// acquire cleans up dead sessions and takes this session's Lease.
+func (s *Session) acquire(ctx context.Context) error {
 	log := s.opts.Log
 	removed, err := s.registrar.Cleanup(ctx, CleanupOptions{Stale: true, Except: s.opts.Data.Session, DefaultLeaseNamespace: s.opts.LeaseNamespace})
 	if err != nil {
@@ -195,9 +197,14 @@ func (s *Session) register(ctx context.Context) (*Registration, error) {
 		log.Info("removed stale sessions", "sessions", strings.Join(removed, ","))
 	}
 	if err := s.heartbeat.Acquire(ctx, s.holderAlive); err != nil {
-		return nil, err
+		return err
 	}
 	s.acquired = true
+	return nil
+}
+
+// register waits for the caches the handlers read and applies the template.
+func (s *Session) register(ctx context.Context) (*Registration, error) {
 	if s.opts.WaitForCaches != nil {
 		if err := s.opts.WaitForCaches(ctx); err != nil {
 			return nil, fmt.Errorf("wait for informer caches: %w", err)
@@ -289,21 +296,26 @@ func (s *Session) reapply(ctx context.Context) {
 
 // shutdown undoes the run in the safe order: delete the configurations so
 // the apiserver stops calling, stop the controllers and wait for them (a
-// write in flight must not land after the cleanup), clean up shared objects,
-// and release the Lease last. It runs on a fresh context: the run's context
+// write in flight must not land after the cleanup), stop serving, clean up
+// shared objects, and release the Lease last. It runs on a fresh context: the run's context
 // is already cancelled when we stop.
-func (s *Session) shutdown(stopBackground context.CancelFunc) {
+func (s *Session) shutdown(stopBackground, stopServer func()) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	s.opts.Server.SetReady(false)
 	if !s.acquired {
 		stopBackground()
 		s.bg.Wait()
+		stopServer()
 		return
 	}
 	errs := []error{s.registrar.Deregister(ctx)}
 	stopBackground()
 	s.bg.Wait()
+	// The apiserver drops deleted configurations asynchronously; with the
+	// server stopped, a late call fails open instead of reaching a handler
+	// that would undo the cleanup (a restored node oversold again).
+	stopServer()
 	errs = append(errs, s.cleanupShared(ctx), s.heartbeat.Release(ctx))
 	if err := errors.Join(errs...); err != nil {
 		s.opts.Log.Error("deregistration incomplete: run `hookback cleanup --session "+s.opts.Data.Session+"`", "error", err)
@@ -317,7 +329,11 @@ func (s *Session) cleanupShared(ctx context.Context) error {
 	if len(s.opts.Cleanups) == 0 {
 		return nil
 	}
-	live, err := LiveParts(ctx, s.opts.Client, s.opts.LeaseNamespace, s.opts.Data.Session)
+	namespaces, err := s.registrar.LeaseNamespaces(ctx, s.opts.LeaseNamespace)
+	if err != nil {
+		return err
+	}
+	live, err := LiveParts(ctx, s.opts.Client, namespaces, s.opts.Data.Session)
 	if err != nil {
 		return err
 	}
