@@ -213,3 +213,32 @@ func TestSessionHeldByAnotherProcess(t *testing.T) {
 	again := start(t, markArgs("--session", first.session)...)
 	again.ready(t)
 }
+
+// TestLeaseOnlySessionIsCleanedUp: a session that registered no
+// configurations (nothing but controllers) still leaves a Lease; once it is
+// dead, cleanup removes it.
+func TestLeaseOnlySessionIsCleanedUp(t *testing.T) {
+	ctx := context.Background()
+	p := start(t, "--webhooks", "none", "--controllers", "none", "--lease-duration", "2s")
+	p.ready(t)
+	p.signal(syscall.SIGKILL)
+	p.wait(t)
+	lease := "hookback-" + p.session
+	eventually(t, "the killed session's Lease to expire", func(ctx context.Context) (bool, error) {
+		l, err := env.client.CoordinationV1().Leases("default").Get(ctx, lease, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return l.Spec.RenewTime.Add(2 * time.Second).Before(time.Now()), nil
+	})
+	out, errOut, code := hookback(t, env.kubeconfig, "cleanup", "--session", sessionFor(t))
+	if code != 0 {
+		t.Fatalf("cleanup exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, err := env.client.CoordinationV1().Leases("default").Get(ctx, lease, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("Lease %s after cleanup: err = %v, want NotFound\n%s", lease, err, errOut)
+	}
+	if !strings.Contains(out, p.session) {
+		t.Errorf("cleanup did not report the session:\n%s", out)
+	}
+}
