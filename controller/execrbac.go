@@ -209,8 +209,14 @@ func (c *execRBAC) reconcile(ctx context.Context, _ string) error {
 		return err
 	}
 	if len(want) > 0 {
-		if err := c.ensureRole(ctx); err != nil {
+		ours, err := c.ensureRole(ctx)
+		if err != nil {
 			return c.writeFailed(c.desiredRole(), "UpdateClusterRole", err)
+		}
+		if !ours {
+			// Binding service accounts to a role hookback does not control
+			// could grant them anything: leave the pair alone.
+			return nil
 		}
 	}
 	if err := c.ensureBinding(ctx, want); err != nil {

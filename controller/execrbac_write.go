@@ -63,10 +63,11 @@ func (c *execRBAC) getBinding(ctx context.Context, live bool) (*rbacv1.ClusterRo
 // are removed, and an aggregationRule is dropped because the aggregation
 // controller would otherwise rewrite the rules behind hookback's back. A role
 // of that name without the labels belongs to someone else and is not touched.
-func (c *execRBAC) ensureRole(ctx context.Context) error {
+func (c *execRBAC) ensureRole(ctx context.Context) (ours bool, err error) {
 	want := c.desiredRole()
 	live := false
-	return retry.OnError(retry.DefaultRetry, staleRead, func() error {
+	ours = true
+	err = retry.OnError(retry.DefaultRetry, staleRead, func() error {
 		cur, err := c.getRole(ctx, live)
 		live = true
 		if apierrors.IsNotFound(err) {
@@ -82,6 +83,7 @@ func (c *execRBAC) ensureRole(ctx context.Context) error {
 		}
 		if !hasLabels(cur.Labels, c.labels) {
 			c.notManaged(cur, "UpdateClusterRole")
+			ours = false
 			return nil
 		}
 		if cur.AggregationRule == nil && equality.Semantic.DeepEqual(cur.Rules, want.Rules) {
@@ -96,6 +98,7 @@ func (c *execRBAC) ensureRole(ctx context.Context) error {
 		c.log.Info("clusterrole updated", "name", ExecRBACObjectName)
 		return nil
 	})
+	return ours, err
 }
 
 // ensureBinding makes the binding's ServiceAccount subjects exactly want.
