@@ -82,9 +82,7 @@ func main() {
 	flag.Parse()
 	log.SetFlags(log.Ltime | log.Lmicroseconds)
 	log.SetPrefix("bench-cluster: ")
-	if c.binary == "" {
-		log.Fatal("-hookback is required")
-	}
+	// The program's one exit point, as in hookback's own main.
 	if err := run(c); err != nil {
 		log.Fatal(err)
 	}
@@ -94,6 +92,9 @@ func run(c config) (err error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	if c.binary == "" {
+		return errors.New("-hookback is required: the path of the hookback binary to measure")
+	}
 	if c.kubeconfig == "" {
 		return errors.New("no kubeconfig: pass -kubeconfig or set KUBECONFIG")
 	}
