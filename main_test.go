@@ -80,7 +80,7 @@ func TestReplay(t *testing.T) {
 		{name: "validating webhook denies", args: []string{"--webhook", "pod-name", "testdata/webhook/pod-name/v1-create-banned-name.json"},
 			want: []string{`"allowed": false`, `pod name contains \"offensive\"`}},
 		{name: "mutating webhook prints the decoded patch", args: []string{"--webhook", "pod-lifespan", "testdata/webhook/pod-lifespan/v1-create-3.json"},
-			want: []string{`"patchType": "JSONPatch"`, "patch:\n[", `"path": "/spec/tolerations/2"`}},
+			want: []string{`"patchType": "JSONPatch"`, "patch:\n[", `"path": "/spec/tolerations/-"`}},
 		{name: "events are shown", args: []string{"--webhook", "pod-lifespan", "testdata/webhook/pod-lifespan/v1-create-invalid.json"},
 			want: []string{"event: Warning LifespanInvalid"}},
 		{name: "unknown webhook", args: []string{"--webhook", "nope", "testdata/webhook/pod-name/v1-create-allowed.json"}, wantErr: `unknown webhook "nope"`},

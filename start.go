@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/events"
 
 	"github.com/hookback/hookback/controller"
 	"github.com/hookback/hookback/kubeconfig"
@@ -120,7 +119,7 @@ func runStart(c *cli.Context) error {
 	// handlers may still use them while the session deregisters.
 	infCtx, stopInformers := context.WithCancel(context.WithoutCancel(c.Context))
 	factory := controller.NewInformerFactory(cl.watch, 0)
-	recorders := events.NewEventBroadcasterAdapterWithContext(infCtx, cl.watch)
+	recorders := newEventRecorders(infCtx, cl.watch)
 	defer func() {
 		stopInformers()
 		recorders.Shutdown()
@@ -145,7 +144,7 @@ func runStart(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	recorders.StartRecordingToSink(infCtx.Done())
+	recorders.Start()
 	factory.Start(infCtx.Done())
 
 	sess, err := newSession(c, session, cl, srv, canary, hooks, ctls, certs, decision.Host, factory, log)
@@ -186,9 +185,9 @@ func newSession(c *cli.Context, session string, cl *cluster, srv *server.Server,
 // buildParts builds the enabled webhooks and controllers on the shared
 // informer factory and event broadcaster.
 func buildParts(c *cli.Context, log *slog.Logger, hookNames, ctlNames []string, cl *cluster,
-	factory informers.SharedInformerFactory, recorders events.EventBroadcasterAdapter, metrics *server.Metrics,
+	factory informers.SharedInformerFactory, recorders *eventRecorders, metrics *server.Metrics,
 ) ([]server.Webhook, []server.Runnable, error) {
-	recorder := func(name string) events.EventRecorder { return recorders.NewRecorder(name) }
+	recorder := recorders.For
 	deps := webhook.Deps{Log: log, Recorder: recorder}
 	if enabled(hookNames, webhook.NamePodEviction) {
 		deps.Pods = factory.Core().V1().Pods().Lister()

@@ -20,20 +20,13 @@ func init() {
 }
 
 func markSeen(_ context.Context, req server.Request) server.Response {
-	var obj map[string]any
+	var obj struct {
+		Metadata struct {
+			Labels map[string]string `json:"labels"`
+		} `json:"metadata"`
+	}
 	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
 		return server.Errored(http.StatusBadRequest, err)
 	}
-	meta, _ := obj["metadata"].(map[string]any)
-	if meta == nil {
-		meta = map[string]any{}
-		obj["metadata"] = meta
-	}
-	labels, _ := meta["labels"].(map[string]any)
-	if labels == nil {
-		labels = map[string]any{}
-		meta["labels"] = labels
-	}
-	labels["hookback.dev/e2e-seen"] = "true"
-	return server.Patched("", req.Object.Raw, obj)
+	return server.Patched("", server.SetKeyOp("/metadata/labels", len(obj.Metadata.Labels) > 0, "hookback.dev/e2e-seen", "true"))
 }

@@ -10,48 +10,44 @@ import (
 	"os"
 	"testing"
 
+	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/hookback/hookback/server"
 )
 
-// Both servers run the same decision: decode the pod, add one label, answer
-// with a JSON patch computed from the diff.
-func labelled(raw []byte) (*corev1.Pod, error) {
+// Both servers run the same decision: decode the pod, then answer with the
+// one JSON patch operation that adds a label.
+func labelOp(raw []byte) (path string, value any, err error) {
 	var pod corev1.Pod
 	if err := json.Unmarshal(raw, &pod); err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	if pod.Labels == nil {
-		pod.Labels = map[string]string{}
+	if len(pod.Labels) == 0 {
+		return "/metadata/labels", map[string]string{"bench": "yes"}, nil
 	}
-	pod.Labels["bench"] = "yes"
-	return &pod, nil
+	return "/metadata/labels/bench", "yes", nil
 }
 
 func hookbackHandler() http.Handler {
 	h := server.HandlerFunc(func(_ context.Context, req server.Request) server.Response {
-		pod, err := labelled(req.Object.Raw)
+		path, value, err := labelOp(req.Object.Raw)
 		if err != nil {
 			return server.Errored(http.StatusBadRequest, err)
 		}
-		return server.Patched("", req.Object.Raw, pod)
+		return server.Patched("", server.Add(path, value))
 	})
 	return server.NewAdmissionHandler("bench", h, slog.New(slog.DiscardHandler), server.NewMetrics())
 }
 
 func controllerRuntimeHandler() http.Handler {
 	h := admission.HandlerFunc(func(_ context.Context, req admission.Request) admission.Response {
-		pod, err := labelled(req.Object.Raw)
+		path, value, err := labelOp(req.Object.Raw)
 		if err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
-		b, err := json.Marshal(pod)
-		if err != nil {
-			return admission.Errored(http.StatusInternalServerError, err)
-		}
-		return admission.PatchResponseFromRaw(req.Object.Raw, b)
+		return admission.Patched("", jsonpatch.JsonPatchOperation{Operation: "add", Path: path, Value: value})
 	})
 	return &admission.Webhook{Handler: h}
 }

@@ -23,7 +23,7 @@ type Permission struct {
 // passes; create cannot be restricted by name.
 //
 // Events are not listed: they go through the recorder shared with the
-// webhooks (events.k8s.io create and patch).
+// webhooks (core/v1 events create and patch).
 func Permissions(selected []string) ([]Permission, error) {
 	want, err := selectControllers(selected)
 	if err != nil {

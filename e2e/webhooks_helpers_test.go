@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -157,6 +158,25 @@ func whWaitEvent(t *testing.T, ns string, q whEventQuery) eventsv1.Event {
 	return found[0]
 }
 
+// whWaitEventNotes waits until, among the Events q selects, one note
+// contains each of notes: distinct problems must not be merged into one
+// Event that shows only the first message.
+func whWaitEventNotes(t *testing.T, ns string, q whEventQuery, notes ...string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%s in %s with notes %q", q, ns, notes), func(ctx context.Context) (bool, error) {
+		found, err := whEvents(ctx, ns, q)
+		if err != nil {
+			return false, err
+		}
+		for _, want := range notes {
+			if !slices.ContainsFunc(found, func(e eventsv1.Event) bool { return strings.Contains(e.Note, want) }) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
 // whWhoAmI is the username the tests' client authenticates as.
 func whWhoAmI(t *testing.T) string {
 	t.Helper()
@@ -195,6 +215,26 @@ func (p *proc) whWaitLogLine(t *testing.T, parts ...string) string {
 		return ok, nil
 	})
 	return line
+}
+
+// whWaitLogCount waits until at least n lines of hookback's log contain
+// every one of parts. Rows that expect an object left unchanged use it to
+// prove the webhook was called at all: under failurePolicy Ignore a webhook
+// that never answered leaves the object unchanged too.
+func (p *proc) whWaitLogCount(t *testing.T, n int, parts ...string) {
+	t.Helper()
+	count := func() int {
+		c := 0
+		for _, line := range strings.Split(p.stderr.String(), "\n") {
+			if _, ok := whLogLine(line, parts...); ok {
+				c++
+			}
+		}
+		return c
+	}
+	eventually(t, fmt.Sprintf("%d hookback log lines with %q", n, parts), func(context.Context) (bool, error) {
+		return count() >= n, nil
+	})
 }
 
 // whReadyHeartbeat is the lastHeartbeatTime of the node's Ready condition.

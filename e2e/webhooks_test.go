@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 // The webhook tests run in parallel with each other (after the package's
@@ -61,7 +62,11 @@ func TestWebhookPodNameDeniesBannedWords(t *testing.T) {
 				if pc.denied == "" {
 					if err != nil {
 						t.Errorf("pod %s: denied: %v", label, err)
+						continue
 					}
+					// Admitted by the webhook, not by a dead one under
+					// failurePolicy Ignore.
+					p.whWaitLogLine(t, "msg=admission", "webhook=pod-name", "namespace="+ns, "name="+pc.name+" ", "decision=allowed")
 					continue
 				}
 				if err == nil {
@@ -88,28 +93,28 @@ func TestWebhookPodLifespanTolerations(t *testing.T) {
 
 	t.Run("deployment", func(t *testing.T) {
 		for _, tc := range []struct {
-			name, value string // value "" means no label
-			from        int    // first tolerated value; 0: no tolerations
-			invalid     bool   // a LifespanInvalid Warning Event is expected
+			name    string
+			label   *string // nil: no label
+			want    []string
+			invalid bool // a LifespanInvalid Warning Event is expected, and no toleration
 		}{
-			{name: "three", value: "3", from: 3},
-			{name: "fourteen", value: "14", from: 14},
-			{name: "one", value: "1", from: 1},
-			{name: "twenty", value: "20", invalid: true},
-			{name: "zero", value: "0", invalid: true},
-			{name: "word", value: "soon", invalid: true},
-			{name: "unlabelled"},
+			{name: "three", label: ptr.To("3"), want: lifespanDays(3)},
+			{name: "fourteen", label: ptr.To("14"), want: lifespanDays(14)},
+			{name: "one", label: ptr.To("1"), want: lifespanDays(1)},
+			{name: "zero", label: ptr.To("0"), want: lifespanDays(0)},
+			{name: "twenty", label: ptr.To("20"), invalid: true},
+			{name: "word", label: ptr.To("soon"), invalid: true},
+			// Unlabelled pods may land on any lifespan-tainted node.
+			{name: "unlabelled", want: []string{"exists"}},
+			{name: "empty", label: ptr.To(""), want: []string{"exists"}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				labels := map[string]string{}
-				if tc.value != "" {
-					labels["acme.com/lifespan-requested"] = tc.value
+				if tc.label != nil {
+					labels["acme.com/lifespan-requested"] = *tc.label
 				}
 				pods := whDeployment(t, ns, "lifespan-"+tc.name, 2, labels, nil)
-				var want []string
-				for d := tc.from; d >= 1 && d <= 14; d++ {
-					want = append(want, strconv.Itoa(d))
-				}
+				want := tc.want
 				for i := range pods {
 					if got := lifespanTolerations(t, &pods[i]); !slices.Equal(got, want) {
 						t.Errorf("pod %s tolerates acme.com/lifespan-remaining %v, want %v", pods[i].Name, got, want)
@@ -121,8 +126,8 @@ func TestWebhookPodLifespanTolerations(t *testing.T) {
 				rs := whControllerOf(t, &pods[0])
 				ev := whWaitEvent(t, ns, whEventQuery{reason: "LifespanInvalid", typ: corev1.EventTypeWarning,
 					reportingController: "pod-lifespan", regardingKind: "ReplicaSet", regardingName: rs})
-				if !strings.Contains(ev.Note, strconv.Quote(tc.value)) {
-					t.Errorf("Event note %q does not name the value %q", ev.Note, tc.value)
+				if !strings.Contains(ev.Note, strconv.Quote(*tc.label)) {
+					t.Errorf("Event note %q does not name the value %q", ev.Note, *tc.label)
 				}
 			})
 		}
@@ -130,31 +135,49 @@ func TestWebhookPodLifespanTolerations(t *testing.T) {
 
 	// A pod without a controlling owner: the Event goes to the pod when it
 	// is named, else (generateName: no name at admission) to its namespace.
+	//
+	// Two different problems about the same target are two Events, each
+	// with its own message: two generateName pods (both reported against
+	// the namespace) and a named pod deleted and created again.
 	t.Run("bare pod", func(t *testing.T) {
-		bad := map[string]string{"acme.com/lifespan-requested": "15"}
-		named, err := whCreatePod(context.Background(), ns, metav1.ObjectMeta{Name: "lifespan-bare", Labels: bad})
+		ctx := context.Background()
+		bad := func(v string) map[string]string { return map[string]string{"acme.com/lifespan-requested": v} }
+		var pods []*corev1.Pod
+		for _, meta := range []metav1.ObjectMeta{
+			{Name: "lifespan-bare", Labels: bad("15")},
+			{GenerateName: "lifespan-bare-", Labels: bad("16")},
+			{GenerateName: "lifespan-bare-", Labels: bad("never")},
+		} {
+			pod, err := whCreatePod(ctx, ns, meta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pods = append(pods, pod)
+		}
+		if err := env.client.CoreV1().Pods(ns).Delete(ctx, "lifespan-bare", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+			t.Fatal(err)
+		}
+		whPodGone(t, ns, "lifespan-bare")
+		again, err := whCreatePod(ctx, ns, metav1.ObjectMeta{Name: "lifespan-bare", Labels: bad("99")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		generated, err := whCreatePod(context.Background(), ns, metav1.ObjectMeta{GenerateName: "lifespan-bare-", Labels: bad})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, pod := range []*corev1.Pod{named, generated} {
+		for _, pod := range append(pods, again) {
 			if got := lifespanTolerations(t, pod); len(got) != 0 {
 				t.Errorf("pod %s with an invalid lifespan tolerates %v", pod.Name, got)
 			}
 		}
 		q := whEventQuery{reason: "LifespanInvalid", typ: corev1.EventTypeWarning, reportingController: "pod-lifespan"}
-		q.regardingKind, q.regardingName = "Pod", named.Name
-		whWaitEvent(t, ns, q)
+		q.regardingKind, q.regardingName = "Pod", "lifespan-bare"
+		whWaitEventNotes(t, ns, q, `"15"`, `"99"`)
 		q.regardingKind, q.regardingName = "Namespace", ns
-		whWaitEvent(t, ns, q)
+		whWaitEventNotes(t, ns, q, `"16"`, `"never"`)
 	})
 }
 
-// lifespanTolerations returns the values of the pod's lifespan tolerations,
-// failing on one that is not Equal/NoSchedule.
+// lifespanTolerations returns the values of the pod's lifespan tolerations
+// ("exists" for the operator Exists one), failing on one that is not
+// NoSchedule, Equal with a value or Exists without.
 func lifespanTolerations(t *testing.T, pod *corev1.Pod) []string {
 	t.Helper()
 	var values []string
@@ -162,12 +185,28 @@ func lifespanTolerations(t *testing.T, pod *corev1.Pod) []string {
 		if tol.Key != "acme.com/lifespan-remaining" {
 			continue
 		}
-		if tol.Operator != corev1.TolerationOpEqual || tol.Effect != corev1.TaintEffectNoSchedule || tol.TolerationSeconds != nil {
-			t.Errorf("pod %s: toleration %+v, want operator Equal, effect NoSchedule", pod.Name, tol)
+		if tol.Effect != corev1.TaintEffectNoSchedule || tol.TolerationSeconds != nil {
+			t.Errorf("pod %s: toleration %+v, want effect NoSchedule", pod.Name, tol)
 		}
-		values = append(values, tol.Value)
+		switch {
+		case tol.Operator == corev1.TolerationOpExists && tol.Value == "":
+			values = append(values, "exists")
+		case tol.Operator == corev1.TolerationOpEqual:
+			values = append(values, tol.Value)
+		default:
+			t.Errorf("pod %s: toleration %+v, want operator Equal with a value, or Exists", pod.Name, tol)
+		}
 	}
 	return values
+}
+
+// lifespanDays is the toleration values a lifespan of from days gets.
+func lifespanDays(from int) []string {
+	var out []string
+	for d := from; d <= 14; d++ {
+		out = append(out, strconv.Itoa(d))
+	}
+	return out
 }
 
 func TestWebhookPodSidecarInjection(t *testing.T) {
@@ -213,6 +252,9 @@ func TestWebhookPodSidecarInjection(t *testing.T) {
 		{name: "disabled", annotations: with("xxl-agent/enable", "false")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// Each row in its own namespace: "unchanged" rows count the
+			// webhook's admission lines there, to prove it was called.
+			ns := namespace(t)
 			pods := whDeployment(t, ns, "sidecar-"+tc.name, 2, nil, tc.annotations)
 			for i := range pods {
 				pod := &pods[i]
@@ -224,6 +266,9 @@ func TestWebhookPodSidecarInjection(t *testing.T) {
 				}
 				checkSidecar(t, pod, image, tc.annotations)
 			}
+			if !tc.inject {
+				p.whWaitLogCount(t, len(pods), "msg=admission", "webhook=pod-sidecar", "namespace="+ns+" ", "decision=allowed", "patch_ops=0 ")
+			}
 			if tc.skipped == "" {
 				return
 			}
@@ -234,6 +279,26 @@ func TestWebhookPodSidecarInjection(t *testing.T) {
 			}
 		})
 	}
+
+	// A pod deleted and created again with another problem: a second Event
+	// with its own message, not a repeat of the first.
+	t.Run("recreated pod", func(t *testing.T) {
+		ctx := context.Background()
+		for i, ann := range []map[string]string{without("xxl-agent/job-name"), without("xxl-agent/admin-address")} {
+			if i > 0 {
+				if err := env.client.CoreV1().Pods(ns).Delete(ctx, "sidecar-bare", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+					t.Fatal(err)
+				}
+				whPodGone(t, ns, "sidecar-bare")
+			}
+			if _, err := whCreatePod(ctx, ns, metav1.ObjectMeta{Name: "sidecar-bare", Annotations: ann}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		whWaitEventNotes(t, ns, whEventQuery{reason: "SidecarSkipped", typ: corev1.EventTypeWarning,
+			reportingController: "pod-sidecar", regardingKind: "Pod", regardingName: "sidecar-bare"},
+			`missing annotation "xxl-agent/job-name"`, `missing annotation "xxl-agent/admin-address"`)
+	})
 }
 
 func containerNames(pod *corev1.Pod) []string {
@@ -380,7 +445,10 @@ func TestWebhookPodEvictionEvents(t *testing.T) {
 			if len(evs) > 0 {
 				t.Errorf("dry-run eviction of %s recorded an Event: %q", d.pod, evs[0].Note)
 			}
-			if line, ok := whLogLine(p.stderr.String(), `msg="eviction requested"`, "pod="+d.pod+" "); ok && !strings.Contains(line, "dry_run=true") {
+			switch line, ok := whLogLine(p.stderr.String(), `msg="eviction requested"`, "pod="+d.pod+" "); {
+			case !ok:
+				t.Errorf("no \"eviction requested\" log line for the dry-run eviction of %s: the webhook did not see it", d.pod)
+			case !strings.Contains(line, "dry_run=true"):
 				t.Errorf("dry-run eviction of %s was treated as real: %s", d.pod, line)
 			}
 			pod, err := env.client.CoreV1().Pods(ns).Get(context.Background(), d.pod, metav1.GetOptions{})
@@ -518,6 +586,27 @@ func TestWebhookNodeStatusOversellsCPU(t *testing.T) {
 	}
 	if rec.Factor != 2 || rec.ReportedAllocatable.Cmp(origAlloc) != 0 || rec.ReportedCapacity.Cmp(origCap) != 0 {
 		t.Errorf("oversell record %+v, want factor 2, reported %s/%s", rec, origAlloc.String(), origCap.String())
+	}
+
+	// The last session running node-status restores the node before it
+	// exits. Checked here, once, right after exit: the test's own cleanup
+	// restores the node too, and must not be what makes this pass.
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("hookback exited %d after SIGTERM", code)
+	}
+	p.whWaitLogLine(t, `msg="restored node CPU"`, "node="+node.Name)
+	n, err = env.client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc, capa := n.Status.Allocatable[corev1.ResourceCPU], n.Status.Capacity[corev1.ResourceCPU]
+	if alloc.Cmp(origAlloc) != 0 || capa.Cmp(origCap) != 0 {
+		t.Errorf("after the last node-status session stopped: cpu allocatable %s, capacity %s; want the node's own %s, %s",
+			alloc.String(), capa.String(), origAlloc.String(), origCap.String())
+	}
+	if v, ok := n.Annotations["hookback.dev/cpu-oversell"]; ok {
+		t.Errorf("after the last node-status session stopped the node still carries hookback.dev/cpu-oversell=%s", v)
 	}
 }
 

@@ -64,8 +64,7 @@ func RequiredPermissions(leaseNamespace string) []Permission {
 	}
 	ps = append(ps,
 		Permission{Verb: "create", Resource: "events", Why: "Warning Events", Part: PartCore},
-		Permission{Verb: "create", Group: "events.k8s.io", Resource: "events", Why: "Warning Events", Part: PartCore},
-		Permission{Verb: "patch", Group: "events.k8s.io", Resource: "events", Why: "Warning Events (repeats)", Part: PartCore},
+		Permission{Verb: "patch", Resource: "events", Why: "Warning Events (repeats)", Part: PartCore},
 	)
 	for _, verb := range []string{"list", "watch"} {
 		ps = append(ps, Permission{Verb: verb, Resource: "pods", Why: "pod cache of pod-eviction", Part: "pod-eviction"})

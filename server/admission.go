@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -74,17 +73,9 @@ func Errored(code int32, err error) Response {
 	return Response{Allowed: false, Result: &metav1.Status{Code: code, Message: err.Error()}}
 }
 
-// Patched admits the request with the changes that turn original (the raw
-// object the request carried) into mutated. No change means a plain Allowed.
-func Patched(msg string, original []byte, mutated any) Response {
-	after, err := json.Marshal(mutated)
-	if err != nil {
-		return Errored(http.StatusInternalServerError, fmt.Errorf("marshal mutated object: %w", err))
-	}
-	ops, err := jsonpatch.CreatePatch(original, after)
-	if err != nil {
-		return Errored(http.StatusInternalServerError, fmt.Errorf("compute patch: %w", err))
-	}
+// Patched admits the request with ops applied to the request's object. No
+// operations means a plain Allowed.
+func Patched(msg string, ops ...PatchOp) Response {
 	resp := Allowed(msg)
 	if len(ops) == 0 {
 		return resp

@@ -32,8 +32,7 @@ var labelPod = HandlerFunc(func(_ context.Context, req Request) Response {
 	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
 		return Errored(http.StatusBadRequest, err)
 	}
-	pod.Labels = map[string]string{"seen": "yes"}
-	return Patched("", req.Object.Raw, &pod)
+	return Patched("", SetKeyOp("/metadata/labels", len(pod.Labels) > 0, "seen", "yes"))
 })
 
 func TestAdmissionHTTP(t *testing.T) {
@@ -121,15 +120,9 @@ func TestAdmissionHTTP(t *testing.T) {
 	}
 }
 
-func TestPatchedNoChangeIsPlainAllow(t *testing.T) {
-	raw := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}`)
-	var obj map[string]any
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		t.Fatal(err)
-	}
-	r := Patched("", raw, obj)
-	if !r.Allowed || r.Patch != nil {
-		t.Errorf("Patched(no change) = %+v, want allowed without patch", r)
+func TestPatchedNoOpsIsPlainAllow(t *testing.T) {
+	if r := Patched(""); !r.Allowed || r.Patch != nil || r.PatchOps != 0 {
+		t.Errorf("Patched() = %+v, want allowed without patch", r)
 	}
 }
 

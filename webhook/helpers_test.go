@@ -2,14 +2,13 @@ package webhook
 
 import (
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionv1beta1 "k8s.io/api/admission/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -120,7 +119,7 @@ func checkDecision(t *testing.T, resp server.Response, wantAllowed bool, wantCod
 	}
 }
 
-// patchOp is one RFC 6902 operation as server.Patched produces them.
+// patchOp is one RFC 6902 operation as server.Patched writes them.
 type patchOp struct {
 	Op    string          `json:"op"`
 	Path  string          `json:"path"`
@@ -160,116 +159,20 @@ func patchPaths(t *testing.T, patch []byte) []string {
 	return paths
 }
 
-// applyPatch applies a JSON patch with the add, replace and remove
-// operations server.Patched emits (jsonpatch.CreatePatch never emits move,
-// copy or test). No patch returns doc unchanged.
+// applyPatch applies a JSON patch with the implementation the apiserver
+// vendors. No patch returns doc unchanged.
 func applyPatch(t *testing.T, doc, patch []byte) []byte {
 	t.Helper()
 	if len(patch) == 0 {
 		return doc
 	}
-	var ops []patchOp
-	if err := json.Unmarshal(patch, &ops); err != nil {
-		t.Fatalf("decode patch: %v", err)
-	}
-	var root any
-	if err := json.Unmarshal(doc, &root); err != nil {
-		t.Fatalf("decode document: %v", err)
-	}
-	for _, op := range ops {
-		var val any
-		if len(op.Value) > 0 {
-			if err := json.Unmarshal(op.Value, &val); err != nil {
-				t.Fatalf("decode value of %s %s: %v", op.Op, op.Path, err)
-			}
-		}
-		var err error
-		if root, err = applyOp(root, op.Op, splitPointer(op.Path), val); err != nil {
-			t.Fatalf("apply %s %s: %v", op.Op, op.Path, err)
-		}
-	}
-	out, err := json.Marshal(root)
+	p, err := jsonpatch.DecodePatch(patch)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("decode patch %s: %v", patch, err)
+	}
+	out, err := p.Apply(doc)
+	if err != nil {
+		t.Fatalf("apply patch %s: %v", patch, err)
 	}
 	return out
-}
-
-// splitPointer splits an RFC 6901 JSON pointer into unescaped tokens.
-func splitPointer(p string) []string {
-	if p == "" {
-		return nil
-	}
-	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
-	for i, s := range parts {
-		parts[i] = strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
-	}
-	return parts
-}
-
-// applyOp applies one operation below node and returns the new node (a
-// slice may grow or shrink, so parents store what comes back).
-func applyOp(node any, op string, path []string, val any) (any, error) {
-	if len(path) == 0 {
-		if op == "remove" {
-			return nil, fmt.Errorf("cannot remove the whole document")
-		}
-		return val, nil
-	}
-	key, rest := path[0], path[1:]
-	switch n := node.(type) {
-	case map[string]any:
-		child, ok := n[key]
-		if len(rest) > 0 || op != "add" {
-			if !ok {
-				return nil, fmt.Errorf("no member %q", key)
-			}
-		}
-		if len(rest) == 0 && op == "remove" {
-			delete(n, key)
-			return n, nil
-		}
-		c, err := applyOp(child, op, rest, val)
-		if err != nil {
-			return nil, err
-		}
-		n[key] = c
-		return n, nil
-	case []any:
-		if len(rest) == 0 && op == "add" {
-			idx := len(n)
-			if key != "-" {
-				var err error
-				if idx, err = strconv.Atoi(key); err != nil || idx < 0 || idx > len(n) {
-					return nil, fmt.Errorf("bad index %q", key)
-				}
-			}
-			return append(n[:idx], append([]any{val}, n[idx:]...)...), nil
-		}
-		idx, err := strconv.Atoi(key)
-		if err != nil || idx < 0 || idx >= len(n) {
-			return nil, fmt.Errorf("bad index %q", key)
-		}
-		if len(rest) == 0 && op == "remove" {
-			return append(n[:idx], n[idx+1:]...), nil
-		}
-		c, err := applyOp(n[idx], op, rest, val)
-		if err != nil {
-			return nil, err
-		}
-		n[idx] = c
-		return n, nil
-	default:
-		return nil, fmt.Errorf("cannot descend into %T at %q", node, key)
-	}
-}
-
-func TestApplyPatch(t *testing.T) {
-	doc := []byte(`{"a":{"b/c":1,"l":[1,2,3]},"x":"y"}`)
-	patch := []byte(`[{"op":"replace","path":"/a/b~1c","value":2},{"op":"add","path":"/a/l/1","value":9},` +
-		`{"op":"remove","path":"/a/l/0"},{"op":"add","path":"/a/l/-","value":4},{"op":"remove","path":"/x"},{"op":"add","path":"/n","value":{"k":true}}]`)
-	got := string(applyPatch(t, doc, patch))
-	if want := `{"a":{"b/c":2,"l":[9,2,3,4]},"n":{"k":true}}`; got != want {
-		t.Errorf("got %s, want %s", got, want)
-	}
 }

@@ -12,7 +12,7 @@ import (
 )
 
 const (
-	// LabelLifespanRequested asks for a pod lifespan in days, "1".."14".
+	// LabelLifespanRequested asks for a pod lifespan in days, "0".."14".
 	LabelLifespanRequested = "acme.com/lifespan-requested"
 	// TaintLifespanRemaining is the key of the taint nodes carry with the
 	// days they have left; a pod tolerates every value from its requested
@@ -20,61 +20,64 @@ const (
 	// enough.
 	TaintLifespanRemaining = "acme.com/lifespan-remaining"
 
-	minLifespanDays = 1
+	minLifespanDays = 0
 	maxLifespanDays = 14
 )
 
 // lifespanHandler adds lifespan tolerations (/mutate-pod-lifespan, pods
-// CREATE).
+// CREATE). A pod labelled with N days tolerates every remaining-days value
+// from N to the maximum, so it only lands on nodes that live long enough. A
+// pod without the label (or with an empty value) asked for nothing, so it
+// tolerates the taint whatever its value: it may land anywhere, as it could
+// before nodes were tainted.
 type lifespanHandler struct {
 	log    *slog.Logger
 	events eventer
 }
 
-// Handle implements server.Handler.
+// Handle implements server.Handler. The tolerations are appended to the raw
+// object's list; nothing else in the pod is touched.
 func (h *lifespanHandler) Handle(_ context.Context, req server.Request) server.Response {
 	pod, ok := createdPod(req, h.log)
 	if !ok {
 		return server.Allowed("")
 	}
-	value, ok := pod.Labels[LabelLifespanRequested]
-	if !ok {
-		return server.Allowed("")
-	}
-	days, err := strconv.Atoi(value)
-	if err != nil || days < minLifespanDays || days > maxLifespanDays {
-		note := fmt.Sprintf("label %s=%s is not a whole number of days in %d..%d: no lifespan tolerations added",
-			LabelLifespanRequested, short(value), minLifespanDays, maxLifespanDays)
+	want, note := lifespanTolerations(pod.Labels[LabelLifespanRequested])
+	if note != "" {
 		h.events.warn(req, pod, ReasonLifespanInvalid, actionAddTolerations, note)
 		return server.Allowed("").WithWarnings(note)
 	}
-	mutated := pod.DeepCopy()
-	if added := addLifespanTolerations(&mutated.Spec, days); added == 0 {
-		// Already tolerated, e.g. on reinvocation: nothing to patch.
-		return server.Allowed("")
+	var missing []corev1.Toleration
+	for _, t := range want {
+		if !hasToleration(pod.Spec.Tolerations, t) {
+			missing = append(missing, t)
+		}
 	}
-	return server.Patched("", req.Object.Raw, mutated)
+	// None missing, e.g. on reinvocation: no patch.
+	return server.Patched("", server.AppendOps("/spec/tolerations", len(pod.Spec.Tolerations) > 0, missing...)...)
 }
 
-// addLifespanTolerations appends a toleration for each remaining-days value
-// from days to the maximum that spec does not already tolerate, and returns
-// how many it added.
-func addLifespanTolerations(spec *corev1.PodSpec, days int) int {
-	added := 0
+// lifespanTolerations returns the tolerations a label value asks for, or a
+// note saying why the value is unusable.
+func lifespanTolerations(value string) ([]corev1.Toleration, string) {
+	if value == "" {
+		return []corev1.Toleration{{Key: TaintLifespanRemaining, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}, ""
+	}
+	days, err := strconv.Atoi(value)
+	if err != nil || days < minLifespanDays || days > maxLifespanDays {
+		return nil, fmt.Sprintf("label %s=%s is not a whole number of days in %d..%d: no lifespan tolerations added",
+			LabelLifespanRequested, short(value), minLifespanDays, maxLifespanDays)
+	}
+	out := make([]corev1.Toleration, 0, maxLifespanDays-days+1)
 	for d := days; d <= maxLifespanDays; d++ {
-		t := corev1.Toleration{
+		out = append(out, corev1.Toleration{
 			Key:      TaintLifespanRemaining,
 			Operator: corev1.TolerationOpEqual,
 			Value:    strconv.Itoa(d),
 			Effect:   corev1.TaintEffectNoSchedule,
-		}
-		if hasToleration(spec.Tolerations, t) {
-			continue
-		}
-		spec.Tolerations = append(spec.Tolerations, t)
-		added++
+		})
 	}
-	return added
+	return out, ""
 }
 
 // hasToleration reports whether list holds t. An empty operator means Equal

@@ -18,7 +18,8 @@ func TestLifespan(t *testing.T) {
 	tests := []struct {
 		fixture string
 		// wantValues are the lifespan-remaining toleration values the pod
-		// ends up with, in order; nil: the pod must be unchanged.
+		// ends up with, in order ("exists" for the operator Exists one
+		// unlabelled pods get); nil: the pod must be unchanged.
 		wantValues []string
 		wantEvents []string
 		wantWarn   bool
@@ -27,13 +28,16 @@ func TestLifespan(t *testing.T) {
 		{fixture: "v1beta1-create-14", wantValues: days(14)},
 		{fixture: "v1-create-partial", wantValues: append([]string{"5", "9"}, slices.DeleteFunc(days(6), func(v string) bool { return v == "9" })...)},
 		{fixture: "v1beta1-reinvocation"},
+		{fixture: "v1-create-0", wantValues: days(0)},
 		{fixture: "v1-create-invalid", wantWarn: true, wantEvents: []string{
-			`Warning LifespanInvalid label acme.com/lifespan-requested="15" is not a whole number of days in 1..14: no lifespan tolerations added`}},
+			`Warning LifespanInvalid label acme.com/lifespan-requested="15" is not a whole number of days in 0..14: no lifespan tolerations added`}},
 		{fixture: "v1beta1-create-invalid", wantWarn: true, wantEvents: []string{
-			`Warning LifespanInvalid label acme.com/lifespan-requested="two" is not a whole number of days in 1..14: no lifespan tolerations added`}},
+			`Warning LifespanInvalid label acme.com/lifespan-requested="two" is not a whole number of days in 0..14: no lifespan tolerations added`}},
 		{fixture: "v1-create-invalid-dryrun", wantWarn: true},
 		{fixture: "v1beta1-create-invalid-dryrun", wantWarn: true},
-		{fixture: "v1-create-nolabel"},
+		{fixture: "v1-create-nolabel", wantValues: []string{"exists"}},
+		{fixture: "v1-create-empty", wantValues: []string{"exists"}},
+		{fixture: "v1-create-nolabel-tolerated"},
 		{fixture: "v1-create-undecodable"},
 	}
 	for _, tt := range tests {
@@ -104,10 +108,20 @@ func lifespanValues(t *testing.T, tols []corev1.Toleration) []string {
 		if tol.Key != TaintLifespanRemaining {
 			continue
 		}
-		if tol.Operator != corev1.TolerationOpEqual && tol.Operator != "" || tol.Effect != corev1.TaintEffectNoSchedule || tol.TolerationSeconds != nil {
+		if tol.Effect != corev1.TaintEffectNoSchedule || tol.TolerationSeconds != nil {
 			t.Errorf("bad lifespan toleration %+v", tol)
 		}
-		values = append(values, tol.Value)
+		switch tol.Operator {
+		case corev1.TolerationOpExists:
+			if tol.Value != "" {
+				t.Errorf("Exists toleration with a value: %+v", tol)
+			}
+			values = append(values, "exists")
+		case corev1.TolerationOpEqual, "":
+			values = append(values, tol.Value)
+		default:
+			t.Errorf("bad lifespan toleration operator %+v", tol)
+		}
 	}
 	return values
 }

@@ -90,15 +90,14 @@ func (h *nodeStatusHandler) Handle(_ context.Context, req server.Request) server
 	if err != nil {
 		h.log.Warn("ignoring unreadable oversell record", "node", req.Name, "annotation", AnnotationCPUOversell, "error", err)
 	}
-	mutated, err := oversell(node, rec, h.factor)
+	ops, err := oversell(node, rec, h.factor)
 	if err != nil {
 		h.log.Warn("cannot oversell CPU; letting the status update through unchanged", "node", req.Name, "error", err)
 		return server.Allowed("")
 	}
-	if mutated == nil {
-		return server.Allowed("")
-	}
-	return server.Patched("", req.Object.Raw, mutated)
+	// Two quantities and one annotation: the rest of the status (new
+	// kubelet fields included) is never rewritten.
+	return server.Patched("", ops...)
 }
 
 // findRecord returns the node's oversell record, or nil. It reads the updated
@@ -129,9 +128,9 @@ func parseRecord(ann map[string]string) (*oversellRecord, error) {
 	return rec, nil
 }
 
-// oversell returns node with CPU oversold by factor and the record updated,
-// or nil when nothing changes. rec may be nil.
-func oversell(node *corev1.Node, rec *oversellRecord, factor float64) (*corev1.Node, error) {
+// oversell returns the patch operations that oversell node's CPU by factor
+// and keep the record current, or none when nothing changes. rec may be nil.
+func oversell(node *corev1.Node, rec *oversellRecord, factor float64) ([]server.PatchOp, error) {
 	alloc, okAlloc := node.Status.Allocatable[corev1.ResourceCPU]
 	capa, okCap := node.Status.Capacity[corev1.ResourceCPU]
 	if !okAlloc || !okCap {
@@ -150,9 +149,15 @@ func oversell(node *corev1.Node, rec *oversellRecord, factor float64) (*corev1.N
 	if err != nil {
 		return nil, err
 	}
-	mutated := node.DeepCopy()
-	changed := setMilliCPU(mutated.Status.Allocatable, newAlloc)
-	changed = setMilliCPU(mutated.Status.Capacity, newCap) || changed
+	var ops []server.PatchOp
+	// Compared as amounts: "4" and "4000m" are the same, and rewriting one
+	// as the other would be a needless patch.
+	if alloc.MilliValue() != newAlloc {
+		ops = append(ops, server.Replace("/status/allocatable/cpu", milliCPU(newAlloc)))
+	}
+	if capa.MilliValue() != newCap {
+		ops = append(ops, server.Replace("/status/capacity/cpu", milliCPU(newCap)))
+	}
 	var want *oversellRecord
 	if factor != 1 {
 		want = &oversellRecord{
@@ -163,38 +168,33 @@ func oversell(node *corev1.Node, rec *oversellRecord, factor float64) (*corev1.N
 			Capacity:            *resource.NewMilliQuantity(newCap, resource.DecimalSI),
 		}
 	}
-	recChanged, err := setRecord(mutated, want)
+	recOps, err := recordOps(node.Annotations, want)
 	if err != nil {
 		return nil, err
 	}
-	if !changed && !recChanged {
-		return nil, nil
-	}
-	return mutated, nil
+	return append(ops, recOps...), nil
 }
 
-// setRecord writes rec into node's annotation, or removes the annotation when
-// rec is nil, and reports whether that changed anything. The encoding is
+// recordOps writes rec into the node's annotation, or removes the annotation
+// when rec is nil; no operation when that changes nothing. The encoding is
 // canonical (milli quantities, fixed field order), so an unchanged record is
 // byte-identical and yields no patch.
-func setRecord(node *corev1.Node, rec *oversellRecord) (bool, error) {
-	have, ok := node.Annotations[AnnotationCPUOversell]
+func recordOps(ann map[string]string, rec *oversellRecord) ([]server.PatchOp, error) {
+	have, ok := ann[AnnotationCPUOversell]
 	if rec == nil {
-		delete(node.Annotations, AnnotationCPUOversell)
-		return ok, nil
+		if !ok {
+			return nil, nil
+		}
+		return []server.PatchOp{server.Remove(server.Pointer("metadata", "annotations", AnnotationCPUOversell))}, nil
 	}
 	b, err := json.Marshal(rec)
 	if err != nil {
-		return false, fmt.Errorf("encode oversell record: %w", err)
+		return nil, fmt.Errorf("encode oversell record: %w", err)
 	}
 	if ok && have == string(b) {
-		return false, nil
+		return nil, nil
 	}
-	if node.Annotations == nil {
-		node.Annotations = map[string]string{}
-	}
-	node.Annotations[AnnotationCPUOversell] = string(b)
-	return true, nil
+	return []server.PatchOp{server.SetKeyOp("/metadata/annotations", len(ann) > 0, AnnotationCPUOversell, string(b))}, nil
 }
 
 // maxMilli bounds results well inside int64 and float64's exact integers.
@@ -220,14 +220,7 @@ func oversold(reportedAlloc, reportedCap int64, factor float64) (alloc, capa int
 	return alloc, capa, nil
 }
 
-// setMilliCPU sets list's CPU to milli unless it already holds that amount
-// (in any notation: "4" and "4000m" are the same, and rewriting one as the
-// other would be a needless patch).
-func setMilliCPU(list corev1.ResourceList, milli int64) bool {
-	q := list[corev1.ResourceCPU]
-	if q.MilliValue() == milli {
-		return false
-	}
-	list[corev1.ResourceCPU] = *resource.NewMilliQuantity(milli, resource.DecimalSI)
-	return true
+// milliCPU formats a CPU amount the way the apiserver would store it.
+func milliCPU(milli int64) string {
+	return resource.NewMilliQuantity(milli, resource.DecimalSI).String()
 }

@@ -72,9 +72,9 @@ func (h *sidecarHandler) Handle(_ context.Context, req server.Request) server.Re
 	if reason := h.problem(pod); reason != "" {
 		return h.skip(req, pod, reason)
 	}
-	mutated := pod.DeepCopy()
-	mutated.Spec.Containers = append(mutated.Spec.Containers, h.sidecar(pod.Annotations))
-	return server.Patched("", req.Object.Raw, mutated)
+	// Appended to the raw object's containers: the pod's own containers,
+	// and any field this library does not know, stay exactly as sent.
+	return server.Patched("", server.AppendOps("/spec/containers", len(pod.Spec.Containers) > 0, h.sidecar(pod.Annotations))...)
 }
 
 // skip lets the pod through unchanged and says why, as a Warning Event and as
