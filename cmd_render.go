@@ -6,6 +6,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/server"
 	"github.com/hookback/hookback/webhook"
 )
@@ -73,7 +74,7 @@ func runRender(c *cli.Context) error {
 
 // servedWebhooks builds the selected webhooks only to learn their names and
 // paths: render serves nothing.
-func servedWebhooks(hookNames []string, opts webhook.Options) ([]server.Webhook, error) {
+func servedWebhooks(hookNames []string, opts webhook.Options) ([]admission.Webhook, error) {
 	hooks, err := webhook.Build(hookNames, opts, webhook.Deps{Recorder: discardRecorder, Pods: emptyPods()})
 	if err != nil {
 		return nil, err
@@ -86,7 +87,7 @@ func servedWebhooks(hookNames []string, opts webhook.Options) ([]server.Webhook,
 
 // webhookNames are what the template's `enabled NAME` tests: real names,
 // with "all" already expanded.
-func webhookNames(hooks []server.Webhook) []string {
+func webhookNames(hooks []admission.Webhook) []string {
 	names := make([]string, len(hooks))
 	for i, h := range hooks {
 		names[i] = h.Name
@@ -94,7 +95,7 @@ func webhookNames(hooks []server.Webhook) []string {
 	return names
 }
 
-func webhookPaths(hooks []server.Webhook) []string {
+func webhookPaths(hooks []admission.Webhook) []string {
 	paths := make([]string, len(hooks))
 	for i, h := range hooks {
 		paths[i] = h.Path

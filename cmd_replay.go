@@ -13,7 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"k8s.io/client-go/tools/events"
 
-	"github.com/hookback/hookback/server"
+	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/webhook"
 )
 
@@ -59,7 +59,7 @@ func runReplay(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	h := server.NewAdmissionHandler(hooks[0].Name, hooks[0].Handler, log, nil)
+	h := admission.NewHTTPHandler(hooks[0], admission.HTTPOptions{Log: log})
 	req := httptest.NewRequest(http.MethodPost, hooks[0].Path, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
@@ -80,7 +80,7 @@ func readInput(name string) ([]byte, error) {
 		defer f.Close()
 		r = f
 	}
-	b, err := io.ReadAll(io.LimitReader(r, server.DefaultMaxBodyBytes+1))
+	b, err := io.ReadAll(io.LimitReader(r, admission.DefaultMaxBodyBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read review: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/controller"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/server"
@@ -25,7 +26,7 @@ import (
 )
 
 // testWebhooks is set only in binaries built with the e2e tag.
-var testWebhooks func() []server.Webhook
+var testWebhooks func() []admission.Webhook
 
 // requestTimeout bounds every registration request; informers watch
 // without one.
@@ -132,7 +133,7 @@ func runStart(c *cli.Context) error {
 		return err
 	}
 	canary := server.NewCanary()
-	hooks = append(hooks, server.Webhook{Name: "canary", Path: server.CanaryPath, Handler: canary})
+	hooks = append(hooks, admission.Webhook{Name: "canary", Path: server.CanaryPath, Handler: canary})
 	srv, err := server.NewServer(server.ServerOptions{
 		Address:       netJoin(bindAddress(c.String("bind-address"), decision.Host), c.Int("port")),
 		HealthAddress: c.String("health-address"),
@@ -156,7 +157,7 @@ func runStart(c *cli.Context) error {
 
 // newSession wires one run: what to register, where, and what runs beside.
 func newSession(c *cli.Context, session string, cl *cluster, srv *server.Server, canary *server.Canary,
-	hooks []server.Webhook, ctls []server.Runnable, certs server.Certs, host string,
+	hooks []admission.Webhook, ctls []server.Runnable, certs server.Certs, host string,
 	factory informers.SharedInformerFactory, log *slog.Logger,
 ) (*server.Session, error) {
 	hookNames, ctlNames := list(c, "webhooks"), list(c, "controllers")
@@ -186,7 +187,7 @@ func newSession(c *cli.Context, session string, cl *cluster, srv *server.Server,
 // informer factory and event broadcaster.
 func buildParts(c *cli.Context, log *slog.Logger, hookNames, ctlNames []string, cl *cluster,
 	factory informers.SharedInformerFactory, recorders *eventRecorders, metrics *server.Metrics,
-) ([]server.Webhook, []server.Runnable, error) {
+) ([]admission.Webhook, []server.Runnable, error) {
 	recorder := recorders.For
 	deps := webhook.Deps{Log: log, Recorder: recorder}
 	if enabled(hookNames, webhook.NamePodEviction) {
@@ -235,7 +236,7 @@ func sharedCleanups(cs kubernetes.Interface, log *slog.Logger, hookNames, ctlNam
 }
 
 // parts names every enabled webhook and controller, for the session Lease.
-func parts(hooks []server.Webhook, ctlNames []string) []string {
+func parts(hooks []admission.Webhook, ctlNames []string) []string {
 	out := webhookNames(hooks)
 	for _, n := range controller.Names() {
 		if enabled(ctlNames, n) {

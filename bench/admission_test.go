@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	hookback "github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/server"
 )
 
@@ -31,14 +31,14 @@ func labelOp(raw []byte) (path string, value any, err error) {
 }
 
 func hookbackHandler() http.Handler {
-	h := server.HandlerFunc(func(_ context.Context, req server.Request) server.Response {
+	h := hookback.HandlerFunc(func(_ context.Context, req hookback.Request) hookback.Response {
 		path, value, err := labelOp(req.Object.Raw)
 		if err != nil {
-			return server.Errored(http.StatusBadRequest, err)
+			return hookback.Errored(http.StatusBadRequest, err)
 		}
-		return server.Patched("", server.Add(path, value))
+		return hookback.Patched("", hookback.Add(path, value))
 	})
-	return server.NewAdmissionHandler("bench", h, slog.New(slog.DiscardHandler), server.NewMetrics())
+	return hookback.NewHTTPHandler(hookback.Webhook{Name: "bench", Handler: h}, hookback.HTTPOptions{Observer: server.NewMetrics()})
 }
 
 func controllerRuntimeHandler() http.Handler {

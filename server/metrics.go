@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/hookback/hookback/admission"
 )
 
 // Metrics are hookback's Prometheus metrics, kept in a registry of their own
@@ -34,10 +36,10 @@ func NewMetrics() *Metrics {
 	return m
 }
 
-func (m *Metrics) observe(webhook, decision string, took time.Duration) {
-	if m == nil {
-		return
-	}
+var _ admission.Observer = (*Metrics)(nil)
+
+// Observe implements admission.Observer.
+func (m *Metrics) Observe(webhook, decision string, took time.Duration) {
 	m.requests.WithLabelValues(webhook, decision).Inc()
 	if decision != "bad_request" {
 		m.latency.WithLabelValues(webhook).Observe(took.Seconds())

@@ -12,13 +12,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hookback/hookback/admission"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Server serves the webhooks over TLS and health and metrics over plain HTTP
 // on a separate (loopback by default) address.
 type Server struct {
-	webhooks []Webhook
+	webhooks []admission.Webhook
 	tls      *tls.Config
 	log      *slog.Logger
 	metrics  *Metrics
@@ -35,7 +36,7 @@ type ServerOptions struct {
 	// HealthAddress is host:port for /healthz, /readyz and /metrics.
 	HealthAddress string
 	TLS           *tls.Config
-	Webhooks      []Webhook
+	Webhooks      []admission.Webhook
 	Log           *slog.Logger
 	Metrics       *Metrics
 }
@@ -82,9 +83,13 @@ func (s *Server) Paths() []string {
 }
 
 func (s *Server) webhookMux() http.Handler {
+	opts := admission.HTTPOptions{Log: s.log}
+	if s.metrics != nil {
+		opts.Observer = s.metrics
+	}
 	mux := http.NewServeMux()
 	for _, w := range s.webhooks {
-		mux.Handle(w.Path, NewAdmissionHandler(w.Name, w.Handler, s.log, s.metrics))
+		mux.Handle(w.Path, admission.NewHTTPHandler(w, opts))
 	}
 	mux.HandleFunc("/", func(rw http.ResponseWriter, r *http.Request) {
 		http.Error(rw, fmt.Sprintf("no webhook at %s; served paths: %v", r.URL.Path, s.Paths()), http.StatusNotFound)

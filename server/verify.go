@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookback/hookback/admission"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,7 +35,7 @@ type Canary struct {
 	seen map[string]chan struct{}
 }
 
-var _ Handler = (*Canary)(nil)
+var _ admission.Handler = (*Canary)(nil)
 
 // NewCanary returns an empty canary.
 func NewCanary() *Canary { return &Canary{seen: map[string]chan struct{}{}} }
@@ -51,14 +52,14 @@ func (c *Canary) ch(name string) chan struct{} {
 }
 
 // Handle records that the apiserver reached us for req.Name.
-func (c *Canary) Handle(_ context.Context, req Request) Response {
+func (c *Canary) Handle(_ context.Context, req admission.Request) admission.Response {
 	ch := c.ch(req.Name)
 	select {
 	case <-ch:
 	default:
 		close(ch)
 	}
-	return Allowed("hookback canary")
+	return admission.Allowed("hookback canary")
 }
 
 // CanaryConfiguration is the ValidatingWebhookConfiguration of the canary.

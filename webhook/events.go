@@ -7,12 +7,11 @@ import (
 	"log/slog"
 	"unicode/utf8"
 
+	"github.com/hookback/hookback/admission"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
-
-	"github.com/hookback/hookback/server"
 )
 
 // Event reasons the webhooks record.
@@ -47,7 +46,7 @@ type eventer struct {
 // warn records a Warning Event about pod, except for dry-run requests: the
 // object will not be persisted, so there is nothing for anyone to look at,
 // and NoneOnDryRun promises the apiserver no side effects.
-func (e eventer) warn(req server.Request, pod *corev1.Pod, reason, action, note string) {
+func (e eventer) warn(req admission.Request, pod *corev1.Pod, reason, action, note string) {
 	target := podEventTarget(pod, req.Namespace)
 	e.log.Info("webhook let the pod through unchanged", "reason", reason, "note", note,
 		"target", target.Kind+" "+target.Namespace+"/"+target.Name, "dry_run", req.IsDryRun())
@@ -98,7 +97,7 @@ var errNoObject = errors.New("request carries no object")
 // isPod reports whether the request is about a core/v1 Pod. A webhook
 // registered against the wrong resource must not decode, say, a Deployment
 // into a Pod and patch it.
-func isPod(req server.Request) bool {
+func isPod(req admission.Request) bool {
 	return req.Kind.Group == "" && req.Kind.Kind == "Pod"
 }
 
@@ -106,7 +105,7 @@ func isPod(req server.Request) bool {
 // request is anything else or its pod cannot be read; mutating webhooks then
 // let it through unchanged (fail open: a pod this webhook cannot read is not
 // its to block).
-func createdPod(req server.Request, log *slog.Logger) (pod *corev1.Pod, ok bool) {
+func createdPod(req admission.Request, log *slog.Logger) (pod *corev1.Pod, ok bool) {
 	if req.Operation != admissionv1.Create || req.SubResource != "" || !isPod(req) {
 		return nil, false
 	}
@@ -119,7 +118,7 @@ func createdPod(req server.Request, log *slog.Logger) (pod *corev1.Pod, ok bool)
 }
 
 // decodePod decodes the request's pod.
-func decodePod(req server.Request) (*corev1.Pod, error) {
+func decodePod(req admission.Request) (*corev1.Pod, error) {
 	if len(req.Object.Raw) == 0 {
 		return nil, errNoObject
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/hookback/hookback/admission"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -15,8 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/events"
-
-	"github.com/hookback/hookback/server"
 )
 
 // evictionHandler captures evictions (/validate-pod-eviction, pods/eviction
@@ -30,15 +29,15 @@ type evictionHandler struct {
 	rec  events.EventRecorder
 }
 
-// Handle implements server.Handler.
-func (h *evictionHandler) Handle(ctx context.Context, req server.Request) server.Response {
+// Handle implements admission.Handler.
+func (h *evictionHandler) Handle(ctx context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Create || req.SubResource != "eviction" {
-		return server.Allowed("")
+		return admission.Allowed("")
 	}
 	ev, err := decodeEviction(req)
 	if err != nil {
 		h.log.Warn("cannot decode eviction; allowing it", "namespace", req.Namespace, "pod", req.Name, "error", err)
-		return server.Allowed("")
+		return admission.Allowed("")
 	}
 	// For the pods/eviction subresource the request names the pod; the
 	// Eviction's own metadata is the fallback for a sparse request.
@@ -59,7 +58,7 @@ func (h *evictionHandler) Handle(ctx context.Context, req server.Request) server
 	// nothing will be evicted, so log it as such and record no Event.
 	if req.IsDryRun() || (ev.DeleteOptions != nil && len(ev.DeleteOptions.DryRun) > 0) {
 		h.log.Info("eviction requested", "namespace", ns, "pod", name, "user", user, "dry_run", true)
-		return server.Allowed("")
+		return admission.Allowed("")
 	}
 	pod, err := h.pods.Pods(ns).Get(name)
 	if err != nil {
@@ -70,7 +69,7 @@ func (h *evictionHandler) Handle(ctx context.Context, req server.Request) server
 			level = slog.LevelInfo
 		}
 		h.log.Log(ctx, level, "eviction of a pod not in the cache", "namespace", ns, "pod", name, "user", user, "error", err)
-		return server.Allowed("")
+		return admission.Allowed("")
 	}
 	node := pod.Spec.NodeName
 	h.log.Info("eviction requested", "namespace", ns, "pod", name, "node", node, "user", user)
@@ -79,13 +78,13 @@ func (h *evictionHandler) Handle(ctx context.Context, req server.Request) server
 		note += " (pod on node " + node + ")"
 	}
 	h.rec.Eventf(podRef(pod), nil, corev1.EventTypeNormal, ReasonEvicting, actionEvict, "%s", truncate(note, noteLimit))
-	return server.Allowed("")
+	return admission.Allowed("")
 }
 
 // decodeEviction reads the request's Eviction as policy/v1. The apiserver
 // passes the body in the version the client sent, so policy/v1beta1 (older
 // kubectl, client libraries) arrives too.
-func decodeEviction(req server.Request) (*policyv1.Eviction, error) {
+func decodeEviction(req admission.Request) (*policyv1.Eviction, error) {
 	raw := req.Object.Raw
 	if len(raw) == 0 {
 		return nil, errNoObject

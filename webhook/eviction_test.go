@@ -9,10 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hookback/hookback/admission"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/hookback/hookback/server"
 )
 
 func cachedPod() *corev1.Pod {
@@ -73,7 +72,7 @@ func TestEviction(t *testing.T) {
 func TestDecodeEvictionV1beta1(t *testing.T) {
 	body := `{"apiVersion":"policy/v1beta1","kind":"Eviction","metadata":{"name":"p","namespace":"demo"},` +
 		`"deleteOptions":{"gracePeriodSeconds":5,"preconditions":{"uid":"u-1"}}}`
-	var req server.Request
+	var req admission.Request
 	req.Object.Raw = []byte(body)
 	ev, err := decodeEviction(req)
 	if err != nil {

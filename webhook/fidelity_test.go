@@ -7,12 +7,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hookback/hookback/admission"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-
-	"github.com/hookback/hookback/server"
 )
 
 // TestMutatingPatchesKeepUnknownFields replays objects that carry fields
@@ -72,7 +71,7 @@ func TestMutatingPatchesKeepUnknownFields(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			req := server.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 				UID: "fidelity", Operation: tc.operation, Namespace: "default", SubResource: tc.sub,
 				Kind:   metav1.GroupVersionKind{Version: "v1", Kind: tc.kind},
 				Object: runtime.RawExtension{Raw: raw}, OldObject: runtime.RawExtension{Raw: raw},

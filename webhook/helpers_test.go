@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hookback/hookback/admission"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionv1beta1 "k8s.io/api/admission/v1beta1"
@@ -16,8 +17,6 @@ import (
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
-
-	"github.com/hookback/hookback/server"
 )
 
 // fixtureDir holds one directory of AdmissionReview fixtures per webhook.
@@ -26,7 +25,7 @@ var fixtureDir = filepath.Join("..", "testdata", "webhook")
 // loadRequest reads a whole AdmissionReview fixture (admission.k8s.io/v1 or
 // v1beta1: their JSON shapes are the same, as the transport relies on) and
 // returns its request as a handler sees it.
-func loadRequest(t *testing.T, webhook, fixture string) server.Request {
+func loadRequest(t *testing.T, webhook, fixture string) admission.Request {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(fixtureDir, webhook, fixture+".json"))
 	if err != nil {
@@ -46,7 +45,7 @@ func loadRequest(t *testing.T, webhook, fixture string) server.Request {
 	if review.Kind != "AdmissionReview" || review.Request == nil {
 		t.Fatalf("fixture %s/%s: not an AdmissionReview with a request", webhook, fixture)
 	}
-	return server.Request{AdmissionRequest: *review.Request}
+	return admission.Request{AdmissionRequest: *review.Request}
 }
 
 // testDeps returns Deps whose recorder is a fake that keeps every event, and
@@ -77,7 +76,7 @@ func podLister(pods ...*corev1.Pod) corev1listers.PodLister {
 }
 
 // buildOne builds a single webhook through Build, the way main wires it.
-func buildOne(t *testing.T, name string, opts Options, deps Deps) server.Handler {
+func buildOne(t *testing.T, name string, opts Options, deps Deps) admission.Handler {
 	t.Helper()
 	hooks, err := Build([]string{name}, opts, deps)
 	if err != nil {
@@ -103,7 +102,7 @@ func drain(rec *events.FakeRecorder) []string {
 }
 
 // checkDecision asserts allowed and, when wantMsg is set, the message.
-func checkDecision(t *testing.T, resp server.Response, wantAllowed bool, wantCode int32, wantMsg string) {
+func checkDecision(t *testing.T, resp admission.Response, wantAllowed bool, wantCode int32, wantMsg string) {
 	t.Helper()
 	if resp.Allowed != wantAllowed {
 		t.Errorf("allowed = %v, want %v (result %+v)", resp.Allowed, wantAllowed, resp.Result)
@@ -119,7 +118,7 @@ func checkDecision(t *testing.T, resp server.Response, wantAllowed bool, wantCod
 	}
 }
 
-// patchOp is one RFC 6902 operation as server.Patched writes them.
+// patchOp is one RFC 6902 operation as admission.Patched writes them.
 type patchOp struct {
 	Op    string          `json:"op"`
 	Path  string          `json:"path"`
@@ -128,7 +127,7 @@ type patchOp struct {
 
 // patchedPod applies resp's patch to the request's pod, as the apiserver
 // would, and decodes the result.
-func patchedPod(t *testing.T, req server.Request, resp server.Response) *corev1.Pod {
+func patchedPod(t *testing.T, req admission.Request, resp admission.Response) *corev1.Pod {
 	t.Helper()
 	pod := &corev1.Pod{}
 	decodeInto(t, applyPatch(t, req.Object.Raw, resp.Patch), pod)

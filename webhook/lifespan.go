@@ -6,9 +6,8 @@ import (
 	"log/slog"
 	"strconv"
 
+	"github.com/hookback/hookback/admission"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/hookback/hookback/server"
 )
 
 const (
@@ -35,17 +34,17 @@ type lifespanHandler struct {
 	events eventer
 }
 
-// Handle implements server.Handler. The tolerations are appended to the raw
+// Handle implements admission.Handler. The tolerations are appended to the raw
 // object's list; nothing else in the pod is touched.
-func (h *lifespanHandler) Handle(_ context.Context, req server.Request) server.Response {
+func (h *lifespanHandler) Handle(_ context.Context, req admission.Request) admission.Response {
 	pod, ok := createdPod(req, h.log)
 	if !ok {
-		return server.Allowed("")
+		return admission.Allowed("")
 	}
 	want, note := lifespanTolerations(pod.Labels[LabelLifespanRequested])
 	if note != "" {
 		h.events.warn(req, pod, ReasonLifespanInvalid, actionAddTolerations, note)
-		return server.Allowed("").WithWarnings(note)
+		return admission.Allowed("").WithWarnings(note)
 	}
 	var missing []corev1.Toleration
 	for _, t := range want {
@@ -54,7 +53,7 @@ func (h *lifespanHandler) Handle(_ context.Context, req server.Request) server.R
 		}
 	}
 	// None missing, e.g. on reinvocation: no patch.
-	return server.Patched("", server.AppendOps("/spec/tolerations", len(pod.Spec.Tolerations) > 0, missing...)...)
+	return admission.Patched("", admission.AppendOps("/spec/tolerations", len(pod.Spec.Tolerations) > 0, missing...)...)
 }
 
 // lifespanTolerations returns the tolerations a label value asks for, or a

@@ -8,10 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hookback/hookback/admission"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-
-	"github.com/hookback/hookback/server"
 )
 
 func TestLifespan(t *testing.T) {
@@ -67,7 +66,7 @@ func TestLifespan(t *testing.T) {
 // checkLifespanPatch asserts resp adds only tolerations, leaving the pod's
 // own in place, that the pod ends with wantValues, and that a reinvocation
 // with the result changes nothing.
-func checkLifespanPatch(t *testing.T, h server.Handler, req server.Request, resp server.Response, wantValues []string) {
+func checkLifespanPatch(t *testing.T, h admission.Handler, req admission.Request, resp admission.Response, wantValues []string) {
 	t.Helper()
 	for _, p := range patchPaths(t, resp.Patch) {
 		if p != "add /spec/tolerations" && !strings.HasPrefix(p, "add /spec/tolerations/") {
@@ -126,7 +125,7 @@ func lifespanValues(t *testing.T, tols []corev1.Toleration) []string {
 	return values
 }
 
-func podFrom(t *testing.T, req server.Request) *corev1.Pod {
+func podFrom(t *testing.T, req admission.Request) *corev1.Pod {
 	t.Helper()
 	pod := &corev1.Pod{}
 	decodeInto(t, req.Object.Raw, pod)

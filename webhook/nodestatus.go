@@ -8,11 +8,10 @@ import (
 	"log/slog"
 	"math"
 
+	"github.com/hookback/hookback/admission"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-
-	"github.com/hookback/hookback/server"
 )
 
 // AnnotationCPUOversell is where node-status records, on the node, the CPU
@@ -75,16 +74,16 @@ type oversellRecord struct {
 	Capacity            resource.Quantity `json:"capacity"`
 }
 
-// Handle implements server.Handler.
-func (h *nodeStatusHandler) Handle(_ context.Context, req server.Request) server.Response {
+// Handle implements admission.Handler.
+func (h *nodeStatusHandler) Handle(_ context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Update || req.SubResource != "status" || req.Kind.Group != "" || req.Kind.Kind != "Node" {
-		return server.Allowed("")
+		return admission.Allowed("")
 	}
 	node := &corev1.Node{}
 	if err := json.Unmarshal(req.Object.Raw, node); err != nil {
 		// Fail open: never stall a node's heartbeat.
 		h.log.Warn("cannot decode node; letting the status update through unchanged", "node", req.Name, "error", err)
-		return server.Allowed("")
+		return admission.Allowed("")
 	}
 	rec, err := findRecord(node, req.OldObject.Raw)
 	if err != nil {
@@ -93,11 +92,11 @@ func (h *nodeStatusHandler) Handle(_ context.Context, req server.Request) server
 	ops, err := oversell(node, rec, h.factor)
 	if err != nil {
 		h.log.Warn("cannot oversell CPU; letting the status update through unchanged", "node", req.Name, "error", err)
-		return server.Allowed("")
+		return admission.Allowed("")
 	}
 	// Two quantities and one annotation: the rest of the status (new
 	// kubelet fields included) is never rewritten.
-	return server.Patched("", ops...)
+	return admission.Patched("", ops...)
 }
 
 // findRecord returns the node's oversell record, or nil. It reads the updated
@@ -130,7 +129,7 @@ func parseRecord(ann map[string]string) (*oversellRecord, error) {
 
 // oversell returns the patch operations that oversell node's CPU by factor
 // and keep the record current, or none when nothing changes. rec may be nil.
-func oversell(node *corev1.Node, rec *oversellRecord, factor float64) ([]server.PatchOp, error) {
+func oversell(node *corev1.Node, rec *oversellRecord, factor float64) ([]admission.PatchOp, error) {
 	alloc, okAlloc := node.Status.Allocatable[corev1.ResourceCPU]
 	capa, okCap := node.Status.Capacity[corev1.ResourceCPU]
 	if !okAlloc || !okCap {
@@ -149,14 +148,14 @@ func oversell(node *corev1.Node, rec *oversellRecord, factor float64) ([]server.
 	if err != nil {
 		return nil, err
 	}
-	var ops []server.PatchOp
+	var ops []admission.PatchOp
 	// Compared as amounts: "4" and "4000m" are the same, and rewriting one
 	// as the other would be a needless patch.
 	if alloc.MilliValue() != newAlloc {
-		ops = append(ops, server.Replace("/status/allocatable/cpu", milliCPU(newAlloc)))
+		ops = append(ops, admission.Replace("/status/allocatable/cpu", milliCPU(newAlloc)))
 	}
 	if capa.MilliValue() != newCap {
-		ops = append(ops, server.Replace("/status/capacity/cpu", milliCPU(newCap)))
+		ops = append(ops, admission.Replace("/status/capacity/cpu", milliCPU(newCap)))
 	}
 	var want *oversellRecord
 	if factor != 1 {
@@ -179,13 +178,13 @@ func oversell(node *corev1.Node, rec *oversellRecord, factor float64) ([]server.
 // when rec is nil; no operation when that changes nothing. The encoding is
 // canonical (milli quantities, fixed field order), so an unchanged record is
 // byte-identical and yields no patch.
-func recordOps(ann map[string]string, rec *oversellRecord) ([]server.PatchOp, error) {
+func recordOps(ann map[string]string, rec *oversellRecord) ([]admission.PatchOp, error) {
 	have, ok := ann[AnnotationCPUOversell]
 	if rec == nil {
 		if !ok {
 			return nil, nil
 		}
-		return []server.PatchOp{server.Remove(server.Pointer("metadata", "annotations", AnnotationCPUOversell))}, nil
+		return []admission.PatchOp{admission.Remove(admission.Pointer("metadata", "annotations", AnnotationCPUOversell))}, nil
 	}
 	b, err := json.Marshal(rec)
 	if err != nil {
@@ -194,7 +193,7 @@ func recordOps(ann map[string]string, rec *oversellRecord) ([]server.PatchOp, er
 	if ok && have == string(b) {
 		return nil, nil
 	}
-	return []server.PatchOp{server.SetKeyOp("/metadata/annotations", len(ann) > 0, AnnotationCPUOversell, string(b))}, nil
+	return []admission.PatchOp{admission.SetKeyOp("/metadata/annotations", len(ann) > 0, AnnotationCPUOversell, string(b))}, nil
 }
 
 // maxMilli bounds results well inside int64 and float64's exact integers.

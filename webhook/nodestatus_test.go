@@ -9,11 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookback/hookback/admission"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/hookback/hookback/server"
 )
 
 func TestNodeStatus(t *testing.T) {
@@ -60,7 +59,7 @@ func TestNodeStatus(t *testing.T) {
 
 // checkNodePatch asserts resp touches only CPU and the record, and what the
 // node ends with; memory and pods stay as they were.
-func checkNodePatch(t *testing.T, req server.Request, resp server.Response, wantAlloc, wantCap, wantReportedAC string) {
+func checkNodePatch(t *testing.T, req admission.Request, resp admission.Response, wantAlloc, wantCap, wantReportedAC string) {
 	t.Helper()
 	for _, p := range patchPaths(t, resp.Patch) {
 		switch strings.SplitN(p, " ", 2)[1] {
@@ -131,7 +130,7 @@ func TestNodeStatusHeartbeats(t *testing.T) {
 	}
 }
 
-func nodeStatusRequest(t *testing.T, obj, old *corev1.Node) server.Request {
+func nodeStatusRequest(t *testing.T, obj, old *corev1.Node) admission.Request {
 	t.Helper()
 	raw, err := json.Marshal(obj)
 	if err != nil {
@@ -141,7 +140,7 @@ func nodeStatusRequest(t *testing.T, obj, old *corev1.Node) server.Request {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var req server.Request
+	var req admission.Request
 	req.Kind = metav1.GroupVersionKind{Version: "v1", Kind: "Node"}
 	req.Resource = metav1.GroupVersionResource{Version: "v1", Resource: "nodes"}
 	req.SubResource = "status"

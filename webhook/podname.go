@@ -8,11 +8,10 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/hookback/hookback/admission"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-
-	"github.com/hookback/hookback/server"
 )
 
 // podNameHandler denies pods whose name or generateName contains a banned
@@ -43,25 +42,25 @@ func newPodNameHandler(words []string, log *slog.Logger) *podNameHandler {
 	return h
 }
 
-// Handle implements server.Handler.
-func (h *podNameHandler) Handle(_ context.Context, req server.Request) server.Response {
+// Handle implements admission.Handler.
+func (h *podNameHandler) Handle(_ context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
-		return server.Allowed("")
+		return admission.Allowed("")
 	}
 	// Only the pod itself has a name to judge: pods/status and other
 	// subresources, or other kinds, are not this webhook's business.
 	if req.SubResource != "" || !isPod(req) {
-		return server.Allowed("")
+		return admission.Allowed("")
 	}
 	pod, err := decodePod(req)
 	if err != nil {
 		// A validating webhook cannot judge what it cannot read; 400 tells
 		// the client its object is the problem.
 		h.log.Warn("cannot decode pod", "error", err)
-		return server.Errored(http.StatusBadRequest, err)
+		return admission.Errored(http.StatusBadRequest, err)
 	}
 	if req.Operation == admissionv1.Update && h.updateAllowed(req, pod) {
-		return server.Allowed("")
+		return admission.Allowed("")
 	}
 	name := pod.Name
 	if name == "" {
@@ -69,17 +68,17 @@ func (h *podNameHandler) Handle(_ context.Context, req server.Request) server.Re
 	}
 	for _, candidate := range []string{name, pod.GenerateName} {
 		if word, ok := h.banned(candidate); ok {
-			return server.Denied(fmt.Sprintf("pod name contains %q", word))
+			return admission.Denied(fmt.Sprintf("pod name contains %q", word))
 		}
 	}
-	return server.Allowed("")
+	return admission.Allowed("")
 }
 
 // updateAllowed reports whether an UPDATE of pod is let through whatever its
 // name: the pod is being deleted, or its spec is unchanged from the old
 // object. An old object that is missing or cannot be decoded gives false, so
 // the name is judged as before.
-func (h *podNameHandler) updateAllowed(req server.Request, pod *corev1.Pod) bool {
+func (h *podNameHandler) updateAllowed(req admission.Request, pod *corev1.Pod) bool {
 	if pod.DeletionTimestamp != nil {
 		return true
 	}

@@ -7,9 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hookback/hookback/admission"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/hookback/hookback/server"
 )
 
 // Annotations that ask pod-sidecar for an xxl-agent container.
@@ -46,43 +45,43 @@ type sidecarHandler struct {
 	events eventer
 }
 
-// Handle implements server.Handler. Dry-run requests are mutated like any
+// Handle implements admission.Handler. Dry-run requests are mutated like any
 // other, so a server-side dry run shows what would be created; only the
 // Events are skipped.
-func (h *sidecarHandler) Handle(_ context.Context, req server.Request) server.Response {
+func (h *sidecarHandler) Handle(_ context.Context, req admission.Request) admission.Response {
 	pod, ok := createdPod(req, h.log)
 	if !ok {
-		return server.Allowed("")
+		return admission.Allowed("")
 	}
 	enable, ok := pod.Annotations[AnnotationSidecarEnable]
 	if !ok {
-		return server.Allowed("")
+		return admission.Allowed("")
 	}
 	on, err := strconv.ParseBool(enable)
 	if err != nil {
 		return h.skip(req, pod, fmt.Sprintf("annotation %s=%s is not a boolean", AnnotationSidecarEnable, short(enable)))
 	}
 	if !on {
-		return server.Allowed("")
+		return admission.Allowed("")
 	}
 	if hasOurSidecar(pod) {
 		// Reinvocation (or a pod declaring the agent itself): already there.
-		return server.Allowed("")
+		return admission.Allowed("")
 	}
 	if reason := h.problem(pod); reason != "" {
 		return h.skip(req, pod, reason)
 	}
 	// Appended to the raw object's containers: the pod's own containers,
 	// and any field this library does not know, stay exactly as sent.
-	return server.Patched("", server.AppendOps("/spec/containers", len(pod.Spec.Containers) > 0, h.sidecar(pod.Annotations))...)
+	return admission.Patched("", admission.AppendOps("/spec/containers", len(pod.Spec.Containers) > 0, h.sidecar(pod.Annotations))...)
 }
 
 // skip lets the pod through unchanged and says why, as a Warning Event and as
 // an admission warning the client prints.
-func (h *sidecarHandler) skip(req server.Request, pod *corev1.Pod, why string) server.Response {
+func (h *sidecarHandler) skip(req admission.Request, pod *corev1.Pod, why string) admission.Response {
 	note := "xxl-agent sidecar not injected: " + why
 	h.events.warn(req, pod, ReasonSidecarSkipped, actionInjectSidecar, note)
-	return server.Allowed("").WithWarnings(note)
+	return admission.Allowed("").WithWarnings(note)
 }
 
 // problem explains why the sidecar cannot be injected into pod, or returns "".

@@ -6,11 +6,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/hookback/hookback/admission"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/events"
-
-	"github.com/hookback/hookback/server"
 )
 
 // testSidecarImage differs from the default, to prove the option is used.
@@ -75,7 +74,7 @@ func TestSidecar(t *testing.T) {
 
 // checkInjected asserts resp appends exactly the agent to the request's pod,
 // and that a reinvocation with the result changes nothing.
-func checkInjected(t *testing.T, h server.Handler, rec *events.FakeRecorder, req server.Request, resp server.Response) {
+func checkInjected(t *testing.T, h admission.Handler, rec *events.FakeRecorder, req admission.Request, resp admission.Response) {
 	t.Helper()
 	before := podFrom(t, req)
 	if got, want := patchPaths(t, resp.Patch), []string{"add /spec/containers/-"}; !slices.Equal(got, want) {

@@ -1,6 +1,6 @@
 // Package webhook holds hookback's built-in admission webhooks: pod name
 // policy, lifespan tolerations, sidecar injection, eviction capture and node
-// CPU oversell. Each lives in its own file as a server.Handler; Build wires the
+// CPU oversell. Each lives in its own file as a admission.Handler; Build wires the
 // enabled ones with their Options and Deps.
 //
 // The handlers share a few rules. They never panic on bad input. Mutating
@@ -18,10 +18,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hookback/hookback/admission"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/events"
-
-	"github.com/hookback/hookback/server"
 )
 
 // Names of the built-in webhooks, as --webhooks selects them.
@@ -123,24 +122,24 @@ type builtin struct {
 	name, path   string
 	needsEvents  bool
 	needsPodList bool
-	build        func(o Options, d Deps, log *slog.Logger, rec events.EventRecorder) server.Handler
+	build        func(o Options, d Deps, log *slog.Logger, rec events.EventRecorder) admission.Handler
 }
 
 // builtins is in Names() order; Build returns webhooks in this order too.
 var builtins = []builtin{
-	{name: NamePodName, path: PathPodName, build: func(o Options, _ Deps, log *slog.Logger, _ events.EventRecorder) server.Handler {
+	{name: NamePodName, path: PathPodName, build: func(o Options, _ Deps, log *slog.Logger, _ events.EventRecorder) admission.Handler {
 		return newPodNameHandler(o.BannedWords, log)
 	}},
-	{name: NamePodLifespan, path: PathPodLifespan, needsEvents: true, build: func(_ Options, _ Deps, log *slog.Logger, rec events.EventRecorder) server.Handler {
+	{name: NamePodLifespan, path: PathPodLifespan, needsEvents: true, build: func(_ Options, _ Deps, log *slog.Logger, rec events.EventRecorder) admission.Handler {
 		return &lifespanHandler{log: log, events: eventer{rec: rec, log: log}}
 	}},
-	{name: NamePodSidecar, path: PathPodSidecar, needsEvents: true, build: func(o Options, _ Deps, log *slog.Logger, rec events.EventRecorder) server.Handler {
+	{name: NamePodSidecar, path: PathPodSidecar, needsEvents: true, build: func(o Options, _ Deps, log *slog.Logger, rec events.EventRecorder) admission.Handler {
 		return &sidecarHandler{image: o.SidecarImage, log: log, events: eventer{rec: rec, log: log}}
 	}},
-	{name: NamePodEviction, path: PathPodEviction, needsEvents: true, needsPodList: true, build: func(_ Options, d Deps, log *slog.Logger, rec events.EventRecorder) server.Handler {
+	{name: NamePodEviction, path: PathPodEviction, needsEvents: true, needsPodList: true, build: func(_ Options, d Deps, log *slog.Logger, rec events.EventRecorder) admission.Handler {
 		return &evictionHandler{pods: d.Pods, log: log, rec: rec}
 	}},
-	{name: NameNodeStatus, path: PathNodeStatus, build: func(o Options, _ Deps, log *slog.Logger, _ events.EventRecorder) server.Handler {
+	{name: NameNodeStatus, path: PathNodeStatus, build: func(o Options, _ Deps, log *slog.Logger, _ events.EventRecorder) admission.Handler {
 		return &nodeStatusHandler{factor: o.CPUOversellFactor, log: log}
 	}},
 }
@@ -159,7 +158,7 @@ func Names() []string {
 // an error naming an unknown one and listing the valid ones. Entries are
 // trimmed, empty ones ignored, duplicates collapsed; an empty list enables
 // none. The result is in Names() order whatever order enabled has.
-func Build(enabled []string, opts Options, deps Deps) ([]server.Webhook, error) {
+func Build(enabled []string, opts Options, deps Deps) ([]admission.Webhook, error) {
 	want, err := selectWebhooks(enabled)
 	if err != nil {
 		return nil, err
@@ -171,7 +170,7 @@ func Build(enabled []string, opts Options, deps Deps) ([]server.Webhook, error) 
 	if baseLog == nil {
 		baseLog = slog.New(slog.DiscardHandler)
 	}
-	var hooks []server.Webhook
+	var hooks []admission.Webhook
 	for _, b := range builtins {
 		if !want[b.name] {
 			continue
@@ -189,7 +188,7 @@ func Build(enabled []string, opts Options, deps Deps) ([]server.Webhook, error) 
 			return nil, fmt.Errorf("webhook %s reads pods from an informer cache but no pod lister was provided", b.name)
 		}
 		log := baseLog.With("webhook", b.name)
-		hooks = append(hooks, server.Webhook{Name: b.name, Path: b.path, Handler: b.build(opts, deps, log, rec)})
+		hooks = append(hooks, admission.Webhook{Name: b.name, Path: b.path, Handler: b.build(opts, deps, log, rec)})
 	}
 	return hooks, nil
 }

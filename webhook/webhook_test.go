@@ -9,12 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hookback/hookback/admission"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
-
-	"github.com/hookback/hookback/server"
 )
 
 func TestNames(t *testing.T) {
@@ -81,7 +80,7 @@ func TestBuild(t *testing.T) {
 
 // checkBuilt asserts the webhooks' names and paths, and that each recording
 // webhook asked for a recorder named after itself.
-func checkBuilt(t *testing.T, hooks []server.Webhook, want, wantPaths, asked []string) {
+func checkBuilt(t *testing.T, hooks []admission.Webhook, want, wantPaths, asked []string) {
 	t.Helper()
 	var names, paths []string
 	for _, h := range hooks {

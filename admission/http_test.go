@@ -1,4 +1,4 @@
-package server
+package admission
 
 import (
 	"bytes"
@@ -74,7 +74,7 @@ func TestAdmissionHTTP(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs bytes.Buffer
-			h := NewAdmissionHandler("test", tc.handler, slog.New(slog.NewTextHandler(&logs, nil)), NewMetrics())
+			h := NewHTTPHandler(Webhook{Name: "test", Handler: tc.handler}, HTTPOptions{Log: slog.New(slog.NewTextHandler(&logs, nil))})
 			method, ct := tc.method, tc.contentType
 			if method == "" {
 				method = http.MethodPost
@@ -128,7 +128,7 @@ func TestPatchedNoOpsIsPlainAllow(t *testing.T) {
 
 func BenchmarkAdmissionHTTP(b *testing.B) {
 	body := fixture(b, "pod-create.v1.json")
-	h := NewAdmissionHandler("bench", labelPod, slog.New(slog.DiscardHandler), NewMetrics())
+	h := NewHTTPHandler(Webhook{Name: "bench", Handler: labelPod}, HTTPOptions{})
 	b.ReportAllocs()
 	for b.Loop() {
 		req := httptest.NewRequest(http.MethodPost, "/x", bytes.NewReader(body))

@@ -1,10 +1,14 @@
-// Package server serves admission webhooks over HTTPS and registers them with
-// the kube-apiserver: the AdmissionReview transport, TLS, registration through
-// webhook configurations, the session heartbeat, verification and reload.
+// Package admission is the API an admission webhook is written against, and
+// the transport that serves it: a Handler decides one Request and returns a
+// Response built with Allowed, Denied, Errored or Patched; NewHTTPHandler
+// serves a Handler over HTTP for both AdmissionReview versions.
 //
-// Webhooks implement Handler; they never see HTTP, review versions or JSON
-// patches. The webhook package imports this one, never the other way round.
-package server
+// Handlers never see HTTP, review versions or JSON encoding. Mutating
+// handlers return the JSON patch operations they mean (see PatchOp) against
+// the raw request object. The package depends only on k8s.io/api,
+// k8s.io/apimachinery and the standard library, so a Go program can import
+// it to write its own webhook and serve it through hookback.
+package admission
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package server
+package admission
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package server
+package admission
 
 import (
 	"bytes"
@@ -25,22 +25,56 @@ const DefaultMaxBodyBytes = 7 << 20
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
+// Observer is told the outcome of every request a webhook serves, for
+// metrics. decision is allowed, denied, errored or bad_request (a request
+// that was not a decodable review; took is then zero).
+//
+// Contract: Observe must be safe for concurrent use and must not block: it
+// runs on the request's path.
+type Observer interface {
+	Observe(webhook, decision string, took time.Duration)
+}
+
+// HTTPOptions configure NewHTTPHandler.
+type HTTPOptions struct {
+	// Log receives one line per admission (never the object) and one per
+	// rejected request; nil discards them.
+	Log *slog.Logger
+	// Observer, when set, is told the outcome of every request.
+	Observer Observer
+	// MaxBodyBytes caps a request body; zero means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+}
+
 // admissionHTTP is the transport for one webhook: method, content type, body
 // cap, decoding either review version, the typed reply, logging and metrics.
 type admissionHTTP struct {
 	name    string
 	handler Handler
 	log     *slog.Logger
-	metrics *Metrics
+	obs     Observer
 	maxBody int64
 }
 
 var _ http.Handler = (*admissionHTTP)(nil)
 
-// NewAdmissionHandler serves the webhook named name over HTTP with handler
-// deciding each request. A nil metrics records nothing.
-func NewAdmissionHandler(name string, handler Handler, log *slog.Logger, metrics *Metrics) http.Handler {
-	return &admissionHTTP{name: name, handler: handler, log: log, metrics: metrics, maxBody: DefaultMaxBodyBytes}
+// NewHTTPHandler serves w over HTTP: w.Handler decides each request, w.Name
+// labels its log lines and observations.
+func NewHTTPHandler(w Webhook, opts HTTPOptions) http.Handler {
+	a := &admissionHTTP{name: w.Name, handler: w.Handler, log: opts.Log, obs: opts.Observer, maxBody: opts.MaxBodyBytes}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	if a.maxBody <= 0 {
+		a.maxBody = DefaultMaxBodyBytes
+	}
+	return a
+}
+
+func (a *admissionHTTP) observe(decision string, took time.Duration) {
+	if a.obs != nil {
+		a.obs.Observe(a.name, decision, took)
+	}
 }
 
 func (a *admissionHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -142,7 +176,7 @@ func (a *admissionHTTP) logAdmission(req Request, resp Response, took time.Durat
 			decision = "errored"
 		}
 	}
-	a.metrics.observe(a.name, decision, took)
+	a.observe(decision, took)
 	res := req.Resource.Resource
 	if req.SubResource != "" {
 		res += "/" + req.SubResource
@@ -169,7 +203,7 @@ func (a *admissionHTTP) logAdmission(req Request, resp Response, took time.Durat
 // fail answers a request that is not a decodable review: a plain status and
 // message, since there is no UID to echo.
 func (a *admissionHTTP) fail(w http.ResponseWriter, code int, msg string) {
-	a.metrics.observe(a.name, "bad_request", 0)
+	a.observe("bad_request", 0)
 	a.log.Warn("rejected admission request", "webhook", a.name, "status", code, "error", msg)
 	http.Error(w, msg, code)
 }
