@@ -270,6 +270,81 @@ func TestControllerPodNameLabel(t *testing.T) {
 	}
 }
 
+// TestControllerPodNameLabelUserValue: without the annotation only the value
+// the controller writes (the pod's name) is removed. A Deployment whose pods
+// carry their own padok.fr/pod-name value and select on it keeps its pods as
+// they are: relabelling them would orphan them and make the ReplicaSet
+// replace them.
+//
+// "Unchanged" alone would also pass with a controller that never looked, so
+// a sibling pod created afterwards, without the annotation and labelled with
+// its own name, must lose its label: the informer hands pod events to the
+// controller in resourceVersion order, so once the sibling is done the
+// Deployment's pods were judged too. The queue metric then shows that only
+// the sibling was queued.
+func TestControllerPodNameLabelUserValue(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	p := start(t, ctlArgs(controller.PodNameLabelName)...)
+	p.ready(t)
+	before := ctlQueueAdds(t, p, controller.PodNameLabelName)
+
+	const replicas = 2
+	labels := map[string]string{"app": "user", controller.PodNameLabel: "frontend"}
+	_, err := env.client.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "user", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: ctlPodSpec("")},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create deployment: %v", err)
+	}
+	// Running: kwok wrote its last status, nothing else writes them now.
+	pods := ctlWaitPods(t, ns, "app=user", replicas, "running", ctlRunning)
+	rv := map[string]string{}
+	for _, pod := range pods {
+		rv[pod.Name] = pod.ResourceVersion
+	}
+
+	// Labelled once Running, so that kwok's status writes cannot queue it a
+	// second time while it still carries the label.
+	ctlBarePod(t, ns, "sibling", "", nil)
+	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{controller.PodNameLabel: "sibling"}}})
+	if _, err := env.client.CoreV1().Pods(ns).Patch(ctx, "sibling", types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("label pod sibling: %v", err)
+	}
+	ctlLabelled(t, ns, "sibling", false)
+
+	// With a value selected on, only the pods' own labels matter: the
+	// ReplicaSet would have replaced a relabelled pod with a new name.
+	after, err := env.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=user"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Items) != replicas {
+		t.Errorf("%d pods app=user, want %d: pods were relabelled and replaced", len(after.Items), replicas)
+	}
+	for _, pod := range after.Items {
+		if v := pod.Labels[controller.PodNameLabel]; v != "frontend" {
+			t.Errorf("pod %s: label %s=%q, want the user's value frontend", pod.Name, controller.PodNameLabel, v)
+		}
+		if old, ok := rv[pod.Name]; !ok {
+			t.Errorf("pod %s is new: the Deployment's pods were replaced (had %v)", pod.Name, rv)
+		} else if pod.ResourceVersion != old {
+			t.Errorf("pod %s was written (resourceVersion %s -> %s)", pod.Name, old, pod.ResourceVersion)
+		}
+	}
+	if n := ctlQueueAdds(t, p, controller.PodNameLabelName) - before; n != 1 {
+		t.Errorf("workqueue_adds_total{name=%q} grew by %d, want 1 (the sibling only)", controller.PodNameLabelName, n)
+	}
+	if !strings.Contains(p.stderr.String(), "pod name label removed") {
+		t.Errorf("no log line for the sibling's removed label:\n%s", p.stderr.String())
+	}
+}
+
 // ctlEvent waits for an events.k8s.io Event about the named object in ns
 // with the given type, reason and reporting controller.
 func ctlEvent(t *testing.T, ns, regarding, typ, reason, reporter string) {
