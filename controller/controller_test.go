@@ -265,10 +265,12 @@ func TestPermissions(t *testing.T) {
 		"watch clusterroles.rbac.authorization.k8s.io xxl-agent-exec", "update clusterroles.rbac.authorization.k8s.io xxl-agent-exec",
 		"delete clusterroles.rbac.authorization.k8s.io xxl-agent-exec",
 		"create clusterroles.rbac.authorization.k8s.io",
-		"get clusterrolebindings.rbac.authorization.k8s.io xxl-agent-exec", "list clusterrolebindings.rbac.authorization.k8s.io xxl-agent-exec",
-		"watch clusterrolebindings.rbac.authorization.k8s.io xxl-agent-exec", "update clusterrolebindings.rbac.authorization.k8s.io xxl-agent-exec",
-		"delete clusterrolebindings.rbac.authorization.k8s.io xxl-agent-exec",
-		"create clusterrolebindings.rbac.authorization.k8s.io",
+		"get rolebindings.rbac.authorization.k8s.io xxl-agent-exec", "list rolebindings.rbac.authorization.k8s.io xxl-agent-exec",
+		"watch rolebindings.rbac.authorization.k8s.io xxl-agent-exec", "update rolebindings.rbac.authorization.k8s.io xxl-agent-exec",
+		"delete rolebindings.rbac.authorization.k8s.io xxl-agent-exec",
+		"create rolebindings.rbac.authorization.k8s.io",
+		// Only the binding older versions made, to delete it.
+		"get clusterrolebindings.rbac.authorization.k8s.io xxl-agent-exec", "delete clusterrolebindings.rbac.authorization.k8s.io xxl-agent-exec",
 		"get pods", "create pods/exec", "get pods/exec",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

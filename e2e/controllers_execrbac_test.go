@@ -18,68 +18,69 @@ import (
 	"github.com/hookback/hookback/controller"
 )
 
-// Tests of the exec-rbac controller. It owns cluster-wide objects, so these
-// tests must not run in parallel with another test that enables it; none of
-// them calls t.Parallel.
+// Tests of the exec-rbac controller. It owns one cluster-wide object, the
+// ClusterRole, so these tests must not run in parallel with another test
+// that enables it; none of them calls t.Parallel.
 
-// ctlDeleteExecRBAC deletes exec-rbac's ClusterRoleBinding and ClusterRole
-// and waits until they are gone, so that each run starts from nothing.
+// ctlDeleteExecRBAC deletes exec-rbac's ClusterRole, its RoleBindings in
+// every namespace and a ClusterRoleBinding of an older version, and waits
+// until they are gone, so that each run starts from nothing.
 func ctlDeleteExecRBAC(t *testing.T) {
 	t.Helper()
 	rbac := env.client.RbacV1()
-	eventually(t, "ClusterRole and ClusterRoleBinding "+controller.ExecRBACObjectName+" to be deleted", func(ctx context.Context) (bool, error) {
-		errB := rbac.ClusterRoleBindings().Delete(ctx, controller.ExecRBACObjectName, metav1.DeleteOptions{})
-		errR := rbac.ClusterRoles().Delete(ctx, controller.ExecRBACObjectName, metav1.DeleteOptions{})
-		for _, err := range []error{errB, errR} {
+	name := controller.ExecRBACObjectName
+	eventually(t, "ClusterRole, RoleBindings and ClusterRoleBinding "+name+" to be deleted", func(ctx context.Context) (bool, error) {
+		list, err := rbac.RoleBindings("").List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+		if err != nil {
+			return false, err
+		}
+		errs := []error{
+			rbac.ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{}),
+			rbac.ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{}),
+		}
+		for _, rb := range list.Items {
+			errs = append(errs, rbac.RoleBindings(rb.Namespace).Delete(ctx, name, metav1.DeleteOptions{}))
+		}
+		for _, err := range errs {
 			if err != nil && !apierrors.IsNotFound(err) {
 				return false, err
 			}
 		}
-		return apierrors.IsNotFound(errB) && apierrors.IsNotFound(errR), nil
+		return apierrors.IsNotFound(errs[0]) && apierrors.IsNotFound(errs[1]) && len(list.Items) == 0, nil
 	})
 }
 
-// ctlExecSubjects returns the ServiceAccount subjects of the binding, as
-// "namespace/name".
-func ctlExecSubjects(ctx context.Context) (*rbacv1.ClusterRoleBinding, []string, error) {
-	crb, err := env.client.RbacV1().ClusterRoleBindings().Get(ctx, controller.ExecRBACObjectName, metav1.GetOptions{})
-	if err != nil {
-		return nil, nil, err
-	}
-	var out []string
-	for _, s := range crb.Subjects {
-		if s.Kind == rbacv1.ServiceAccountKind {
-			out = append(out, s.Namespace+"/"+s.Name)
-		}
-	}
-	return crb, out, nil
-}
-
-// ctlWaitSubjects waits until every subject of present is in the binding and
-// none of absent is. Other namespaces of the shared cluster may contribute
-// subjects too, so only these are looked at.
-func ctlWaitSubjects(t *testing.T, what string, present, absent []string) *rbacv1.ClusterRoleBinding {
+// ctlWaitBinding waits until the RoleBinding of ns has exactly the
+// ServiceAccount subjects want ("namespace/name"), or, with want nil, until
+// there is none, and returns it.
+func ctlWaitBinding(t *testing.T, ns string, want []string) *rbacv1.RoleBinding {
 	t.Helper()
-	var crb *rbacv1.ClusterRoleBinding
+	what := fmt.Sprintf("RoleBinding %s/%s with subjects %v", ns, controller.ExecRBACObjectName, want)
+	if want == nil {
+		what = fmt.Sprintf("no RoleBinding %s/%s", ns, controller.ExecRBACObjectName)
+	}
+	var rb *rbacv1.RoleBinding
 	eventually(t, what, func(ctx context.Context) (bool, error) {
-		var subjects []string
 		var err error
-		if crb, subjects, err = ctlExecSubjects(ctx); err != nil {
+		rb, err = env.client.RbacV1().RoleBindings(ns).Get(ctx, controller.ExecRBACObjectName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return want == nil, nil
+		}
+		if err != nil {
 			return false, err
 		}
-		for _, s := range present {
-			if !slices.Contains(subjects, s) {
-				return false, fmt.Errorf("subjects %v lack %s", subjects, s)
+		var got []string
+		for _, s := range rb.Subjects {
+			if s.Kind == rbacv1.ServiceAccountKind {
+				got = append(got, s.Namespace+"/"+s.Name)
 			}
 		}
-		for _, s := range absent {
-			if slices.Contains(subjects, s) {
-				return false, fmt.Errorf("subjects %v still have %s", subjects, s)
-			}
+		if !slices.Equal(got, want) {
+			return false, fmt.Errorf("subjects %v", got)
 		}
 		return true, nil
 	})
-	return crb
+	return rb
 }
 
 func ctlManagedBy(labels map[string]string) bool {
@@ -88,82 +89,116 @@ func ctlManagedBy(labels map[string]string) bool {
 
 func TestControllerExecRBAC(t *testing.T) {
 	ctx := context.Background()
+	rbac := env.client.RbacV1()
+	name := controller.ExecRBACObjectName
 	// Registered before start, so it runs after hookback stopped: a later
 	// test (or run) starts without the objects.
 	ctlDeleteExecRBAC(t)
 	t.Cleanup(func() { ctlDeleteExecRBAC(t) })
 
-	custom, byDefault, disabled := namespace(t), namespace(t), namespace(t)
+	custom, byDefault, disabled, foreign := namespace(t), namespace(t), namespace(t), namespace(t)
 	if _, err := env.client.CoreV1().ServiceAccounts(custom).Create(ctx, &corev1.ServiceAccount{
 		ObjectMeta: metav1.ObjectMeta{Name: "agent"},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	customSA, defaultSA, disabledSA := custom+"/agent", byDefault+"/default", disabled+"/default"
-	// Exists before hookback starts, so it is in the informer's initial list
-	// and in every subject computation below.
+	// What an older hookback left: a ClusterRoleBinding letting a service
+	// account exec anywhere. Deleted at start.
+	if _, err := rbac.ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": "hookback"}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: byDefault, Name: "default"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Exists before hookback starts, so it is in the informer's initial
+	// list, ahead of every pod created below.
 	ctlBarePod(t, disabled, "off", "", map[string]string{controller.ExecAgentAnnotation: "false"})
 
 	p := start(t, ctlArgs(controller.ExecRBACName)...)
 	p.ready(t)
+	eventually(t, "the legacy ClusterRoleBinding "+name+" to be deleted", func(ctx context.Context) (bool, error) {
+		_, err := rbac.ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
 	enabled := map[string]string{controller.ExecAgentAnnotation: "true"}
 	ctlDeployment(t, custom, "agent", 2, "agent", enabled)
 	ctlBarePod(t, byDefault, "agent", "", enabled)
 
-	crb := ctlWaitSubjects(t, "both service accounts in ClusterRoleBinding "+controller.ExecRBACObjectName,
-		[]string{customSA, defaultSA}, nil)
-	// The reconcile that wrote both subjects listed the disabled pod too.
-	_, subjects, _ := ctlExecSubjects(ctx)
-	if slices.Contains(subjects, disabledSA) {
-		t.Errorf("a pod with %s=false made %s a subject: %v", controller.ExecAgentAnnotation, disabledSA, subjects)
+	rb := ctlWaitBinding(t, custom, []string{custom + "/agent"})
+	ctlWaitBinding(t, byDefault, []string{byDefault + "/default"})
+	if !ctlManagedBy(rb.Labels) {
+		t.Errorf("RoleBinding labels = %v, want %s", rb.Labels, managedBy)
 	}
-	if !ctlManagedBy(crb.Labels) {
-		t.Errorf("ClusterRoleBinding labels = %v, want %s", crb.Labels, managedBy)
+	if rb.RoleRef.Kind != "ClusterRole" || rb.RoleRef.Name != name {
+		t.Errorf("roleRef = %+v", rb.RoleRef)
 	}
-	if crb.RoleRef.Kind != "ClusterRole" || crb.RoleRef.Name != controller.ExecRBACObjectName {
-		t.Errorf("roleRef = %+v", crb.RoleRef)
-	}
-	role, err := env.client.RbacV1().ClusterRoles().Get(ctx, controller.ExecRBACObjectName, metav1.GetOptions{})
+	role, err := rbac.ClusterRoles().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		t.Fatalf("ClusterRole %s: %v", controller.ExecRBACObjectName, err)
+		t.Fatalf("ClusterRole %s: %v", name, err)
 	}
 	if !ctlManagedBy(role.Labels) {
 		t.Errorf("ClusterRole labels = %v, want %s", role.Labels, managedBy)
 	}
-	if !slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool {
-		return slices.Contains(r.Resources, "pods/exec") && slices.Contains(r.Verbs, "create")
-	}) {
-		t.Errorf("ClusterRole rules do not grant pods/exec create: %+v", role.Rules)
+	if _, err := rbac.ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("ClusterRoleBinding %s: err = %v, want NotFound", name, err)
 	}
 
-	// The custom namespace's pods go: its subject goes, the other stays.
+	// The disabled pod's namespace has no binding; that the controller read
+	// that pod shows when it is enabled (binding made) and set to "false"
+	// again (binding deleted).
+	if _, err := rbac.RoleBindings(disabled).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("RoleBinding in %s with a %s=false pod: err = %v, want NotFound", disabled, controller.ExecAgentAnnotation, err)
+	}
+	ctlAnnotate(t, disabled, "off", controller.ExecAgentAnnotation, "true")
+	ctlWaitBinding(t, disabled, []string{disabled + "/default"})
+	ctlAnnotate(t, disabled, "off", controller.ExecAgentAnnotation, "false")
+	ctlWaitBinding(t, disabled, nil)
+
+	// The custom namespace's pods go: its binding goes; the other
+	// namespace keeps its own.
 	if err := env.client.AppsV1().Deployments(custom).Delete(ctx, "agent", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ctlWaitPods(t, custom, "app=agent", 0, "gone", nil)
-	ctlWaitSubjects(t, "the subject of "+custom+" to be removed", []string{defaultSA}, []string{customSA})
+	ctlWaitBinding(t, custom, nil)
+	ctlWaitBinding(t, byDefault, []string{byDefault + "/default"})
 
-	// A namespace deleted with its pods loses its subject too.
-	if err := env.client.CoreV1().Namespaces().Delete(ctx, byDefault, metav1.DeleteOptions{}); err != nil {
+	// A RoleBinding of that name someone else made is not taken over.
+	alice := rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}
+	if _, err := rbac.RoleBindings(foreign).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{alice},
+	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ctlWaitSubjects(t, "the subject of deleted namespace "+byDefault+" to be removed", nil, []string{defaultSA})
+	ctlBarePod(t, foreign, "agent", "", enabled)
+	ctlEvent(t, foreign, name, corev1.EventTypeWarning, "NotManaged", controller.ExecRBACName)
+	if fb, err := rbac.RoleBindings(foreign).Get(ctx, name, metav1.GetOptions{}); err != nil ||
+		len(fb.Labels) != 0 || !slices.Equal(fb.Subjects, []rbacv1.Subject{alice}) {
+		t.Errorf("someone else's RoleBinding changed: %+v, %v", fb, err)
+	}
 
-	// On exit the last hookback session deletes both objects; when another
-	// session still runs on the shared cluster it leaves them to that one.
+	// On exit the last hookback session deletes the role and its bindings;
+	// when another session still runs on the shared cluster it leaves them
+	// to that one.
 	p.signal(syscall.SIGTERM)
 	if code := p.wait(t); code != 0 {
 		t.Fatalf("exit code after SIGTERM = %d\n%s", code, p.stderr.String())
 	}
 	if strings.Contains(p.stderr.String(), "another live session runs this part") {
-		t.Logf("another hookback session runs on the cluster: not checking that %s was deleted on exit", controller.ExecRBACObjectName)
+		t.Logf("another hookback session runs on the cluster: not checking that %s was deleted on exit", name)
 		return
 	}
-	if _, err := env.client.RbacV1().ClusterRoleBindings().Get(ctx, controller.ExecRBACObjectName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("ClusterRoleBinding %s after exit: err = %v, want NotFound", controller.ExecRBACObjectName, err)
+	if _, err := rbac.RoleBindings(byDefault).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("RoleBinding %s/%s after exit: err = %v, want NotFound", byDefault, name, err)
 	}
-	if _, err := env.client.RbacV1().ClusterRoles().Get(ctx, controller.ExecRBACObjectName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("ClusterRole %s after exit: err = %v, want NotFound", controller.ExecRBACObjectName, err)
+	if _, err := rbac.ClusterRoles().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("ClusterRole %s after exit: err = %v, want NotFound", name, err)
+	}
+	if _, err := rbac.RoleBindings(foreign).Get(ctx, name, metav1.GetOptions{}); err != nil {
+		t.Errorf("someone else's RoleBinding %s/%s after exit: %v, want it kept", foreign, name, err)
 	}
 }
 
