@@ -1,10 +1,15 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -87,6 +92,58 @@ func ctlManagedBy(labels map[string]string) bool {
 	return labels["app.kubernetes.io/managed-by"] == "hookback"
 }
 
+var ctlKubectlPath = sync.OnceValues(func() (string, error) {
+	if !env.local {
+		return exec.LookPath("kubectl")
+	}
+	// hack/cluster's pinned build; lib.sh is where its cache path is decided.
+	out, err := exec.Command("bash", "-c", `source "$1" && printf %s "$BIN_DIR"`, "bash",
+		repoPath("hack", "cluster", "lib.sh")).Output()
+	if err != nil {
+		return "", fmt.Errorf("find hack/cluster's kubectl: %w", err)
+	}
+	return filepath.Join(string(out), "kubectl"), nil
+})
+
+// ctlCanExec runs `kubectl auth can-i create pods --subresource=exec
+// --as=system:serviceaccount:<saNS>:<sa> -n <ns>`: what `kubectl exec` run as
+// the agent's service account would be allowed to do.
+func ctlCanExec(ctx context.Context, saNS, sa, ns string) (bool, error) {
+	kubectl, err := ctlKubectlPath()
+	if err != nil {
+		return false, err
+	}
+	cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", env.kubeconfig, "auth", "can-i", "create", "pods",
+		"--subresource=exec", "--as=system:serviceaccount:"+saNS+":"+sa, "-n", ns)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	// can-i answers on stdout and exits 1 for "no".
+	answer := strings.TrimSpace(stdout.String())
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil && answer == "yes":
+		return true, nil
+	case errors.As(err, &exitErr) && exitErr.ExitCode() == 1 && strings.HasPrefix(answer, "no"):
+		return false, nil
+	default:
+		return false, fmt.Errorf("kubectl auth can-i: %v: %q %q", err, answer, stderr.String())
+	}
+}
+
+// ctlWaitCanExec waits until the service account saNS/sa may exec into the
+// pods of ns (want true) or may not (want false). The apiserver's RBAC
+// authorizer follows bindings through a watch, hence the wait.
+func ctlWaitCanExec(t *testing.T, saNS, sa, ns string, want bool) {
+	t.Helper()
+	what := fmt.Sprintf("`kubectl auth can-i create pods --subresource=exec --as=system:serviceaccount:%s:%s -n %s` to say %s",
+		saNS, sa, ns, map[bool]string{true: "yes", false: "no"}[want])
+	eventually(t, what, func(ctx context.Context) (bool, error) {
+		got, err := ctlCanExec(ctx, saNS, sa, ns)
+		return err == nil && got == want, err
+	})
+}
+
 func TestControllerExecRBAC(t *testing.T) {
 	ctx := context.Background()
 	rbac := env.client.RbacV1()
@@ -103,7 +160,8 @@ func TestControllerExecRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What an older hookback left: a ClusterRoleBinding letting a service
-	// account exec anywhere. Deleted at start.
+	// account exec anywhere. Deleted at start, or the "no" in another
+	// namespace below would be a "yes".
 	if _, err := rbac.ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": "hookback"}},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
@@ -140,6 +198,18 @@ func TestControllerExecRBAC(t *testing.T) {
 	if !ctlManagedBy(role.Labels) {
 		t.Errorf("ClusterRole labels = %v, want %s", role.Labels, managedBy)
 	}
+	// Exec is really granted, and only into the pods of the service
+	// account's own namespace.
+	ctlWaitCanExec(t, custom, "agent", custom, true)
+	ctlWaitCanExec(t, byDefault, "default", byDefault, true)
+	for _, c := range []struct{ saNS, sa, ns string }{
+		{custom, "agent", byDefault}, {custom, "agent", "kube-system"}, {byDefault, "default", custom},
+		{custom, "default", custom}, // a service account of no enabled pod
+	} {
+		if ok, err := ctlCanExec(ctx, c.saNS, c.sa, c.ns); err != nil || ok {
+			t.Errorf("%s/%s may exec in %s: %v, %v; want no", c.saNS, c.sa, c.ns, ok, err)
+		}
+	}
 	if _, err := rbac.ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("ClusterRoleBinding %s: err = %v, want NotFound", name, err)
 	}
@@ -154,15 +224,18 @@ func TestControllerExecRBAC(t *testing.T) {
 	ctlWaitBinding(t, disabled, []string{disabled + "/default"})
 	ctlAnnotate(t, disabled, "off", controller.ExecAgentAnnotation, "false")
 	ctlWaitBinding(t, disabled, nil)
+	ctlWaitCanExec(t, disabled, "default", disabled, false)
 
-	// The custom namespace's pods go: its binding goes; the other
-	// namespace keeps its own.
+	// The custom namespace's pods go: its binding goes, and with it exec;
+	// the other namespace keeps both.
 	if err := env.client.AppsV1().Deployments(custom).Delete(ctx, "agent", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ctlWaitPods(t, custom, "app=agent", 0, "gone", nil)
 	ctlWaitBinding(t, custom, nil)
+	ctlWaitCanExec(t, custom, "agent", custom, false)
 	ctlWaitBinding(t, byDefault, []string{byDefault + "/default"})
+	ctlWaitCanExec(t, byDefault, "default", byDefault, true)
 
 	// A RoleBinding of that name someone else made is not taken over.
 	alice := rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}
@@ -200,6 +273,7 @@ func TestControllerExecRBAC(t *testing.T) {
 	if _, err := rbac.RoleBindings(foreign).Get(ctx, name, metav1.GetOptions{}); err != nil {
 		t.Errorf("someone else's RoleBinding %s/%s after exit: %v, want it kept", foreign, name, err)
 	}
+	ctlWaitCanExec(t, byDefault, "default", byDefault, false)
 }
 
 // TestControllerExecRBACRefusedWriteEvent: when the apiserver refuses to
