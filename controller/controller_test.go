@@ -260,7 +260,7 @@ func TestPermissions(t *testing.T) {
 		got = append(got, s)
 	}
 	want := []string{
-		"list pods", "watch pods", "patch pods",
+		"list pods", "watch pods", "patch pods", "get pods",
 		"get clusterroles.rbac.authorization.k8s.io xxl-agent-exec", "list clusterroles.rbac.authorization.k8s.io xxl-agent-exec",
 		"watch clusterroles.rbac.authorization.k8s.io xxl-agent-exec", "update clusterroles.rbac.authorization.k8s.io xxl-agent-exec",
 		"delete clusterroles.rbac.authorization.k8s.io xxl-agent-exec",
@@ -271,7 +271,7 @@ func TestPermissions(t *testing.T) {
 		"create rolebindings.rbac.authorization.k8s.io",
 		// Only the binding older versions made, to delete it.
 		"get clusterrolebindings.rbac.authorization.k8s.io xxl-agent-exec", "delete clusterrolebindings.rbac.authorization.k8s.io xxl-agent-exec",
-		"get pods", "create pods/exec", "get pods/exec",
+		"create pods/exec", "get pods/exec",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("Permissions(all) =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
