@@ -6,33 +6,97 @@ import (
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
 func TestCleanup(t *testing.T) {
-	managed := map[string]string{"app.kubernetes.io/managed-by": "hookback"}
+	other := map[string]string{"owner": "ops"}
+	role := func(labels map[string]string) *rbacv1.ClusterRole {
+		return &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: ExecRBACObjectName, Labels: labels, UID: "r"}}
+	}
+	binding := func(ns string, labels map[string]string) *rbacv1.RoleBinding {
+		b := ourBinding(ns)
+		b.Labels = labels
+		return b
+	}
+	// Another RoleBinding in a namespace hookback uses: never looked at.
+	unrelated := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "view", Namespace: "a", Labels: managedBy}}
 	tests := []struct {
-		name       string
-		labels     map[string]string
-		selected   []string
-		wantExists bool
+		name     string
+		objs     []runtime.Object
+		selected []string
+		// remain lists what exists afterwards, as "kind[ namespace]".
+		remain []string
 	}{
-		{name: "managed objects are deleted", labels: managed, selected: []string{"all"}},
-		{name: "someone else's objects stay", labels: map[string]string{"owner": "ops"}, selected: []string{"all"}, wantExists: true},
-		{name: "exec-rbac not selected: nothing deleted", labels: managed, selected: []string{"pod-name-label"}, wantExists: true},
+		{
+			name: "managed objects are deleted, bindings in every namespace and the legacy binding too",
+			objs: []runtime.Object{role(managedBy), binding("a", managedBy), binding("b", managedBy),
+				legacyBinding(managedBy), unrelated},
+			selected: []string{"all"},
+			remain:   []string{"RoleBinding a view"},
+		},
+		{
+			name:     "someone else's objects stay",
+			objs:     []runtime.Object{role(other), binding("a", other), legacyBinding(other)},
+			selected: []string{"all"},
+			remain:   []string{"ClusterRole", "RoleBinding a", "ClusterRoleBinding"},
+		},
+		{
+			name:     "only hookback's binding goes, another namespace's foreign one stays",
+			objs:     []runtime.Object{role(managedBy), binding("a", managedBy), binding("b", nil)},
+			selected: []string{"exec-rbac"},
+			remain:   []string{"RoleBinding b"},
+		},
+		{
+			name:     "exec-rbac not selected: nothing deleted",
+			objs:     []runtime.Object{role(managedBy), binding("a", managedBy)},
+			selected: []string{"pod-name-label"},
+			remain:   []string{"ClusterRole", "RoleBinding a"},
+		},
+		{name: "nothing there: no error", selected: []string{"all"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			meta := metav1.ObjectMeta{Name: ExecRBACObjectName, Labels: tc.labels, UID: "u1"}
-			cs := fake.NewClientset(&rbacv1.ClusterRole{ObjectMeta: meta}, &rbacv1.ClusterRoleBinding{ObjectMeta: meta})
-			if err := Cleanup(context.Background(), cs, tc.selected, managed, slog.New(slog.DiscardHandler)); err != nil {
+			cs := fake.NewClientset(tc.objs...)
+			ctx := context.Background()
+			if err := Cleanup(ctx, cs, tc.selected, managedBy, slog.New(slog.DiscardHandler)); err != nil {
 				t.Fatal(err)
 			}
-			_, errRole := cs.RbacV1().ClusterRoles().Get(context.Background(), ExecRBACObjectName, metav1.GetOptions{})
-			_, errBinding := cs.RbacV1().ClusterRoleBindings().Get(context.Background(), ExecRBACObjectName, metav1.GetOptions{})
-			if (errRole == nil) != tc.wantExists || (errBinding == nil) != tc.wantExists {
-				t.Errorf("role err %v, binding err %v; want exists=%v", errRole, errBinding, tc.wantExists)
+			exists := func(err error) bool {
+				if err != nil && !apierrors.IsNotFound(err) {
+					t.Fatal(err)
+				}
+				return err == nil
+			}
+			var remain []string
+			if _, err := cs.RbacV1().ClusterRoles().Get(ctx, ExecRBACObjectName, metav1.GetOptions{}); exists(err) {
+				remain = append(remain, "ClusterRole")
+			}
+			list, err := cs.RbacV1().RoleBindings("").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, b := range list.Items {
+				s := "RoleBinding " + b.Namespace
+				if b.Name != ExecRBACObjectName {
+					s += " " + b.Name
+				}
+				remain = append(remain, s)
+			}
+			if _, err := cs.RbacV1().ClusterRoleBindings().Get(ctx, ExecRBACObjectName, metav1.GetOptions{}); exists(err) {
+				remain = append(remain, "ClusterRoleBinding")
+			}
+			if len(remain) != len(tc.remain) {
+				t.Fatalf("remaining %q, want %q", remain, tc.remain)
+			}
+			for i := range remain {
+				if remain[i] != tc.remain[i] {
+					t.Errorf("remaining %q, want %q", remain, tc.remain)
+					break
+				}
 			}
 		})
 	}

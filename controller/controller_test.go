@@ -260,16 +260,18 @@ func TestPermissions(t *testing.T) {
 		got = append(got, s)
 	}
 	want := []string{
-		"list pods", "watch pods", "patch pods",
+		"list pods", "watch pods", "patch pods", "get pods",
 		"get clusterroles.rbac.authorization.k8s.io xxl-agent-exec", "list clusterroles.rbac.authorization.k8s.io xxl-agent-exec",
 		"watch clusterroles.rbac.authorization.k8s.io xxl-agent-exec", "update clusterroles.rbac.authorization.k8s.io xxl-agent-exec",
 		"delete clusterroles.rbac.authorization.k8s.io xxl-agent-exec",
 		"create clusterroles.rbac.authorization.k8s.io",
-		"get clusterrolebindings.rbac.authorization.k8s.io xxl-agent-exec", "list clusterrolebindings.rbac.authorization.k8s.io xxl-agent-exec",
-		"watch clusterrolebindings.rbac.authorization.k8s.io xxl-agent-exec", "update clusterrolebindings.rbac.authorization.k8s.io xxl-agent-exec",
-		"delete clusterrolebindings.rbac.authorization.k8s.io xxl-agent-exec",
-		"create clusterrolebindings.rbac.authorization.k8s.io",
-		"get pods", "create pods/exec", "get pods/exec",
+		"get rolebindings.rbac.authorization.k8s.io xxl-agent-exec", "list rolebindings.rbac.authorization.k8s.io xxl-agent-exec",
+		"watch rolebindings.rbac.authorization.k8s.io xxl-agent-exec", "update rolebindings.rbac.authorization.k8s.io xxl-agent-exec",
+		"delete rolebindings.rbac.authorization.k8s.io xxl-agent-exec",
+		"create rolebindings.rbac.authorization.k8s.io",
+		// Only the binding older versions made, to delete it.
+		"get clusterrolebindings.rbac.authorization.k8s.io xxl-agent-exec", "delete clusterrolebindings.rbac.authorization.k8s.io xxl-agent-exec",
+		"create pods/exec", "get pods/exec",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("Permissions(all) =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

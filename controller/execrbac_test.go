@@ -1,12 +1,8 @@
 package controller
 
 import (
-	"context"
-	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,11 +10,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	rbaclisters "k8s.io/client-go/listers/rbac/v1"
-	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
 )
 
@@ -34,26 +29,56 @@ func sa(ns, name string) rbacv1.Subject {
 	return rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}
 }
 
+var user = rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}
+
 func ourRole() *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: ExecRBACObjectName, Labels: managedBy, ResourceVersion: "1"},
+		ObjectMeta: metav1.ObjectMeta{Name: ExecRBACObjectName, Labels: managedBy, ResourceVersion: "1", UID: "role"},
 		Rules:      ExecRBACRules(),
 	}
 }
 
-func ourBinding(subjects ...rbacv1.Subject) *rbacv1.ClusterRoleBinding {
+func ourBinding(ns string, subjects ...rbacv1.Subject) *rbacv1.RoleBinding {
+	return &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: ExecRBACObjectName, Namespace: ns, Labels: managedBy,
+			ResourceVersion: "1", UID: types.UID("rb-" + ns)},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ExecRBACObjectName},
+		Subjects: subjects,
+	}
+}
+
+var foreignLabels = map[string]string{"app.kubernetes.io/managed-by": "Helm"}
+
+// broad is what a role someone else made under the same name may grant.
+var broad = rbacv1.PolicyRule{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}
+
+func foreignRole() *rbacv1.ClusterRole {
+	r := ourRole()
+	r.Labels, r.Rules = foreignLabels, []rbacv1.PolicyRule{broad}
+	return r
+}
+
+func foreignBinding(ns string, subjects ...rbacv1.Subject) *rbacv1.RoleBinding {
+	b := ourBinding(ns, subjects...)
+	b.Labels = nil
+	return b
+}
+
+// legacyBinding is the ClusterRoleBinding older versions of hookback made.
+func legacyBinding(labels map[string]string) *rbacv1.ClusterRoleBinding {
 	return &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: ExecRBACObjectName, Labels: managedBy, ResourceVersion: "1"},
+		ObjectMeta: metav1.ObjectMeta{Name: ExecRBACObjectName, Labels: labels, UID: "crb"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ExecRBACObjectName},
-		Subjects:   subjects,
+		Subjects:   []rbacv1.Subject{sa("a", "default")},
 	}
 }
 
 // newExecRBACForTest builds the controller over listers fed with objs and a
-// fake clientset holding the same objects.
-func newExecRBACForTest(t *testing.T, objs ...runtime.Object) (*execRBAC, *fake.Clientset, *events.FakeRecorder) {
+// fake clientset holding the same objects. The keys it queues are appended
+// to the returned slice.
+func newExecRBACForTest(t *testing.T, objs ...runtime.Object) (*execRBAC, *fake.Clientset, *events.FakeRecorder, *[]string) {
 	t.Helper()
-	// One indexer per type: the role and the binding share a name.
+	// One indexer per type: the objects share a name.
 	var pods, roles, bindings []runtime.Object
 	for _, o := range objs {
 		switch o.(type) {
@@ -61,45 +86,70 @@ func newExecRBACForTest(t *testing.T, objs ...runtime.Object) (*execRBAC, *fake.
 			pods = append(pods, o)
 		case *rbacv1.ClusterRole:
 			roles = append(roles, o)
-		default:
+		case *rbacv1.RoleBinding:
 			bindings = append(bindings, o)
 		}
 	}
 	cs := fake.NewClientset(objs...)
 	rec := events.NewFakeRecorder(10)
+	var queued []string
 	c := &execRBAC{
 		client:   cs,
 		pods:     corelisters.NewPodLister(indexerWith(t, pods...)),
 		roles:    rbaclisters.NewClusterRoleLister(indexerWith(t, roles...)),
-		bindings: rbaclisters.NewClusterRoleBindingLister(indexerWith(t, bindings...)),
+		bindings: rbaclisters.NewRoleBindingLister(indexerWith(t, bindings...)),
 		labels:   managedBy,
 		recorder: rec,
 		log:      testLog(t),
+		enqueue:  func(k string) { queued = append(queued, k) },
 	}
-	return c, cs, rec
+	return c, cs, rec, &queued
 }
 
-func TestExecRBACReconcile(t *testing.T) {
-	user := rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}
+// writeVerbs returns the fake client's writes as "verb resource[ namespace]".
+func writeVerbs(cs *fake.Clientset) []string {
+	var got []string
+	for _, a := range writes(cs) {
+		got = append(got, strings.TrimSpace(a.GetVerb()+" "+a.GetResource().Resource+" "+a.GetNamespace()))
+	}
+	return got
+}
+
+// bindingSubjects returns the subjects of the RoleBinding in ns, and false
+// when there is none.
+func bindingSubjects(t *testing.T, cs *fake.Clientset, ns string) (*rbacv1.RoleBinding, bool) {
+	t.Helper()
+	b, err := cs.RbacV1().RoleBindings(ns).Get(t.Context(), ExecRBACObjectName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, false
+	}
+	if err != nil {
+		t.Fatalf("get rolebinding %s: %v", ns, err)
+	}
+	return b, true
+}
+
+// Reconciling namespace "a": its binding lists exactly the service accounts
+// of its own pods, and goes when none is left.
+func TestExecRBACReconcileNamespace(t *testing.T) {
 	tests := []struct {
 		name string
 		objs []runtime.Object
-		// want is the binding's subjects afterwards; nil: no binding.
-		want []rbacv1.Subject
-		// writes are the expected write actions, as "verb resource".
+		// want is the binding's subjects in "a" afterwards; nil: no binding.
+		want   []rbacv1.Subject
 		writes []string
 	}{
 		{
-			name:   "two namespaces, two subjects, sorted",
+			name:   "only the namespace's own service accounts, once each",
 			objs:   []runtime.Object{newPod("b", "p1", enabled), newPod("a", "p1", enabled), newPod("a", "p2", enabled)},
-			want:   []rbacv1.Subject{sa("a", "default"), sa("b", "default")},
-			writes: []string{"create clusterroles", "create clusterrolebindings"},
+			want:   []rbacv1.Subject{sa("a", "default")},
+			writes: []string{"create clusterroles", "create rolebindings a"},
 		},
 		{
-			name:   "custom service account",
-			objs:   []runtime.Object{newPod("a", "p1", enabled, withSA("agent")), newPod("a", "p2", enabled)},
-			want:   []rbacv1.Subject{sa("a", "agent"), sa("a", "default")},
-			writes: []string{"create clusterroles", "create clusterrolebindings"},
+			name:   "custom service account, sorted",
+			objs:   []runtime.Object{newPod("a", "p1", enabled, withSA("zeta")), newPod("a", "p2", enabled, withSA("agent"))},
+			want:   []rbacv1.Subject{sa("a", "agent"), sa("a", "zeta")},
+			writes: []string{"create clusterroles", "create rolebindings a"},
 		},
 		{
 			name: "disabled and finished pods are ignored, nothing created",
@@ -107,50 +157,62 @@ func TestExecRBACReconcile(t *testing.T) {
 				newPod("a", "off", annotated(ExecAgentAnnotation, "false")),
 				newPod("a", "bad", annotated(ExecAgentAnnotation, "yes please")),
 				newPod("a", "none"),
-				newPod("b", "done", enabled, phase(corev1.PodSucceeded)),
-				newPod("c", "failed", enabled, phase(corev1.PodFailed)),
+				newPod("a", "done", enabled, phase(corev1.PodSucceeded)),
+				newPod("a", "failed", enabled, phase(corev1.PodFailed)),
 			},
 		},
 		{
 			name:   "ParseBool values enable",
-			objs:   []runtime.Object{newPod("a", "p", annotated(ExecAgentAnnotation, "1")), ourRole(), ourBinding()},
+			objs:   []runtime.Object{newPod("a", "p", annotated(ExecAgentAnnotation, "1")), ourRole(), ourBinding("a")},
 			want:   []rbacv1.Subject{sa("a", "default")},
-			writes: []string{"update clusterrolebindings"},
+			writes: []string{"update rolebindings a"},
 		},
 		{
-			name:   "namespace without pods loses its subject, the other stays",
-			objs:   []runtime.Object{newPod("a", "p", enabled), ourRole(), ourBinding(sa("a", "default"), sa("b", "default"))},
+			name:   "last pod gone: binding deleted",
+			objs:   []runtime.Object{ourRole(), ourBinding("a", sa("a", "default"))},
+			writes: []string{"delete rolebindings a"},
+		},
+		{
+			name:   "pods elsewhere do not keep the namespace's binding",
+			objs:   []runtime.Object{newPod("b", "p", enabled), ourRole(), ourBinding("a", sa("a", "default"))},
+			writes: []string{"delete rolebindings a"},
+		},
+		{
+			name: "one service account's pods gone: its subject goes, the other stays",
+			objs: []runtime.Object{newPod("a", "p", enabled), ourRole(),
+				ourBinding("a", sa("a", "agent"), sa("a", "default"))},
 			want:   []rbacv1.Subject{sa("a", "default")},
-			writes: []string{"update clusterrolebindings"},
+			writes: []string{"update rolebindings a"},
 		},
 		{
-			name:   "no pod left: binding kept without subjects",
-			objs:   []runtime.Object{ourRole(), ourBinding(sa("a", "default"))},
-			want:   []rbacv1.Subject{},
-			writes: []string{"update clusterrolebindings"},
+			name:   "unchanged: no write",
+			objs:   []runtime.Object{newPod("a", "p", enabled), ourRole(), ourBinding("a", sa("a", "default"))},
+			want:   []rbacv1.Subject{sa("a", "default")},
+			writes: nil,
 		},
 		{
-			name: "unchanged: no write",
-			objs: []runtime.Object{newPod("a", "p", enabled), newPod("b", "p", enabled), ourRole(),
-				ourBinding(sa("a", "default"), sa("b", "default"))},
-			want: []rbacv1.Subject{sa("a", "default"), sa("b", "default")},
-		},
-		{
-			name:   "users and groups are kept, foreign service accounts are not",
-			objs:   []runtime.Object{newPod("a", "p", enabled), ourRole(), ourBinding(user, sa("x", "someone"))},
+			name: "users are kept; service accounts not derived from pods, other namespaces' included, are not",
+			objs: []runtime.Object{newPod("a", "p", enabled), ourRole(),
+				ourBinding("a", user, sa("x", "someone"), sa("a", "other"))},
 			want:   []rbacv1.Subject{user, sa("a", "default")},
-			writes: []string{"update clusterrolebindings"},
+			writes: []string{"update rolebindings a"},
+		},
+		{
+			name:   "no pod left but a user: kept with the user only",
+			objs:   []runtime.Object{ourRole(), ourBinding("a", user, sa("a", "default"))},
+			want:   []rbacv1.Subject{user},
+			writes: []string{"update rolebindings a"},
 		},
 		{
 			name: "labelled role: edited rules and aggregationRule are put back",
 			objs: []runtime.Object{newPod("a", "p", enabled),
 				func() runtime.Object {
 					r := ourRole()
-					r.Rules = append(r.Rules, rbacv1.PolicyRule{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}})
+					r.Rules = append(r.Rules, broad)
 					r.AggregationRule = &rbacv1.AggregationRule{}
 					return r
 				}(),
-				ourBinding(sa("a", "default")),
+				ourBinding("a", sa("a", "default")),
 			},
 			want:   []rbacv1.Subject{sa("a", "default")},
 			writes: []string{"update clusterroles"},
@@ -158,34 +220,33 @@ func TestExecRBACReconcile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, cs, rec := newExecRBACForTest(t, tt.objs...)
-			if err := c.reconcile(t.Context(), ExecRBACObjectName); err != nil {
+			c, cs, rec, _ := newExecRBACForTest(t, tt.objs...)
+			if err := c.reconcile(t.Context(), "a"); err != nil {
 				t.Fatalf("reconcile: %v", err)
 			}
-			var got []string
-			for _, a := range writes(cs) {
-				got = append(got, a.GetVerb()+" "+a.GetResource().Resource)
-			}
-			if !slices.Equal(got, tt.writes) {
+			if got := writeVerbs(cs); !slices.Equal(got, tt.writes) {
 				t.Errorf("writes = %v, want %v", got, tt.writes)
 			}
-			b, err := cs.RbacV1().ClusterRoleBindings().Get(t.Context(), ExecRBACObjectName, metav1.GetOptions{})
+			b, ok := bindingSubjects(t, cs, "a")
 			switch {
-			case tt.want == nil && !apierrors.IsNotFound(err):
-				t.Errorf("want no binding, got %v, %v", b, err)
-			case tt.want != nil && err != nil:
-				t.Fatalf("get binding: %v", err)
+			case tt.want == nil && ok:
+				t.Errorf("want no binding, got %v", b)
+			case tt.want != nil && !ok:
+				t.Fatal("want a binding, got none")
 			case tt.want != nil:
 				if !slices.Equal(b.Subjects, tt.want) {
 					t.Errorf("subjects = %v, want %v", b.Subjects, tt.want)
 				}
-				if b.Labels["app.kubernetes.io/managed-by"] != "hookback" {
-					t.Errorf("binding labels = %v", b.Labels)
+				if !hasLabels(b.Labels, managedBy) || b.RoleRef.Kind != "ClusterRole" || b.RoleRef.Name != ExecRBACObjectName {
+					t.Errorf("binding labels %v, roleRef %v", b.Labels, b.RoleRef)
 				}
 				r, err := cs.RbacV1().ClusterRoles().Get(t.Context(), ExecRBACObjectName, metav1.GetOptions{})
-				if err != nil || len(r.Rules) != len(ExecRBACRules()) || r.Labels["app.kubernetes.io/managed-by"] != "hookback" {
+				if err != nil || len(r.Rules) != len(ExecRBACRules()) || r.AggregationRule != nil || !hasLabels(r.Labels, managedBy) {
 					t.Errorf("role = %v, %v", r, err)
 				}
+			}
+			if _, err := cs.RbacV1().ClusterRoleBindings().Get(t.Context(), ExecRBACObjectName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("a ClusterRoleBinding exists (err %v): exec must be granted per namespace only", err)
 			}
 			if ev := drainEvents(rec); len(ev) != 0 {
 				t.Errorf("unexpected Events %v", ev)
@@ -198,224 +259,87 @@ func TestExecRBACReconcile(t *testing.T) {
 // someone else (the in-cluster deployment of these controllers): hookback
 // neither writes nor labels them, so cleanup never deletes them either.
 func TestExecRBACNotManaged(t *testing.T) {
-	foreignLabels := map[string]string{"app.kubernetes.io/managed-by": "Helm"}
-	broad := rbacv1.PolicyRule{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}
-	foreignRole := func() *rbacv1.ClusterRole {
-		r := ourRole()
-		r.Labels, r.Rules = foreignLabels, []rbacv1.PolicyRule{broad}
-		return r
-	}
-	foreignBinding := func() *rbacv1.ClusterRoleBinding {
-		b := ourBinding(sa("z", "agent"))
-		b.Labels = nil
-		return b
-	}
 	tests := []struct {
-		name       string
-		objs       []runtime.Object
-		writes     []string
-		wantEvents int
-		wantSubj   []rbacv1.Subject
-		// bindingOurs: the binding carries hookback's labels before and after.
-		bindingOurs bool
+		name   string
+		objs   []runtime.Object
+		writes []string
+		// events is the number of Warning NotManaged Events.
+		events int
+		// want is the binding in "a" afterwards (nil: none); ours: it
+		// carries hookback's labels.
+		want []rbacv1.Subject
+		ours bool
 	}{
 		{
-			name:       "both foreign",
-			objs:       []runtime.Object{newPod("a", "p", enabled), foreignRole(), foreignBinding()},
-			wantEvents: 1,
-			wantSubj:   []rbacv1.Subject{sa("z", "agent")},
+			name:   "both foreign: neither touched",
+			objs:   []runtime.Object{newPod("a", "p", enabled), foreignRole(), foreignBinding("a", sa("z", "agent"))},
+			events: 2,
+			want:   []rbacv1.Subject{sa("z", "agent")},
 		},
 		{
 			// Binding service accounts to a role hookback does not control
 			// (here: everything on everything) could grant them anything.
-			name:        "foreign role: our binding is not bound to it",
-			objs:        []runtime.Object{newPod("a", "p", enabled), foreignRole(), ourBinding()},
-			wantEvents:  1,
-			bindingOurs: true,
+			name:   "foreign role: hookback's binding to it is deleted",
+			objs:   []runtime.Object{newPod("a", "p", enabled), foreignRole(), ourBinding("a", sa("a", "default"))},
+			writes: []string{"delete rolebindings a"},
+			events: 1,
 		},
 		{
-			name:       "foreign binding, no pod: not emptied",
-			objs:       []runtime.Object{foreignRole(), foreignBinding()},
-			wantEvents: 1,
-			wantSubj:   []rbacv1.Subject{sa("z", "agent")},
+			name:   "foreign binding, our role: no subject added",
+			objs:   []runtime.Object{newPod("a", "p", enabled), ourRole(), foreignBinding("a", sa("z", "agent"))},
+			events: 1,
+			want:   []rbacv1.Subject{sa("z", "agent")},
+		},
+		{
+			name:   "foreign binding, no pod: not deleted",
+			objs:   []runtime.Object{ourRole(), foreignBinding("a", sa("z", "agent"))},
+			events: 1,
+			want:   []rbacv1.Subject{sa("z", "agent")},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, cs, rec := newExecRBACForTest(t, tt.objs...)
-			if err := c.reconcile(t.Context(), ExecRBACObjectName); err != nil {
+			c, cs, rec, _ := newExecRBACForTest(t, tt.objs...)
+			if err := c.reconcile(t.Context(), "a"); err != nil {
 				t.Fatalf("reconcile: %v", err) // nil: no requeue
 			}
-			var got []string
-			for _, a := range writes(cs) {
-				got = append(got, a.GetVerb()+" "+a.GetResource().Resource)
-			}
-			if !slices.Equal(got, tt.writes) {
+			if got := writeVerbs(cs); !slices.Equal(got, tt.writes) {
 				t.Errorf("writes = %v, want %v", got, tt.writes)
 			}
 			ev := drainEvents(rec)
-			if len(ev) != tt.wantEvents {
-				t.Errorf("Events = %v, want %d NotManaged", ev, tt.wantEvents)
+			if len(ev) != tt.events {
+				t.Errorf("Events = %v, want %d NotManaged", ev, tt.events)
 			}
 			for _, e := range ev {
 				if !strings.HasPrefix(e, "Warning NotManaged") {
 					t.Errorf("Event %q, want Warning NotManaged", e)
 				}
 			}
+			foreign := slices.ContainsFunc(tt.objs, func(o runtime.Object) bool {
+				r, ok := o.(*rbacv1.ClusterRole)
+				return ok && !hasLabels(r.Labels, managedBy)
+			})
 			r, err := cs.RbacV1().ClusterRoles().Get(t.Context(), ExecRBACObjectName, metav1.GetOptions{})
-			if err != nil || r.Labels["app.kubernetes.io/managed-by"] != "Helm" || !slices.EqualFunc(r.Rules, []rbacv1.PolicyRule{broad}, func(a, b rbacv1.PolicyRule) bool {
-				return slices.Equal(a.Verbs, b.Verbs) && slices.Equal(a.Resources, b.Resources)
-			}) {
-				t.Errorf("foreign role changed: %v, %v", r, err)
-			}
-			b, err := cs.RbacV1().ClusterRoleBindings().Get(t.Context(), ExecRBACObjectName, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(b.Subjects, tt.wantSubj) {
-				t.Errorf("binding subjects = %v, want %v", b.Subjects, tt.wantSubj)
+			if foreign && (hasLabels(r.Labels, managedBy) || len(r.Rules) != 1 || !slices.Equal(r.Rules[0].Verbs, broad.Verbs)) {
+				t.Errorf("foreign role changed: %v", r)
 			}
-			if hasLabels(b.Labels, managedBy) != tt.bindingOurs {
-				t.Errorf("binding labels = %v, want managed-by: %v", b.Labels, tt.bindingOurs)
-			}
-		})
-	}
-}
-
-func TestExecRBACWriteErrors(t *testing.T) {
-	crbGR := schema.GroupResource{Group: rbacv1.GroupName, Resource: "clusterrolebindings"}
-	tests := []struct {
-		name      string
-		objs      []runtime.Object
-		reactor   func(calls int32) error // answer to binding writes, by call number
-		wantErr   bool
-		wantEvent string
-		wantSubj  []rbacv1.Subject
-	}{
-		{
-			name: "forbidden create: Event, not requeued",
-			objs: []runtime.Object{newPod("a", "p", enabled)},
-			reactor: func(int32) error {
-				return apierrors.NewForbidden(crbGR, ExecRBACObjectName, fmt.Errorf("no bind permission"))
-			},
-			wantEvent: "Warning WriteRefused",
-		},
-		{
-			name: "conflict retried against the live object",
-			objs: []runtime.Object{newPod("a", "p", enabled), ourRole(), ourBinding()},
-			reactor: func(n int32) error {
-				if n == 1 {
-					return apierrors.NewConflict(crbGR, ExecRBACObjectName, nil)
+			b, ok := bindingSubjects(t, cs, "a")
+			switch {
+			case tt.want == nil && ok:
+				t.Errorf("want no binding, got %v", b)
+			case tt.want != nil && !ok:
+				t.Fatal("want a binding, got none")
+			case tt.want != nil:
+				if !slices.Equal(b.Subjects, tt.want) {
+					t.Errorf("binding subjects = %v, want %v", b.Subjects, tt.want)
 				}
-				return nil
-			},
-			wantSubj: []rbacv1.Subject{sa("a", "default")},
-		},
-		{
-			name:    "persistent server error: requeued",
-			objs:    []runtime.Object{newPod("a", "p", enabled), ourRole(), ourBinding()},
-			reactor: func(int32) error { return apierrors.NewServiceUnavailable("busy") },
-			wantErr: true,
-		},
-		{
-			name: "foreign roleRef: Event, untouched",
-			objs: []runtime.Object{newPod("a", "p", enabled), ourRole(), func() runtime.Object {
-				b := ourBinding(sa("z", "default"))
-				b.RoleRef.Name = "cluster-admin"
-				return b
-			}()},
-			reactor:   func(int32) error { return fmt.Errorf("must not write") },
-			wantEvent: "Warning RoleRefMismatch",
-			wantSubj:  []rbacv1.Subject{sa("z", "default")},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c, cs, rec := newExecRBACForTest(t, tt.objs...)
-			var calls atomic.Int32
-			fail := func(a k8stesting.Action) (bool, runtime.Object, error) {
-				if err := tt.reactor(calls.Add(1)); err != nil {
-					return true, nil, err
-				}
-				return false, nil, nil
-			}
-			cs.PrependReactor("create", "clusterrolebindings", fail)
-			cs.PrependReactor("update", "clusterrolebindings", fail)
-			err := c.reconcile(t.Context(), ExecRBACObjectName)
-			if (err != nil) != tt.wantErr {
-				t.Errorf("reconcile err = %v, want error: %v", err, tt.wantErr)
-			}
-			ev := drainEvents(rec)
-			if tt.wantEvent == "" && len(ev) != 0 {
-				t.Errorf("unexpected Events %v", ev)
-			}
-			if tt.wantEvent != "" && (len(ev) != 1 || !strings.HasPrefix(ev[0], tt.wantEvent)) {
-				t.Errorf("Events = %v, want one %q", ev, tt.wantEvent)
-			}
-			if tt.wantSubj != nil {
-				b, err := cs.RbacV1().ClusterRoleBindings().Get(t.Context(), ExecRBACObjectName, metav1.GetOptions{})
-				if err != nil || !slices.Equal(b.Subjects, tt.wantSubj) {
-					t.Errorf("binding = %v, %v; want subjects %v", b, err, tt.wantSubj)
+				if hasLabels(b.Labels, managedBy) != tt.ours {
+					t.Errorf("binding labels = %v, want managed-by: %v", b.Labels, tt.ours)
 				}
 			}
 		})
 	}
-}
-
-// End to end over real informers: pods in many namespaces created at once
-// on a running controller all end up as subjects, deleting one namespace's pods drops only its
-// subject, and deleting the binding brings it back.
-func TestExecRBACRun(t *testing.T) {
-	cs := fake.NewClientset()
-	runController(t, ExecRBACName, cs, Deps{ManagedByLabels: managedBy})
-	subjects := func(ctx context.Context) []rbacv1.Subject {
-		b, err := cs.RbacV1().ClusterRoleBindings().Get(ctx, ExecRBACObjectName, metav1.GetOptions{})
-		if err != nil {
-			return nil
-		}
-		return b.Subjects
-	}
-	// A first pod, so that the batch below lands on a running controller and
-	// an existing binding, one reconcile after another.
-	if _, err := cs.CoreV1().Pods("first").Create(t.Context(), newPod("first", "p", enabled, withSA("agent")), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	want := []rbacv1.Subject{sa("first", "agent")}
-	eventually(t, "first subject", func(ctx context.Context) (bool, error) {
-		return slices.Equal(subjects(ctx), want), nil
-	})
-	var wg sync.WaitGroup
-	for i := range 8 {
-		ns := fmt.Sprintf("ns-%d", i)
-		want = append(want, sa(ns, "default"))
-		slices.SortFunc(want, compareSubjects)
-		wg.Go(func() {
-			for _, name := range []string{"p1", "p2"} {
-				if _, err := cs.CoreV1().Pods(ns).Create(t.Context(), newPod(ns, name, enabled), metav1.CreateOptions{}); err != nil {
-					t.Error(err)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	eventually(t, "all subjects", func(ctx context.Context) (bool, error) {
-		return slices.Equal(subjects(ctx), want), nil
-	})
-
-	for _, name := range []string{"p1", "p2"} {
-		if err := cs.CoreV1().Pods("ns-3").Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want = slices.DeleteFunc(want, func(s rbacv1.Subject) bool { return s.Namespace == "ns-3" })
-	eventually(t, "ns-3 dropped", func(ctx context.Context) (bool, error) {
-		return slices.Equal(subjects(ctx), want), nil
-	})
-
-	if err := cs.RbacV1().ClusterRoleBindings().Delete(t.Context(), ExecRBACObjectName, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "binding recreated", func(ctx context.Context) (bool, error) {
-		return slices.Equal(subjects(ctx), want), nil
-	})
 }

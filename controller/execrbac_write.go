@@ -34,9 +34,9 @@ func (c *execRBAC) desiredRoleRef() rbacv1.RoleRef {
 	return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ExecRBACObjectName}
 }
 
-func (c *execRBAC) desiredBinding(subjects []rbacv1.Subject) *rbacv1.ClusterRoleBinding {
-	return &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: ExecRBACObjectName, Labels: maps.Clone(c.labels)},
+func (c *execRBAC) desiredBinding(ns string, subjects []rbacv1.Subject) *rbacv1.RoleBinding {
+	return &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: ExecRBACObjectName, Namespace: ns, Labels: maps.Clone(c.labels)},
 		RoleRef:    c.desiredRoleRef(),
 		Subjects:   subjects,
 	}
@@ -51,11 +51,11 @@ func (c *execRBAC) getRole(ctx context.Context, live bool) (*rbacv1.ClusterRole,
 	return c.roles.Get(ExecRBACObjectName)
 }
 
-func (c *execRBAC) getBinding(ctx context.Context, live bool) (*rbacv1.ClusterRoleBinding, error) {
+func (c *execRBAC) getBinding(ctx context.Context, ns string, live bool) (*rbacv1.RoleBinding, error) {
 	if live {
-		return c.client.RbacV1().ClusterRoleBindings().Get(ctx, ExecRBACObjectName, metav1.GetOptions{})
+		return c.client.RbacV1().RoleBindings(ns).Get(ctx, ExecRBACObjectName, metav1.GetOptions{})
 	}
-	return c.bindings.Get(ExecRBACObjectName)
+	return c.bindings.RoleBindings(ns).Get(ExecRBACObjectName)
 }
 
 // ensureRole creates the ClusterRole or puts its rules back. The role is
@@ -101,54 +101,106 @@ func (c *execRBAC) ensureRole(ctx context.Context) (ours bool, err error) {
 	return ours, err
 }
 
-// ensureBinding makes the binding's ServiceAccount subjects exactly want.
-// Nothing is created while no pod wants exec; an existing binding is kept,
-// emptied of ServiceAccounts, rather than deleted. A binding of that name
-// without the managed-by labels belongs to someone else and is not touched.
-func (c *execRBAC) ensureBinding(ctx context.Context, want []rbacv1.Subject) error {
+// ensureBinding makes the ServiceAccount subjects of the namespace's
+// RoleBinding exactly want. It is created with the first subject and deleted
+// when none is left (unless someone added a User or Group to it: then it
+// keeps those). A binding of that name without the managed-by labels belongs
+// to someone else and is not touched.
+func (c *execRBAC) ensureBinding(ctx context.Context, ns string, want []rbacv1.Subject) error {
+	bindings := c.client.RbacV1().RoleBindings(ns)
 	live := false
 	return retry.OnError(retry.DefaultRetry, staleRead, func() error {
-		cur, err := c.getBinding(ctx, live)
+		cur, err := c.getBinding(ctx, ns, live)
 		live = true
 		if apierrors.IsNotFound(err) {
 			if len(want) == 0 {
 				return nil
 			}
-			if _, err := c.client.RbacV1().ClusterRoleBindings().Create(ctx, c.desiredBinding(want),
-				metav1.CreateOptions{FieldManager: fieldManager}); err != nil {
-				return fmt.Errorf("create clusterrolebinding %s: %w", ExecRBACObjectName, err)
+			_, err := bindings.Create(ctx, c.desiredBinding(ns, want), metav1.CreateOptions{FieldManager: fieldManager})
+			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+				// Its pods go with it; nothing to grant, nobody to tell.
+				return nil
 			}
-			c.log.Info("clusterrolebinding created", "name", ExecRBACObjectName, "subjects", subjectNames(want))
+			if err != nil {
+				return fmt.Errorf("create rolebinding %s/%s: %w", ns, ExecRBACObjectName, err)
+			}
+			c.log.Info("rolebinding created", "namespace", ns, "name", ExecRBACObjectName, "subjects", subjectNames(want))
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("get clusterrolebinding %s: %w", ExecRBACObjectName, err)
+			return fmt.Errorf("get rolebinding %s/%s: %w", ns, ExecRBACObjectName, err)
 		}
 		if cur.RoleRef != c.desiredRoleRef() {
 			// roleRef is immutable, so this binding was made by someone else
 			// for another role: leave it alone and say why nothing happens.
-			c.log.Warn("clusterrolebinding has a foreign roleRef, not touching it", "roleRef", cur.RoleRef.Name)
-			c.recorder.Eventf(cur, nil, corev1.EventTypeWarning, "RoleRefMismatch", "UpdateClusterRoleBinding",
+			c.log.Warn("rolebinding has a foreign roleRef, not touching it", "namespace", ns, "roleRef", cur.RoleRef.Name)
+			c.recorder.Eventf(cur, nil, corev1.EventTypeWarning, "RoleRefMismatch", "UpdateRoleBinding",
 				"roleRef is %s %s, not ClusterRole %s: subjects are not managed", cur.RoleRef.Kind, cur.RoleRef.Name, ExecRBACObjectName)
 			return nil
 		}
 		if !hasLabels(cur.Labels, c.labels) {
-			c.notManaged(cur, "UpdateClusterRoleBinding")
+			c.notManaged(cur, "UpdateRoleBinding")
 			return nil
 		}
 		subjects := mergeSubjects(cur.Subjects, want)
+		if len(subjects) == 0 {
+			// The preconditions make a binding someone changed meanwhile a
+			// conflict, read again, rather than deleted.
+			uid, rv := cur.UID, cur.ResourceVersion
+			err := bindings.Delete(ctx, ExecRBACObjectName, metav1.DeleteOptions{
+				Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("delete rolebinding %s/%s: %w", ns, ExecRBACObjectName, err)
+			}
+			c.log.Info("rolebinding deleted", "namespace", ns, "name", ExecRBACObjectName)
+			return nil
+		}
 		if slices.Equal(cur.Subjects, subjects) {
 			return nil
 		}
 		upd := cur.DeepCopy()
 		upd.Subjects = subjects
-		if _, err := c.client.RbacV1().ClusterRoleBindings().Update(ctx, upd,
-			metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
-			return fmt.Errorf("update clusterrolebinding %s: %w", ExecRBACObjectName, err)
+		if _, err := bindings.Update(ctx, upd, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
+			return fmt.Errorf("update rolebinding %s/%s: %w", ns, ExecRBACObjectName, err)
 		}
-		c.log.Info("clusterrolebinding updated", "name", ExecRBACObjectName, "subjects", subjectNames(want))
+		c.log.Info("rolebinding updated", "namespace", ns, "name", ExecRBACObjectName, "subjects", subjectNames(want))
 		return nil
 	})
+}
+
+// deleteLegacyBinding deletes the ClusterRoleBinding older versions of
+// hookback used, which let every subject exec into every pod of the cluster;
+// only while it carries the managed-by labels. It is looked for until it is
+// gone: after that no new one appears, as this version never creates it.
+func (c *execRBAC) deleteLegacyBinding(ctx context.Context) error {
+	if c.legacyGone.Load() {
+		return nil
+	}
+	crbs := c.client.RbacV1().ClusterRoleBindings()
+	cur, err := crbs.Get(ctx, ExecRBACObjectName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		c.legacyGone.Store(true)
+		return nil
+	case refused(err):
+		// Not worth a retry loop: the next change to the role tries again.
+		c.log.Warn("cannot look for a legacy clusterrolebinding", "name", ExecRBACObjectName, "err", err)
+		return nil
+	case err != nil:
+		return fmt.Errorf("get legacy clusterrolebinding %s: %w", ExecRBACObjectName, err)
+	case !hasLabels(cur.Labels, c.labels):
+		c.notManaged(cur, "DeleteClusterRoleBinding")
+		c.legacyGone.Store(true)
+		return nil
+	}
+	uid := cur.UID
+	err = crbs.Delete(ctx, ExecRBACObjectName, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return c.writeFailed(cur, "DeleteClusterRoleBinding", fmt.Errorf("delete legacy clusterrolebinding %s: %w", ExecRBACObjectName, err))
+	}
+	c.log.Info("legacy clusterrolebinding deleted: exec is now granted per namespace", "name", ExecRBACObjectName)
+	c.legacyGone.Store(true)
+	return nil
 }
 
 // notManaged reports an object named ExecRBACObjectName that lacks the
@@ -162,11 +214,15 @@ func (c *execRBAC) notManaged(obj interface {
 }, action string,
 ) {
 	kind := "clusterrole"
-	if _, ok := obj.(*rbacv1.ClusterRoleBinding); ok {
+	switch obj.(type) {
+	case *rbacv1.RoleBinding:
+		kind = "rolebinding"
+	case *rbacv1.ClusterRoleBinding:
 		kind = "clusterrolebinding"
 	}
 	if _, logged := c.notManagedLogged.LoadOrStore(kind+"/"+string(obj.GetUID()), true); !logged {
-		c.log.Warn(kind+" lacks the managed-by labels, not touching it", "name", obj.GetName(), "labels", c.labels)
+		c.log.Warn(kind+" lacks the managed-by labels, not touching it",
+			"namespace", obj.GetNamespace(), "name", obj.GetName(), "labels", c.labels)
 	}
 	c.recorder.Eventf(obj, nil, corev1.EventTypeWarning, "NotManaged", action,
 		"%s %s lacks the labels %v: not managed by hookback, left as it is", kind, obj.GetName(), c.labels)

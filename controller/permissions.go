@@ -43,17 +43,31 @@ func Permissions(selected []string) ([]Permission, error) {
 	if want[PodNameLabelName] {
 		add("pod-name-label watches pods", "", "pods", "", "", "list", "watch")
 		add("pod-name-label sets the pod-name label", "", "pods", "", "", "patch")
+		// A removal whose test failed is answered 422, as a refusal is: the
+		// pod is read from the apiserver (the cache may lag) to tell them apart.
+		add("pod-name-label re-reads a pod whose label removal failed", "", "pods", "", "", "get")
 	}
 	if want[ExecRBACName] {
+		rbac := rbacv1.GroupName
 		add("exec-rbac watches pods", "", "pods", "", "", "list", "watch")
-		for _, resource := range []string{"clusterroles", "clusterrolebindings"} {
-			add("exec-rbac maintains "+resource+" "+ExecRBACObjectName, rbacv1.GroupName, resource, "", ExecRBACObjectName,
-				"get", "list", "watch", "update", "delete")
-			add("exec-rbac creates "+resource+" "+ExecRBACObjectName, rbacv1.GroupName, resource, "", "", "create")
-		}
-		// RBAC escalation prevention: writing a ClusterRole or binding it
-		// requires holding its permissions (or "escalate" and "bind" on
-		// clusterroles, which this list cannot express as an alternative).
+		add("exec-rbac maintains clusterrole "+ExecRBACObjectName, rbac, "clusterroles", "", ExecRBACObjectName,
+			"get", "list", "watch", "update", "delete")
+		add("exec-rbac creates clusterrole "+ExecRBACObjectName, rbac, "clusterroles", "", "", "create")
+		// In every namespace: any namespace may get pods that enable the
+		// agent. list and watch select metadata.name, so the name applies.
+		add("exec-rbac maintains rolebindings "+ExecRBACObjectName+" in namespaces with xxl-agent pods", rbac,
+			"rolebindings", "", ExecRBACObjectName, "get", "list", "watch", "update", "delete")
+		add("exec-rbac creates rolebindings "+ExecRBACObjectName, rbac, "rolebindings", "", "", "create")
+		// Only to remove the cluster-wide binding older versions made; get
+		// because only one carrying the managed-by labels is deleted.
+		add("exec-rbac deletes the clusterrolebinding "+ExecRBACObjectName+" older versions made", rbac,
+			"clusterrolebindings", "", ExecRBACObjectName, "get", "delete")
+		// RBAC escalation prevention: writing the ClusterRole requires
+		// holding its permissions (or "escalate" on clusterroles), and
+		// creating or updating a RoleBinding to it requires holding them in
+		// the binding's namespace (or "bind" on the clusterrole); this list
+		// cannot express the alternatives. Cluster-wide, since a binding may
+		// go in any namespace.
 		for _, r := range ExecRBACRules() {
 			for _, res := range r.Resources {
 				resource, sub, _ := strings.Cut(res, "/")

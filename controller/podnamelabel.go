@@ -95,11 +95,13 @@ func labelableName(pod *corev1.Pod) string {
 }
 
 // podNameLabelMatches reports whether the pod needs no write. A pod whose
-// name cannot be a label value is left as it is.
+// name cannot be a label value is left as it is. Without the annotation only
+// the value this controller writes (the pod's name) is removed: any other
+// value was set by someone else, and a Deployment may select its pods on it.
 func podNameLabelMatches(pod *corev1.Pod) bool {
 	value, has := pod.Labels[PodNameLabel]
 	if !wantsPodNameLabel(pod) {
-		return !has
+		return !has || value != pod.Name
 	}
 	return (has && value == pod.Name) || labelableName(pod) != ""
 }
@@ -125,24 +127,59 @@ func (c *podNameLabel) reconcile(ctx context.Context, key cache.ObjectName) erro
 	return c.patch(ctx, pod)
 }
 
-// patch sets or removes PodNameLabel with a JSON merge patch that names only
-// that label: it carries no resourceVersion, so it never conflicts with other
-// writers of the pod, and it leaves every other label alone. A null value
-// removes the label.
+// patch sets or removes PodNameLabel. Setting is a JSON merge patch that
+// names only that label: it carries no resourceVersion, so it never conflicts
+// with other writers of the pod, and it leaves every other label alone.
 func (c *podNameLabel) patch(ctx context.Context, pod *corev1.Pod) error {
-	var value *string
-	action := "removed"
-	if wantsPodNameLabel(pod) {
-		value, action = &pod.Name, "set"
+	if !wantsPodNameLabel(pod) {
+		return c.removeLabel(ctx, pod)
 	}
 	body, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"labels": map[string]*string{PodNameLabel: value}},
+		"metadata": map[string]any{"labels": map[string]string{PodNameLabel: pod.Name}},
 	})
 	if err != nil {
 		return fmt.Errorf("encode label patch: %w", err)
 	}
 	_, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, body,
 		metav1.PatchOptions{FieldManager: fieldManager})
+	return c.patched(pod, "set", err)
+}
+
+// removeLabel removes PodNameLabel with a JSON patch that first tests that
+// the value is still the pod's name. The cache may be behind: a user may have
+// just set their own value, and a merge patch would delete it. A failed test
+// is answered 422 Invalid, like a refusal, so the pod is read again to tell
+// the two apart: a value that changed meanwhile is no longer this
+// controller's business, and the watch event of that change already
+// re-queued the pod.
+func (c *podNameLabel) removeLabel(ctx context.Context, pod *corev1.Pod) error {
+	path := "/metadata/labels/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(PodNameLabel)
+	body, err := json.Marshal([]map[string]string{
+		{"op": "test", "path": path, "value": pod.Name},
+		{"op": "remove", "path": path},
+	})
+	if err != nil {
+		return fmt.Errorf("encode label patch: %w", err)
+	}
+	pods := c.client.CoreV1().Pods(pod.Namespace)
+	_, err = pods.Patch(ctx, pod.Name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: fieldManager})
+	if apierrors.IsInvalid(err) {
+		cur, getErr := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(getErr):
+			return nil
+		case getErr != nil:
+			return fmt.Errorf("get pod %s/%s after a refused patch: %w", pod.Namespace, pod.Name, getErr)
+		case cur.UID != pod.UID || cur.Labels[PodNameLabel] != pod.Name:
+			c.log.Debug("pod name label changed before removal, leaving it", "pod", pod.Namespace+"/"+pod.Name)
+			return nil
+		}
+	}
+	return c.patched(pod, "removed", err)
+}
+
+// patched logs a successful write and sorts the errors of a failed one.
+func (c *podNameLabel) patched(pod *corev1.Pod, action string, err error) error {
 	switch {
 	case err == nil:
 		c.log.Info("pod name label "+action, "pod", pod.Namespace+"/"+pod.Name)

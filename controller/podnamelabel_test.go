@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	k8stesting "k8s.io/client-go/testing"
@@ -28,34 +29,52 @@ func failPatch(err error) func(k8stesting.Action) (bool, runtime.Object, error) 
 func TestPodNameLabelReconcile(t *testing.T) {
 	on := annotated(AddPodNameLabelAnnotation, "true")
 	long := strings.Repeat("x", 70)
+	const (
+		set    = `{"metadata":{"labels":{"padok.fr/pod-name":"web-abc"}}}`
+		remove = `[{"op":"test","path":"/metadata/labels/padok.fr~1pod-name","value":"web-abc"},` +
+			`{"op":"remove","path":"/metadata/labels/padok.fr~1pod-name"}]`
+	)
 	tests := []struct {
 		name      string
 		pod       *corev1.Pod // in the cache and the apiserver; nil: neither
+		live      *corev1.Pod // the apiserver's pod when it differs from the cache
 		patchErr  error       // the apiserver's answer to the patch
 		wantPatch string      // expected patch body; "" means no write at all
 		wantErr   bool        // requeued
 		wantEvent string      // substring of the one expected Event
 	}{
-		{name: "annotated pod gets the label", pod: newPod("ns", "web-abc", on),
-			wantPatch: `{"metadata":{"labels":{"padok.fr/pod-name":"web-abc"}}}`},
-		{name: "wrong value is fixed", pod: newPod("ns", "web-abc", on, labelled(PodNameLabel, "old")),
-			wantPatch: `{"metadata":{"labels":{"padok.fr/pod-name":"web-abc"}}}`},
+		{name: "annotated pod gets the label", pod: newPod("ns", "web-abc", on), wantPatch: set},
+		{name: "wrong value is fixed", pod: newPod("ns", "web-abc", on, labelled(PodNameLabel, "old")), wantPatch: set},
 		{name: "already labelled: no write", pod: newPod("ns", "web-abc", on, labelled(PodNameLabel, "web-abc"))},
 		{name: "annotation gone: label removed", pod: newPod("ns", "web-abc", labelled(PodNameLabel, "web-abc")),
-			wantPatch: `{"metadata":{"labels":{"padok.fr/pod-name":null}}}`},
+			wantPatch: remove},
 		{name: "annotation false: label removed", pod: newPod("ns", "web-abc", annotated(AddPodNameLabelAnnotation, "false"), labelled(PodNameLabel, "web-abc")),
-			wantPatch: `{"metadata":{"labels":{"padok.fr/pod-name":null}}}`},
+			wantPatch: remove},
+		{name: "not annotated, user value: kept, no write", pod: newPod("ns", "web-abc", labelled(PodNameLabel, "frontend"))},
+		{name: "annotation false, user value: kept, no write",
+			pod: newPod("ns", "web-abc", annotated(AddPodNameLabelAnnotation, "false"), labelled(PodNameLabel, "frontend"))},
+		{name: "not annotated, empty value: kept, no write", pod: newPod("ns", "web-abc", labelled(PodNameLabel, ""))},
+		{name: "user value set after the cache read: test fails, kept, no Event",
+			pod:  newPod("ns", "web-abc", labelled(PodNameLabel, "web-abc")),
+			live: newPod("ns", "web-abc", labelled(PodNameLabel, "frontend")),
+			// What the apiserver answers when a JSON patch test fails.
+			patchErr:  apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "web-abc", nil),
+			wantPatch: remove},
+		{name: "removal refused by validation: Event",
+			pod:       newPod("ns", "web-abc", labelled(PodNameLabel, "web-abc")),
+			patchErr:  apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "web-abc", nil),
+			wantPatch: remove, wantEvent: "Warning LabelRefused"},
 		{name: "not annotated, no label: no write", pod: newPod("ns", "web-abc", labelled("app", "web"))},
 		{name: "pod gone from cache: done", pod: nil},
 		{name: "pod deleted before the patch: done", pod: newPod("ns", "web-abc", on),
-			patchErr: apierrors.NewNotFound(podsGR, "web-abc"), wantPatch: `{"metadata":{"labels":{"padok.fr/pod-name":"web-abc"}}}`},
+			patchErr: apierrors.NewNotFound(podsGR, "web-abc"), wantPatch: set},
 		{name: "conflict is requeued", pod: newPod("ns", "web-abc", on),
-			patchErr: apierrors.NewConflict(podsGR, "web-abc", nil), wantPatch: `{"metadata":{"labels":{"padok.fr/pod-name":"web-abc"}}}`, wantErr: true},
+			patchErr: apierrors.NewConflict(podsGR, "web-abc", nil), wantPatch: set, wantErr: true},
 		{name: "server error is requeued", pod: newPod("ns", "web-abc", on),
-			patchErr: apierrors.NewInternalError(errors.New("etcd timeout")), wantPatch: `{"metadata":{"labels":{"padok.fr/pod-name":"web-abc"}}}`, wantErr: true},
+			patchErr: apierrors.NewInternalError(errors.New("etcd timeout")), wantPatch: set, wantErr: true},
 		{name: "forbidden records an Event", pod: newPod("ns", "web-abc", on),
 			patchErr:  apierrors.NewForbidden(podsGR, "web-abc", nil),
-			wantPatch: `{"metadata":{"labels":{"padok.fr/pod-name":"web-abc"}}}`, wantEvent: "Warning LabelRefused"},
+			wantPatch: set, wantEvent: "Warning LabelRefused"},
 		{name: "name too long for a label: Event, no write", pod: newPod("ns", long, on), wantEvent: "Warning PodNameNotLabelable"},
 	}
 	for _, tt := range tests {
@@ -65,6 +84,9 @@ func TestPodNameLabelReconcile(t *testing.T) {
 				objs = append(objs, tt.pod)
 			}
 			cs := fake.NewClientset(objs...)
+			if tt.live != nil {
+				cs = fake.NewClientset(tt.live)
+			}
 			if tt.patchErr != nil {
 				cs.PrependReactor("patch", "pods", failPatch(tt.patchErr))
 			}
@@ -87,7 +109,11 @@ func TestPodNameLabelReconcile(t *testing.T) {
 					t.Fatalf("want one patch, got %v", w)
 				}
 				p := w[0].(k8stesting.PatchAction)
-				if string(p.GetPatch()) != tt.wantPatch || p.GetPatchType() != "application/merge-patch+json" {
+				wantType := types.MergePatchType
+				if strings.HasPrefix(tt.wantPatch, "[") {
+					wantType = types.JSONPatchType
+				}
+				if string(p.GetPatch()) != tt.wantPatch || p.GetPatchType() != wantType {
 					t.Errorf("patch = %s %s, want %s", p.GetPatchType(), p.GetPatch(), tt.wantPatch)
 				}
 			}
@@ -117,6 +143,9 @@ func TestPodNameLabelMatches(t *testing.T) {
 		{"annotated True is not true", newPod("ns", "p", annotated(AddPodNameLabelAnnotation, "True")), true},
 		{"not annotated, labelled", newPod("ns", "p", labelled(PodNameLabel, "p")), false},
 		{"not annotated, unlabelled", newPod("ns", "p"), true},
+		{"not annotated, user value", newPod("ns", "p", labelled(PodNameLabel, "frontend")), true},
+		{"annotated false, user value", newPod("ns", "p", annotated(AddPodNameLabelAnnotation, "false"), labelled(PodNameLabel, "frontend")), true},
+		{"annotated false, own value", newPod("ns", "p", annotated(AddPodNameLabelAnnotation, "false"), labelled(PodNameLabel, "p")), false},
 		{"name not labelable is left alone", newPod("ns", strings.Repeat("x", 64), on), true},
 	}
 	for _, tt := range tests {
@@ -129,7 +158,8 @@ func TestPodNameLabelMatches(t *testing.T) {
 }
 
 // End to end over a real informer: the label follows the annotation, a
-// conflict is retried, and the controller's own update causes no new write.
+// conflict is retried, the controller's own update causes no new write, and
+// a value the user set is never touched.
 func TestPodNameLabelRun(t *testing.T) {
 	cs := fake.NewClientset()
 	var conflicts atomic.Int32
@@ -148,6 +178,12 @@ func TestPodNameLabelRun(t *testing.T) {
 		}
 		v, ok := p.Labels[PodNameLabel]
 		return v, ok
+	}
+	// Created first, so the informer hands it to the controller before the
+	// pods below: when those are done, this one was judged too.
+	user := newPod("ns", "user", labelled(PodNameLabel, "frontend"))
+	if _, err := pods.Create(t.Context(), user, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := pods.Create(t.Context(), newPod("ns", "web-1", annotated(AddPodNameLabelAnnotation, "true")), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -173,6 +209,9 @@ func TestPodNameLabelRun(t *testing.T) {
 		return !ok, nil
 	})
 	if n := conflicts.Load(); n != 4 {
-		t.Errorf("patches = %d, want 4", n)
+		t.Errorf("patches = %d, want 4 (none of the user's pod)", n)
+	}
+	if p, err := pods.Get(t.Context(), "user", metav1.GetOptions{}); err != nil || p.Labels[PodNameLabel] != "frontend" {
+		t.Errorf("user's pod = %v, %v; want its label %s=frontend kept", p.Labels, err, PodNameLabel)
 	}
 }

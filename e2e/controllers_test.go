@@ -1,23 +1,13 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
-	"net/http"
-	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -26,160 +16,9 @@ import (
 )
 
 // Tests of the built-in controllers (controller/), each run alone in a
-// hookback started with --webhooks none, against the real apiserver.
-//
-// exec-rbac owns two cluster-wide objects, so TestControllerExecRBAC must not
-// run in parallel with another test that enables it; none of these tests calls
-// t.Parallel.
-
-// ctlArgs start hookback with no webhooks and only the named controllers.
-func ctlArgs(controllers string) []string {
-	return []string{"--webhooks", "none", "--controllers", controllers}
-}
-
-// ctlPodSpec is the spec of every test pod: one container kwok never pulls,
-// and no grace period so that deleted pods go away at once.
-func ctlPodSpec(serviceAccount string) corev1.PodSpec {
-	return corev1.PodSpec{
-		ServiceAccountName:            serviceAccount,
-		Containers:                    []corev1.Container{{Name: "app", Image: "registry.example/app:e2e"}},
-		TerminationGracePeriodSeconds: ptr.To[int64](0),
-	}
-}
-
-// ctlDeployment creates a Deployment whose pods are labelled app=name and
-// carry annotations; the apiserver generates the pods' names.
-func ctlDeployment(t *testing.T, ns, name string, replicas int32, serviceAccount string, annotations map[string]string) {
-	t.Helper()
-	labels := map[string]string{"app": name}
-	_, err := env.client.AppsV1().Deployments(ns).Create(context.Background(), &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
-				Spec:       ctlPodSpec(serviceAccount),
-			},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create deployment %s/%s: %v", ns, name, err)
-	}
-}
-
-// ctlWaitPods waits until exactly n live (not terminating) pods match the
-// label selector and every one of them satisfies ok, and returns them.
-func ctlWaitPods(t *testing.T, ns, selector string, n int, what string, ok func(*corev1.Pod) bool) []corev1.Pod {
-	t.Helper()
-	return ctlWaitPodsList(t, ns, metav1.ListOptions{LabelSelector: selector}, n, what, ok)
-}
-
-func ctlWaitPodsList(t *testing.T, ns string, opts metav1.ListOptions, n int, what string, ok func(*corev1.Pod) bool) []corev1.Pod {
-	t.Helper()
-	var pods []corev1.Pod
-	sel := opts.LabelSelector + opts.FieldSelector
-	eventually(t, fmt.Sprintf("%d pods %s in %s to be %s", n, sel, ns, what), func(ctx context.Context) (bool, error) {
-		list, err := env.client.CoreV1().Pods(ns).List(ctx, opts)
-		if err != nil {
-			return false, err
-		}
-		pods = pods[:0]
-		for _, p := range list.Items {
-			if p.DeletionTimestamp == nil {
-				pods = append(pods, p)
-			}
-		}
-		if len(pods) != n {
-			return false, fmt.Errorf("%d pods", len(pods))
-		}
-		for i := range pods {
-			if !ok(&pods[i]) {
-				return false, fmt.Errorf("pod %s is not %s yet", pods[i].Name, what)
-			}
-		}
-		return true, nil
-	})
-	return pods
-}
-
-// ctlBarePod creates a pod without a controller and waits until it runs. kwok
-// writes its status once on scheduling and once when it runs, and then leaves
-// it alone: from then on only the test and hookback write the pod.
-func ctlBarePod(t *testing.T, ns, name, serviceAccount string, annotations map[string]string) *corev1.Pod {
-	t.Helper()
-	_, err := env.client.CoreV1().Pods(ns).Create(context.Background(), &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: annotations},
-		Spec:       ctlPodSpec(serviceAccount),
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create pod %s/%s: %v", ns, name, err)
-	}
-	return &ctlWaitPodsList(t, ns, metav1.ListOptions{FieldSelector: "metadata.name=" + name}, 1, "running", ctlRunning)[0]
-}
-
-func ctlRunning(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning }
-
-// ctlAnnotate sets one annotation with a merge patch on the pod's
-// annotations, which is what `kubectl annotate --overwrite` sends.
-func ctlAnnotate(t *testing.T, ns, pod, key, value string) {
-	t.Helper()
-	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
-	if _, err := env.client.CoreV1().Pods(ns).Patch(context.Background(), pod, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
-		t.Fatalf("annotate pod %s/%s %s=%s: %v", ns, pod, key, value, err)
-	}
-}
-
-// ctlLabelled waits until the pod's pod-name label is its name (want true) or
-// absent (want false), and returns the pod.
-func ctlLabelled(t *testing.T, ns, name string, want bool) *corev1.Pod {
-	t.Helper()
-	var pod *corev1.Pod
-	what := "labelled " + controller.PodNameLabel + "=" + name
-	if !want {
-		what = "without label " + controller.PodNameLabel
-	}
-	eventually(t, "pod "+ns+"/"+name+" "+what, func(ctx context.Context) (bool, error) {
-		var err error
-		if pod, err = env.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
-			return false, err
-		}
-		v, has := pod.Labels[controller.PodNameLabel]
-		if want {
-			return has && v == name, nil
-		}
-		return !has, nil
-	})
-	return pod
-}
-
-// ctlQueueAdds reads workqueue_adds_total of one controller's queue from
-// hookback's /metrics.
-func ctlQueueAdds(t *testing.T, p *proc, name string) int {
-	t.Helper()
-	resp, err := http.Get("http://" + p.health + "/metrics")
-	if err != nil {
-		t.Fatalf("GET /metrics: %v", err)
-	}
-	defer resp.Body.Close()
-	prefix := `workqueue_adds_total{name="` + name + `"} `
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), prefix); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				t.Fatalf("parse %q: %v", sc.Text(), err)
-			}
-			return int(f)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("read /metrics: %v", err)
-	}
-	t.Fatalf("/metrics has no %s", strings.TrimSpace(prefix))
-	return 0
-}
+// hookback started with --webhooks none, against the real apiserver. The
+// exec-rbac ones are in controllers_execrbac_test.go. None of these tests
+// calls t.Parallel.
 
 func TestControllerPodNameLabel(t *testing.T) {
 	ns := namespace(t)
@@ -270,98 +109,79 @@ func TestControllerPodNameLabel(t *testing.T) {
 	}
 }
 
-// ctlEvent waits for an events.k8s.io Event about the named object in ns
-// with the given type, reason and reporting controller.
-func ctlEvent(t *testing.T, ns, regarding, typ, reason, reporter string) {
-	t.Helper()
-	what := fmt.Sprintf("a %s Event %s from %s about %s/%s", typ, reason, reporter, ns, regarding)
-	eventually(t, what, func(ctx context.Context) (bool, error) {
-		list, err := env.client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		return slices.ContainsFunc(list.Items, func(e eventsv1.Event) bool {
-			return e.Regarding.Name == regarding && e.Type == typ && e.Reason == reason && e.ReportingController == reporter
-		}), nil
-	})
-}
-
-// ctlDeny installs a ValidatingAdmissionPolicy (and its binding, limited by
-// match) that refuses with 403 Forbidden the requests on resource of the
-// core or rbac group for which expression is false, and waits until the
-// apiserver enforces it: until probe, a dry-run request, is forbidden.
-func ctlDeny(t *testing.T, name, group, resource string, op admissionregistrationv1.OperationType, expression string,
-	match *admissionregistrationv1.MatchResources, probe func(ctx context.Context) error,
-) {
-	t.Helper()
+// TestControllerPodNameLabelUserValue: without the annotation only the value
+// the controller writes (the pod's name) is removed. A Deployment whose pods
+// carry their own padok.fr/pod-name value and select on it keeps its pods as
+// they are: relabelling them would orphan them and make the ReplicaSet
+// replace them.
+//
+// "Unchanged" alone would also pass with a controller that never looked, so
+// a sibling pod created afterwards, without the annotation and labelled with
+// its own name, must lose its label: the informer hands pod events to the
+// controller in resourceVersion order, so once the sibling is done the
+// Deployment's pods were judged too. The queue metric then shows that only
+// the sibling was queued.
+func TestControllerPodNameLabelUserValue(t *testing.T) {
 	ctx := context.Background()
-	a := env.client.AdmissionregistrationV1()
-	_, err := a.ValidatingAdmissionPolicies().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{
-				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-						Operations: []admissionregistrationv1.OperationType{op},
-						Rule: admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"v1"},
-							Resources: []string{resource}},
-					},
-				}},
-			},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: expression,
-				Message:    "refused by e2e policy " + name,
-				Reason:     ptr.To(metav1.StatusReasonForbidden),
-			}},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create ValidatingAdmissionPolicy: %v", err)
-	}
-	t.Cleanup(func() { _ = a.ValidatingAdmissionPolicies().Delete(context.Background(), name, metav1.DeleteOptions{}) })
-	_, err = a.ValidatingAdmissionPolicyBindings().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-			MatchResources:    match,
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create ValidatingAdmissionPolicyBinding: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = a.ValidatingAdmissionPolicyBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-	eventually(t, "ValidatingAdmissionPolicy "+name+" to be enforced", func(ctx context.Context) (bool, error) {
-		err := probe(ctx)
-		if apierrors.IsForbidden(err) {
-			return true, nil
-		}
-		if err == nil {
-			err = fmt.Errorf("dry-run request allowed")
-		}
-		return false, err
-	})
-}
+	ns := namespace(t)
+	p := start(t, ctlArgs(controller.PodNameLabelName)...)
+	p.ready(t)
+	before := ctlQueueAdds(t, p, controller.PodNameLabelName)
 
-// ctlDenyPodNameLabel refuses any update adding the pod-name label to a pod
-// in ns, probing with a dry-run patch of pod.
-func ctlDenyPodNameLabel(t *testing.T, ns, pod string) {
-	t.Helper()
-	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{controller.PodNameLabel: pod}}})
-	ctlDeny(t, "hookback-e2e-deny-pod-name-label-"+ns, "", "pods", admissionregistrationv1.Update,
-		fmt.Sprintf(`!has(object.metadata.labels) || !(%[1]q in object.metadata.labels) || `+
-			`(has(oldObject.metadata.labels) && %[1]q in oldObject.metadata.labels)`, controller.PodNameLabel),
-		&admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-			MatchLabels: map[string]string{corev1.LabelMetadataName: ns},
-		}},
-		func(ctx context.Context) error {
-			_, err := env.client.CoreV1().Pods(ns).Patch(ctx, pod, types.MergePatchType, body,
-				metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
-			return err
-		})
+	const replicas = 2
+	labels := map[string]string{"app": "user", controller.PodNameLabel: "frontend"}
+	_, err := env.client.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "user", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: ctlPodSpec("")},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create deployment: %v", err)
+	}
+	// Running: kwok wrote its last status, nothing else writes them now.
+	pods := ctlWaitPods(t, ns, "app=user", replicas, "running", ctlRunning)
+	rv := map[string]string{}
+	for _, pod := range pods {
+		rv[pod.Name] = pod.ResourceVersion
+	}
+
+	// Labelled once Running, so that kwok's status writes cannot queue it a
+	// second time while it still carries the label.
+	ctlBarePod(t, ns, "sibling", "", nil)
+	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{controller.PodNameLabel: "sibling"}}})
+	if _, err := env.client.CoreV1().Pods(ns).Patch(ctx, "sibling", types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("label pod sibling: %v", err)
+	}
+	ctlLabelled(t, ns, "sibling", false)
+
+	// With a value selected on, only the pods' own labels matter: the
+	// ReplicaSet would have replaced a relabelled pod with a new name.
+	after, err := env.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=user"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Items) != replicas {
+		t.Errorf("%d pods app=user, want %d: pods were relabelled and replaced", len(after.Items), replicas)
+	}
+	for _, pod := range after.Items {
+		if v := pod.Labels[controller.PodNameLabel]; v != "frontend" {
+			t.Errorf("pod %s: label %s=%q, want the user's value frontend", pod.Name, controller.PodNameLabel, v)
+		}
+		if old, ok := rv[pod.Name]; !ok {
+			t.Errorf("pod %s is new: the Deployment's pods were replaced (had %v)", pod.Name, rv)
+		} else if pod.ResourceVersion != old {
+			t.Errorf("pod %s was written (resourceVersion %s -> %s)", pod.Name, old, pod.ResourceVersion)
+		}
+	}
+	if n := ctlQueueAdds(t, p, controller.PodNameLabelName) - before; n != 1 {
+		t.Errorf("workqueue_adds_total{name=%q} grew by %d, want 1 (the sibling only)", controller.PodNameLabelName, n)
+	}
+	if !strings.Contains(p.stderr.String(), "pod name label removed") {
+		t.Errorf("no log line for the sibling's removed label:\n%s", p.stderr.String())
+	}
 }
 
 // TestControllerPodNameLabelWarningEvents covers the controller's Events: a
@@ -390,190 +210,4 @@ func TestControllerPodNameLabelWarningEvents(t *testing.T) {
 	long := "long-" + strings.Repeat("x", 70)
 	ctlBarePod(t, ns, long, "", map[string]string{controller.AddPodNameLabelAnnotation: "true"})
 	ctlEvent(t, ns, long, corev1.EventTypeWarning, "PodNameNotLabelable", controller.PodNameLabelName)
-}
-
-// ctlDeleteExecRBAC deletes exec-rbac's ClusterRoleBinding and ClusterRole
-// and waits until they are gone, so that each run starts from nothing.
-func ctlDeleteExecRBAC(t *testing.T) {
-	t.Helper()
-	rbac := env.client.RbacV1()
-	eventually(t, "ClusterRole and ClusterRoleBinding "+controller.ExecRBACObjectName+" to be deleted", func(ctx context.Context) (bool, error) {
-		errB := rbac.ClusterRoleBindings().Delete(ctx, controller.ExecRBACObjectName, metav1.DeleteOptions{})
-		errR := rbac.ClusterRoles().Delete(ctx, controller.ExecRBACObjectName, metav1.DeleteOptions{})
-		for _, err := range []error{errB, errR} {
-			if err != nil && !apierrors.IsNotFound(err) {
-				return false, err
-			}
-		}
-		return apierrors.IsNotFound(errB) && apierrors.IsNotFound(errR), nil
-	})
-}
-
-// ctlExecSubjects returns the ServiceAccount subjects of the binding, as
-// "namespace/name".
-func ctlExecSubjects(ctx context.Context) (*rbacv1.ClusterRoleBinding, []string, error) {
-	crb, err := env.client.RbacV1().ClusterRoleBindings().Get(ctx, controller.ExecRBACObjectName, metav1.GetOptions{})
-	if err != nil {
-		return nil, nil, err
-	}
-	var out []string
-	for _, s := range crb.Subjects {
-		if s.Kind == rbacv1.ServiceAccountKind {
-			out = append(out, s.Namespace+"/"+s.Name)
-		}
-	}
-	return crb, out, nil
-}
-
-// ctlWaitSubjects waits until every subject of present is in the binding and
-// none of absent is. Other namespaces of the shared cluster may contribute
-// subjects too, so only these are looked at.
-func ctlWaitSubjects(t *testing.T, what string, present, absent []string) *rbacv1.ClusterRoleBinding {
-	t.Helper()
-	var crb *rbacv1.ClusterRoleBinding
-	eventually(t, what, func(ctx context.Context) (bool, error) {
-		var subjects []string
-		var err error
-		if crb, subjects, err = ctlExecSubjects(ctx); err != nil {
-			return false, err
-		}
-		for _, s := range present {
-			if !slices.Contains(subjects, s) {
-				return false, fmt.Errorf("subjects %v lack %s", subjects, s)
-			}
-		}
-		for _, s := range absent {
-			if slices.Contains(subjects, s) {
-				return false, fmt.Errorf("subjects %v still have %s", subjects, s)
-			}
-		}
-		return true, nil
-	})
-	return crb
-}
-
-func ctlManagedBy(labels map[string]string) bool {
-	return labels["app.kubernetes.io/managed-by"] == "hookback"
-}
-
-func TestControllerExecRBAC(t *testing.T) {
-	ctx := context.Background()
-	// Registered before start, so it runs after hookback stopped: a later
-	// test (or run) starts without the objects.
-	ctlDeleteExecRBAC(t)
-	t.Cleanup(func() { ctlDeleteExecRBAC(t) })
-
-	custom, byDefault, disabled := namespace(t), namespace(t), namespace(t)
-	if _, err := env.client.CoreV1().ServiceAccounts(custom).Create(ctx, &corev1.ServiceAccount{
-		ObjectMeta: metav1.ObjectMeta{Name: "agent"},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	customSA, defaultSA, disabledSA := custom+"/agent", byDefault+"/default", disabled+"/default"
-	// Exists before hookback starts, so it is in the informer's initial list
-	// and in every subject computation below.
-	ctlBarePod(t, disabled, "off", "", map[string]string{controller.ExecAgentAnnotation: "false"})
-
-	p := start(t, ctlArgs(controller.ExecRBACName)...)
-	p.ready(t)
-	enabled := map[string]string{controller.ExecAgentAnnotation: "true"}
-	ctlDeployment(t, custom, "agent", 2, "agent", enabled)
-	ctlBarePod(t, byDefault, "agent", "", enabled)
-
-	crb := ctlWaitSubjects(t, "both service accounts in ClusterRoleBinding "+controller.ExecRBACObjectName,
-		[]string{customSA, defaultSA}, nil)
-	// The reconcile that wrote both subjects listed the disabled pod too.
-	_, subjects, _ := ctlExecSubjects(ctx)
-	if slices.Contains(subjects, disabledSA) {
-		t.Errorf("a pod with %s=false made %s a subject: %v", controller.ExecAgentAnnotation, disabledSA, subjects)
-	}
-	if !ctlManagedBy(crb.Labels) {
-		t.Errorf("ClusterRoleBinding labels = %v, want %s", crb.Labels, managedBy)
-	}
-	if crb.RoleRef.Kind != "ClusterRole" || crb.RoleRef.Name != controller.ExecRBACObjectName {
-		t.Errorf("roleRef = %+v", crb.RoleRef)
-	}
-	role, err := env.client.RbacV1().ClusterRoles().Get(ctx, controller.ExecRBACObjectName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("ClusterRole %s: %v", controller.ExecRBACObjectName, err)
-	}
-	if !ctlManagedBy(role.Labels) {
-		t.Errorf("ClusterRole labels = %v, want %s", role.Labels, managedBy)
-	}
-	if !slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool {
-		return slices.Contains(r.Resources, "pods/exec") && slices.Contains(r.Verbs, "create")
-	}) {
-		t.Errorf("ClusterRole rules do not grant pods/exec create: %+v", role.Rules)
-	}
-
-	// The custom namespace's pods go: its subject goes, the other stays.
-	if err := env.client.AppsV1().Deployments(custom).Delete(ctx, "agent", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	ctlWaitPods(t, custom, "app=agent", 0, "gone", nil)
-	ctlWaitSubjects(t, "the subject of "+custom+" to be removed", []string{defaultSA}, []string{customSA})
-
-	// A namespace deleted with its pods loses its subject too.
-	if err := env.client.CoreV1().Namespaces().Delete(ctx, byDefault, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	ctlWaitSubjects(t, "the subject of deleted namespace "+byDefault+" to be removed", nil, []string{defaultSA})
-
-	// On exit the last hookback session deletes both objects; when another
-	// session still runs on the shared cluster it leaves them to that one.
-	p.signal(syscall.SIGTERM)
-	if code := p.wait(t); code != 0 {
-		t.Fatalf("exit code after SIGTERM = %d\n%s", code, p.stderr.String())
-	}
-	if strings.Contains(p.stderr.String(), "another live session runs this part") {
-		t.Logf("another hookback session runs on the cluster: not checking that %s was deleted on exit", controller.ExecRBACObjectName)
-		return
-	}
-	if _, err := env.client.RbacV1().ClusterRoleBindings().Get(ctx, controller.ExecRBACObjectName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("ClusterRoleBinding %s after exit: err = %v, want NotFound", controller.ExecRBACObjectName, err)
-	}
-	if _, err := env.client.RbacV1().ClusterRoles().Get(ctx, controller.ExecRBACObjectName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("ClusterRole %s after exit: err = %v, want NotFound", controller.ExecRBACObjectName, err)
-	}
-}
-
-// TestControllerExecRBACRefusedWriteEvent: when the apiserver refuses to
-// create the ClusterRole (here an admission policy says no; missing RBAC
-// would say it the same way, with a 403), exec-rbac records a Warning Event
-// about it. The ClusterRole is cluster-scoped, so the Event goes to the
-// default namespace.
-func TestControllerExecRBACRefusedWriteEvent(t *testing.T) {
-	ctx := context.Background()
-	since := metav1.Now().Rfc3339Copy() // Events of earlier runs are older
-	ctlDeleteExecRBAC(t)
-	t.Cleanup(func() { ctlDeleteExecRBAC(t) })
-	ns := namespace(t)
-	ctlDeny(t, "hookback-e2e-deny-"+controller.ExecRBACObjectName+"-"+ns, rbacv1.GroupName, "clusterroles",
-		admissionregistrationv1.Create, fmt.Sprintf("object.metadata.name != %q", controller.ExecRBACObjectName),
-		&admissionregistrationv1.MatchResources{},
-		func(ctx context.Context) error {
-			_, err := env.client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
-				ObjectMeta: metav1.ObjectMeta{Name: controller.ExecRBACObjectName},
-			}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-			return err
-		})
-	p := start(t, ctlArgs(controller.ExecRBACName)...)
-	p.ready(t)
-	ctlBarePod(t, ns, "agent", "", map[string]string{controller.ExecAgentAnnotation: "true"})
-
-	eventually(t, "a Warning Event WriteRefused from exec-rbac about ClusterRole "+controller.ExecRBACObjectName,
-		func(ctx context.Context) (bool, error) {
-			list, err := env.client.EventsV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return false, err
-			}
-			return slices.ContainsFunc(list.Items, func(e eventsv1.Event) bool {
-				return e.Regarding.Kind == "ClusterRole" && e.Regarding.Name == controller.ExecRBACObjectName &&
-					e.Type == corev1.EventTypeWarning && e.Reason == "WriteRefused" &&
-					e.ReportingController == controller.ExecRBACName && !e.CreationTimestamp.Before(&since)
-			}), nil
-		})
-	if _, err := env.client.RbacV1().ClusterRoles().Get(ctx, controller.ExecRBACObjectName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("ClusterRole %s: err = %v, want NotFound", controller.ExecRBACObjectName, err)
-	}
 }
