@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/hookback
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X main.version=$(VERSION)
+LDFLAGS := -X github.com/hookback/hookback/cli.Version=$(VERSION)
 
 .PHONY: all build run test vet unit e2e bench cluster-up cluster-down clean
 
@@ -21,10 +21,12 @@ test: vet unit e2e
 
 vet:
 	$(GO) vet ./...
-	$(GO) vet -tags e2e .
+	GOOS=windows $(GO) vet ./session/ ./cli/
+	cd examples/custom-webhook && $(GO) vet ./...
 
 unit:
 	$(GO) test -race $$($(GO) list ./... | grep -v /e2e)
+	cd examples/custom-webhook && $(GO) build -o /dev/null .
 
 e2e:
 	$(GO) test -count=1 -timeout 30m ./e2e/

@@ -2,18 +2,22 @@
 // of cluster: it serves HTTPS on this machine, registers itself with a remote
 // kube-apiserver, runs controllers against it and cleans up when it stops.
 //
-// main stays thin: flags become Options, Options go to package constructors,
-// and only main decides the exit code.
+// main stays thin: a signal context, the embedded template, the exit code.
+// Everything else is in package cli and what it calls.
 package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
+	_ "embed"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/hookback/hookback/cli"
 )
+
+//go:embed webhook-url.yaml.tmpl
+var defaultTemplate []byte
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -23,16 +27,7 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	err := newApp(os.Stdout, os.Stderr).RunContext(ctx, os.Args)
+	code := cli.Run(ctx, os.Args, cli.Extension{Template: defaultTemplate}, os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "hookback:", err)
-		var ec exitCoder
-		if errors.As(err, &ec) {
-			os.Exit(ec.ExitCode())
-		}
-		os.Exit(1)
-	}
+	os.Exit(code)
 }
-
-type exitCoder interface{ ExitCode() int }

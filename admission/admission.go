@@ -13,6 +13,7 @@ package admission
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -29,6 +30,30 @@ type Request struct {
 // IsDryRun reports whether the apiserver will not persist the object, so a
 // handler with side effects must skip them.
 func (r *Request) IsDryRun() bool { return r.DryRun != nil && *r.DryRun }
+
+// ErrNoObject is returned by DecodeObject and DecodeOldObject when the
+// request carries no such object (oldObject on CREATE, object on DELETE).
+var ErrNoObject = errors.New("admission: the request carries no such object")
+
+// DecodeObject decodes the request's object (JSON) into into, typically a
+// pointer to a k8s.io/api type. Fields the type does not know are dropped
+// from the decoded value only: patches go against the raw object.
+func (r *Request) DecodeObject(into any) error { return decodeRaw(r.Object.Raw, into, "object") }
+
+// DecodeOldObject decodes the request's oldObject (UPDATE, DELETE).
+func (r *Request) DecodeOldObject(into any) error {
+	return decodeRaw(r.OldObject.Raw, into, "oldObject")
+}
+
+func decodeRaw(raw []byte, into any, what string) error {
+	if len(raw) == 0 {
+		return ErrNoObject
+	}
+	if err := json.Unmarshal(raw, into); err != nil {
+		return fmt.Errorf("decode %s: %w", what, err)
+	}
+	return nil
+}
 
 // Response is a handler's decision. Build it with Allowed, Denied, Errored or
 // Patched.

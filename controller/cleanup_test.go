@@ -35,13 +35,13 @@ func TestCleanup(t *testing.T) {
 			name: "managed objects are deleted, bindings in every namespace and the legacy binding too",
 			objs: []runtime.Object{role(managedBy), binding("a", managedBy), binding("b", managedBy),
 				legacyBinding(managedBy), unrelated},
-			selected: []string{"all"},
+			selected: Names(),
 			remain:   []string{"RoleBinding a view"},
 		},
 		{
 			name:     "someone else's objects stay",
 			objs:     []runtime.Object{role(other), binding("a", other), legacyBinding(other)},
-			selected: []string{"all"},
+			selected: Names(),
 			remain:   []string{"ClusterRole", "RoleBinding a", "ClusterRoleBinding"},
 		},
 		{
@@ -56,7 +56,7 @@ func TestCleanup(t *testing.T) {
 			selected: []string{"pod-name-label"},
 			remain:   []string{"ClusterRole", "RoleBinding a"},
 		},
-		{name: "nothing there: no error", selected: []string{"all"}},
+		{name: "nothing there: no error", selected: Names()},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

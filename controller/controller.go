@@ -70,9 +70,9 @@ func Names() []string {
 	return names
 }
 
-// Build returns the selected controllers: "all" (also when selected is
-// empty), "none", or a list of names. An unknown name is an error listing the
-// valid ones.
+// Build returns the named controllers, in Names() order. The names are
+// already resolved (no "all" or "none": see session.Select); an empty list
+// builds none, and an unknown name is an error listing the valid ones.
 func Build(selected []string, deps Deps) ([]Controller, error) {
 	want, err := selectControllers(selected)
 	if err != nil {
@@ -104,41 +104,15 @@ func Build(selected []string, deps Deps) ([]Controller, error) {
 	return out, nil
 }
 
-// selectControllers turns the --controllers values into a set of names.
-// "all" and "none" only make sense alone, so mixing them with names is
-// reported rather than guessed at.
+// selectControllers turns resolved names into a set, refusing unknown ones.
 func selectControllers(selected []string) (map[string]bool, error) {
-	var names []string
-	for _, s := range selected {
-		if s = strings.TrimSpace(s); s != "" {
-			names = append(names, s)
-		}
-	}
 	valid := Names()
-	all := func() map[string]bool {
-		set := map[string]bool{}
-		for _, n := range valid {
-			set[n] = true
-		}
-		return set
-	}
-	if len(names) == 0 {
-		return all(), nil
-	}
 	set := map[string]bool{}
-	for _, n := range names {
-		switch {
-		case (n == "all" || n == "none") && len(names) > 1:
-			return nil, fmt.Errorf("controllers: %q cannot be combined with other names", n)
-		case n == "all":
-			return all(), nil
-		case n == "none":
-			return set, nil
-		case slices.Contains(valid, n):
-			set[n] = true
-		default:
-			return nil, fmt.Errorf("unknown controller %q (valid: all, none, %s)", n, strings.Join(valid, ", "))
+	for _, n := range selected {
+		if !slices.Contains(valid, n) {
+			return nil, fmt.Errorf("unknown controller %q: valid controllers are %s", n, strings.Join(valid, ", "))
 		}
+		set[n] = true
 	}
 	return set, nil
 }

@@ -149,15 +149,15 @@ func TestBuildSelection(t *testing.T) {
 		want     []string
 		err      string
 	}{
-		{name: "nil means all", selected: nil, want: []string{PodNameLabelName, ExecRBACName}},
-		{name: "all", selected: []string{"all"}, want: []string{PodNameLabelName, ExecRBACName}},
-		{name: "none", selected: []string{"none"}, want: nil},
+		// Names arrive resolved (session.Select): empty is none, and "all"
+		// or "none" are not names.
+		{name: "empty builds none", selected: nil, want: nil},
+		{name: "every name", selected: Names(), want: []string{PodNameLabelName, ExecRBACName}},
 		{name: "one", selected: []string{"exec-rbac"}, want: []string{ExecRBACName}},
-		{name: "spaces and empties, Names order", selected: []string{" exec-rbac", "", "pod-name-label "}, want: []string{PodNameLabelName, ExecRBACName}},
+		{name: "Names order", selected: []string{"exec-rbac", "pod-name-label"}, want: []string{PodNameLabelName, ExecRBACName}},
 		{name: "duplicates", selected: []string{"exec-rbac", "exec-rbac"}, want: []string{ExecRBACName}},
-		{name: "unknown lists valid names", selected: []string{"pod-name-label", "nope"}, err: `unknown controller "nope" (valid: all, none, pod-name-label, exec-rbac)`},
-		{name: "all mixed with a name", selected: []string{"all", "exec-rbac"}, err: `"all" cannot be combined`},
-		{name: "none mixed with a name", selected: []string{"exec-rbac", "none"}, err: `"none" cannot be combined`},
+		{name: "unknown lists valid names", selected: []string{"pod-name-label", "nope"}, err: `unknown controller "nope": valid controllers are pod-name-label, exec-rbac`},
+		{name: "all is not a name", selected: []string{"all"}, err: `unknown controller "all"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -181,7 +181,7 @@ func TestBuildSelection(t *testing.T) {
 		})
 	}
 	t.Run("missing client", func(t *testing.T) {
-		if _, err := Build(nil, Deps{}); err == nil {
+		if _, err := Build(Names(), Deps{}); err == nil {
 			t.Error("want an error")
 		}
 	})
@@ -240,24 +240,13 @@ func TestRunReturnsErrorWhenCachesNeverSync(t *testing.T) {
 }
 
 func TestPermissions(t *testing.T) {
-	perms, err := Permissions(nil)
+	perms, err := Permissions(Names())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for _, p := range perms {
-		a := p.ResourceAttributes
-		s := a.Verb + " " + a.Resource
-		if a.Group != "" {
-			s += "." + a.Group
-		}
-		if a.Subresource != "" {
-			s += "/" + a.Subresource
-		}
-		if a.Name != "" {
-			s += " " + a.Name
-		}
-		got = append(got, s)
+		got = append(got, p.String())
 	}
 	want := []string{
 		"list pods", "watch pods", "patch pods", "get pods",
@@ -276,7 +265,7 @@ func TestPermissions(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("Permissions(all) =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if perms, err := Permissions([]string{"none"}); err != nil || len(perms) != 0 {
+	if perms, err := Permissions(nil); err != nil || len(perms) != 0 {
 		t.Errorf("Permissions(none) = %v, %v", perms, err)
 	}
 	if _, err := Permissions([]string{"bogus"}); err == nil {

@@ -3,41 +3,29 @@ package controller
 import (
 	"strings"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
+	"github.com/hookback/hookback/admission"
 	rbacv1 "k8s.io/api/rbac/v1"
 )
 
-// Permission is one access a controller needs, in the shape of a
-// SelfSubjectAccessReview's resource attributes, so that preflight can check
-// it before anything is written and name it in one line.
-type Permission struct {
-	authorizationv1.ResourceAttributes
-	// Reason says which controller needs it and what for.
-	Reason string
-}
-
-// Permissions returns what the selected controllers (same selection as
-// Build) need, without duplicates. Namespace is empty (all namespaces)
+// Permissions returns what the named controllers (resolved names, as Build
+// takes them) need, without duplicates. Namespace is empty (all namespaces)
 // because the controllers watch every namespace. Name is set where hookback
 // only touches one object, so that a grant restricted by resourceNames
 // passes; create cannot be restricted by name.
 //
 // Events are not listed: they go through the recorder shared with the
 // webhooks (core/v1 events create and patch).
-func Permissions(selected []string) ([]Permission, error) {
+func Permissions(selected []string) ([]admission.Permission, error) {
 	want, err := selectControllers(selected)
 	if err != nil {
 		return nil, err
 	}
-	var out []Permission
-	seen := map[authorizationv1.ResourceAttributes]bool{}
+	var out []admission.Permission
 	add := func(reason, group, resource, subresource, name string, verbs ...string) {
+		part, _, _ := strings.Cut(reason, " ")
 		for _, v := range verbs {
-			a := authorizationv1.ResourceAttributes{Verb: v, Group: group, Resource: resource, Subresource: subresource, Name: name}
-			if !seen[a] {
-				seen[a] = true
-				out = append(out, Permission{ResourceAttributes: a, Reason: reason})
-			}
+			out = append(out, admission.Permission{Verb: v, Group: group, Resource: resource, Subresource: subresource,
+				Name: name, Why: reason, Part: part})
 		}
 	}
 	if want[PodNameLabelName] {
@@ -75,5 +63,5 @@ func Permissions(selected []string) ([]Permission, error) {
 			}
 		}
 	}
-	return out, nil
+	return admission.MergePermissions(out), nil
 }

@@ -156,8 +156,8 @@ func portClosed(port int) bool {
 func TestACMEModeWithPebble(t *testing.T) {
 	ns := namespace(t)
 	peb := startPebble(t)
-	p := start(t, markArgs("--tls-mode", "acme", "--acme-ca", peb.directory, "--acme-ca-root", peb.minica,
-		"--acme-http-port", itoa(peb.httpPort), "--ca-file", peb.rootFile, "--acme-renew-check-interval", "1s")...)
+	p := startMark(t, "--tls-mode", "acme", "--acme-ca", peb.directory, "--acme-ca-root", peb.minica,
+		"--acme-http-port", itoa(peb.httpPort), "--ca-file", peb.rootFile, "--acme-renew-check-interval", "1s")
 	p.ready(t)
 	if strings.Contains(p.stdout.String(), "email address") {
 		t.Errorf("certmagic prompted for an email address:\n%s", p.stdout.String())

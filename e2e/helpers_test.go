@@ -128,13 +128,26 @@ func start(t *testing.T, extra ...string) *proc {
 	return startEnv(t, append(os.Environ(), "KUBECONFIG="+env.kubeconfig), extra...)
 }
 
+// startMark runs the mark binary with only the e2e mark webhook, registered
+// by the e2e template: the tests of serving and registration alone.
+func startMark(t *testing.T, extra ...string) *proc {
+	t.Helper()
+	return startBinary(t, env.markBinary, append(os.Environ(), "KUBECONFIG="+env.kubeconfig), append(markArgs(), extra...)...)
+}
+
 // startEnv is start with the process environment given.
 func startEnv(t *testing.T, environ []string, extra ...string) *proc {
+	t.Helper()
+	return startBinary(t, env.binary, environ, extra...)
+}
+
+// startBinary runs `BINARY start` with the test's session, ports and state.
+func startBinary(t *testing.T, binary string, environ []string, extra ...string) *proc {
 	t.Helper()
 	p := &proc{t: t, session: sessionFor(t), port: freePort(t), done: make(chan struct{})}
 	p.health = "127.0.0.1:" + strconv.Itoa(freePort(t))
 	args := append(startArgs(t, p.session, p.port, p.health), extra...)
-	p.cmd = exec.Command(env.binary, args...)
+	p.cmd = exec.Command(binary, args...)
 	p.cmd.Env = environ
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	if err := p.cmd.Start(); err != nil {

@@ -17,8 +17,11 @@ import (
 var env struct {
 	repo       string
 	kubeconfig string
-	binary     string
-	client     kubernetes.Interface
+	// binary is hookback as it ships; markBinary is hookback with the e2e
+	// mark webhook, embedded the way any Go program would (e2e/markhook);
+	// exampleBinary is examples/custom-webhook.
+	binary, markBinary, exampleBinary string
+	client                            kubernetes.Interface
 	// local is true when the tests run on hack/cluster's control plane.
 	local bool
 }
@@ -64,10 +67,18 @@ func run(m *testing.M) (int, error) {
 	}
 	defer os.RemoveAll(bin)
 	env.binary = filepath.Join(bin, "hookback")
-	build := exec.Command("go", "build", "-tags", "e2e", "-o", env.binary, ".")
-	build.Dir = repo
-	if out, err := build.CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("build hookback: %w\n%s", err, out)
+	env.markBinary = filepath.Join(bin, "hookback-markhook")
+	env.exampleBinary = filepath.Join(bin, "custom-webhook")
+	for _, b := range []struct{ dir, pkg, out string }{
+		{repo, ".", env.binary},
+		{repo, "./e2e/markhook", env.markBinary},
+		{filepath.Join(repo, "examples", "custom-webhook"), ".", env.exampleBinary},
+	} {
+		build := exec.Command("go", "build", "-o", b.out, b.pkg)
+		build.Dir = b.dir
+		if out, err := build.CombinedOutput(); err != nil {
+			return 0, fmt.Errorf("build %s in %s: %w\n%s", b.pkg, b.dir, err, out)
+		}
 	}
 	return m.Run(), nil
 }

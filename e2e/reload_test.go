@@ -22,7 +22,7 @@ func TestTemplateHotReload(t *testing.T) {
 	if err := os.WriteFile(tmpl, orig, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := start(t, "--webhooks", "none", "--controllers", "none", "--template", tmpl)
+	p := startBinary(t, env.markBinary, append(os.Environ(), "KUBECONFIG="+env.kubeconfig), "--webhooks", "none", "--controllers", "none", "--template", tmpl)
 	p.ready(t)
 	name := "hookback-e2e-" + p.session
 	timeout := func(ctx context.Context) (int32, error) {

@@ -34,7 +34,7 @@ func admitMarked(t *testing.T, ns, session string) bool {
 
 func TestStartRegistersServesAndCleansUp(t *testing.T) {
 	ns := namespace(t)
-	p := start(t, markArgs()...)
+	p := startMark(t)
 	p.ready(t)
 	ctx := context.Background()
 
@@ -83,7 +83,7 @@ func TestStartRegistersServesAndCleansUp(t *testing.T) {
 
 func TestCrashedSessionIsCleanedUp(t *testing.T) {
 	ctx := context.Background()
-	crashed := start(t, markArgs("--lease-duration", "2s")...)
+	crashed := startMark(t, "--lease-duration", "2s")
 	crashed.ready(t)
 	crashed.signal(syscall.SIGKILL)
 	crashed.wait(t)
@@ -101,7 +101,7 @@ func TestCrashedSessionIsCleanedUp(t *testing.T) {
 		return l.Spec.RenewTime.Add(2 * time.Second).Before(time.Now()), nil
 	})
 
-	next := start(t, markArgs()...)
+	next := startMark(t)
 	next.ready(t)
 	if n, err := sessionObjects(ctx, crashed.session); err != nil || n != 0 {
 		t.Fatalf("next start left %d objects of the crashed session (err %v)", n, err)
@@ -115,7 +115,7 @@ func TestCrashedSessionIsCleanedUp(t *testing.T) {
 
 func TestCleanupRemovesKilledSession(t *testing.T) {
 	ctx := context.Background()
-	p := start(t, markArgs()...)
+	p := startMark(t)
 	p.ready(t)
 	p.signal(syscall.SIGKILL)
 	p.wait(t)
@@ -131,7 +131,7 @@ func TestCleanupRemovesKilledSession(t *testing.T) {
 func TestWrongAdvertiseAddressIsDiagnosed(t *testing.T) {
 	// 127.0.0.2 is loopback, so the apiserver can dial it, but hookback only
 	// listens on 127.0.0.1: the apiserver's connection is refused.
-	p := start(t, markArgs("--advertise-address", "127.0.0.2", "--bind-address", "127.0.0.1", "--verify-timeout", "20s")...)
+	p := startMark(t, "--advertise-address", "127.0.0.2", "--bind-address", "127.0.0.1", "--verify-timeout", "20s")
 	if code := p.wait(t); code == 0 {
 		t.Fatal("start succeeded with an unreachable advertise address")
 	}
@@ -180,7 +180,7 @@ func TestStartDefaultsRegisterEveryBuiltin(t *testing.T) {
 }
 
 func TestNoVerifyKeepsRunningAndSaysWhy(t *testing.T) {
-	p := start(t, markArgs("--advertise-address", "127.0.0.2", "--bind-address", "127.0.0.1", "--no-verify")...)
+	p := startMark(t, "--advertise-address", "127.0.0.2", "--bind-address", "127.0.0.1", "--no-verify")
 	p.ready(t)
 	if !strings.Contains(p.stdout.String(), "NOT verified") {
 		t.Errorf("banner does not say the run is unverified:\n%s", p.stdout.String())
@@ -195,9 +195,9 @@ func TestNoVerifyKeepsRunningAndSaysWhy(t *testing.T) {
 // once (the dead holder is recognised on this host), without waiting for the
 // Lease to expire.
 func TestSessionHeldByAnotherProcess(t *testing.T) {
-	first := start(t, markArgs()...)
+	first := startMark(t)
 	first.ready(t)
-	second := start(t, markArgs("--session", first.session)...)
+	second := startMark(t, "--session", first.session)
 	if code := second.wait(t); code == 0 {
 		t.Fatal("a second start with the same session succeeded")
 	}
@@ -210,7 +210,7 @@ func TestSessionHeldByAnotherProcess(t *testing.T) {
 
 	first.signal(syscall.SIGKILL)
 	first.wait(t)
-	again := start(t, markArgs("--session", first.session)...)
+	again := startMark(t, "--session", first.session)
 	again.ready(t)
 }
 

@@ -28,7 +28,7 @@ func TestTLSFilesModeReloads(t *testing.T) {
 		}
 	}
 	install(first)
-	p := start(t, markArgs("--tls-mode", "files", "--tls-cert-file", certFile, "--tls-key-file", keyFile, "--ca-file", caFile)...)
+	p := startMark(t, "--tls-mode", "files", "--tls-cert-file", certFile, "--tls-key-file", keyFile, "--ca-file", caFile)
 	p.ready(t)
 	if !admitMarked(t, ns, p.session) {
 		t.Fatal("webhook not called with the user-provided certificate")

@@ -246,3 +246,12 @@ func whReadyHeartbeat(node *corev1.Node) time.Time {
 	}
 	return time.Time{}
 }
+
+// whCreatePodImage creates a bare pod whose one container "app" runs image.
+func whCreatePodImage(ctx context.Context, ns, name, image string) (*corev1.Pod, error) {
+	return env.client.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: image}},
+			TerminationGracePeriodSeconds: ptr.To[int64](0)},
+	}, metav1.CreateOptions{})
+}

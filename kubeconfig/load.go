@@ -11,13 +11,14 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hookback/hookback/internal/errkind"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // ErrNoConfig means no kubeconfig file was found and hookback is not running in a pod.
-var ErrNoConfig = errors.New("kubeconfig: no kubeconfig found: set --kubeconfig or KUBECONFIG, or create ~/.kube/config")
+var ErrNoConfig = errors.New("kubeconfig: no kubeconfig found")
 
 // Options says where to look for a kubeconfig. The zero value follows
 // kubectl: $KUBECONFIG, then ~/.kube/config, then the in-cluster config.
@@ -95,7 +96,7 @@ func Load(opts Options) (*Config, error) {
 func (o Options) files() ([]string, error) {
 	if o.Path != "" {
 		if _, err := os.Stat(o.Path); err != nil {
-			return nil, fmt.Errorf("kubeconfig: --kubeconfig %q: %w", o.Path, err)
+			return nil, fmt.Errorf("read --kubeconfig %q: %w", o.Path, err)
 		}
 		return []string{o.Path}, nil
 	}
@@ -137,10 +138,10 @@ func (o Options) inCluster() (*Config, error) {
 	}
 	rc, err := build()
 	if err != nil {
-		return nil, ErrNoConfig
+		return nil, errkind.New(ErrNoConfig, errors.New("no kubeconfig found: set --kubeconfig or KUBECONFIG, or create ~/.kube/config"))
 	}
 	if o.Context != "" {
-		return nil, fmt.Errorf("kubeconfig: --context %q given but no kubeconfig file was found: set --kubeconfig or KUBECONFIG", o.Context)
+		return nil, fmt.Errorf("--context %q given but no kubeconfig file was found: set --kubeconfig or KUBECONFIG", o.Context)
 	}
 	return &Config{Rest: rc, Server: rc.Host}, nil
 }

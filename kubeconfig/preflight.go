@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -12,81 +11,14 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/errkind"
 )
 
-// Permission is one verb on one resource that hookback needs.
-type Permission struct {
-	Verb        string
-	Group       string
-	Resource    string
-	Subresource string
-	// Namespace scopes the check; empty means all namespaces / cluster scope.
-	Namespace string
-	// Name restricts the check to one object, for grants by resourceNames.
-	Name string
-	// Why is shown next to a missing permission.
-	Why string
-	// Part is what needs it: PartCore, or a webhook or controller name, so
-	// a run that disables that part does not need the permission.
-	Part string
-}
-
-// PartCore marks permissions every run needs.
-const PartCore = "core"
-
-// String renders the permission the way kubectl auth can-i takes it.
-func (p Permission) String() string {
-	r := p.Resource
-	if p.Group != "" {
-		r += "." + p.Group
-	}
-	if p.Subresource != "" {
-		r += "/" + p.Subresource
-	}
-	if p.Name != "" {
-		r += " " + p.Name
-	}
-	return p.Verb + " " + r
-}
-
-// RequiredPermissions lists what hookback start itself and its webhooks
-// need, grouped by the part that needs it; controllers list their own. leaseNamespace is where sessions keep their Lease and
-// where the canary ConfigMap is dry-run created.
-func RequiredPermissions(leaseNamespace string) []Permission {
-	var ps []Permission
-	for _, res := range []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"} {
-		for _, verb := range []string{"list", "create", "update", "patch", "delete"} {
-			ps = append(ps, Permission{Verb: verb, Group: "admissionregistration.k8s.io", Resource: res, Why: "register webhooks", Part: PartCore})
-		}
-	}
-	for _, verb := range []string{"get", "list", "create", "update", "delete"} {
-		ps = append(ps, Permission{Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Namespace: leaseNamespace, Why: "session heartbeat", Part: PartCore})
-	}
-	ps = append(ps,
-		Permission{Verb: "create", Resource: "events", Why: "Warning Events", Part: PartCore},
-		Permission{Verb: "patch", Resource: "events", Why: "Warning Events (repeats)", Part: PartCore},
-	)
-	for _, verb := range []string{"list", "watch"} {
-		ps = append(ps, Permission{Verb: verb, Resource: "pods", Why: "pod cache of pod-eviction", Part: "pod-eviction"})
-	}
-	ps = append(ps,
-		Permission{Verb: "list", Resource: "nodes", Why: "node-status restores nodes on exit", Part: "node-status"},
-		Permission{Verb: "patch", Resource: "nodes", Subresource: "status", Why: "node-status restores nodes on exit", Part: "node-status"},
-	)
-	ps = append(ps, Permission{Verb: "create", Resource: "configmaps", Namespace: leaseNamespace, Why: "canary verification (dry-run)", Part: PartCore})
-	return ps
-}
-
-// Only keeps the permissions whose Part is PartCore or in parts.
-func Only(perms []Permission, parts ...string) []Permission {
-	var out []Permission
-	for _, p := range perms {
-		if p.Part == PartCore || slices.Contains(parts, p.Part) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
+// Permission is what preflight checks: the type every part declares its
+// needs in.
+type Permission = admission.Permission
 
 // PermissionResult is the outcome of one SelfSubjectAccessReview.
 type PermissionResult struct {
@@ -143,8 +75,8 @@ func MissingError(user string, missing []Permission) error {
 	for i, p := range missing {
 		names[i] = p.String()
 	}
-	return fmt.Errorf("%w: user %q cannot %s; ask a cluster admin to grant them (see `hookback check`)",
-		ErrMissingPermissions, user, strings.Join(names, ", "))
+	return errkind.New(ErrMissingPermissions, fmt.Errorf("missing permissions: user %q cannot %s; ask a cluster admin to grant them (see `hookback check`)",
+		user, strings.Join(names, ", ")))
 }
 
 // Identity is who the apiserver thinks the client is.

@@ -8,15 +8,15 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/hookback/hookback/server"
+	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/tunnel"
 )
 
 // The docker-desktop strategy advertises a DNS name. The apiserver then
 // dials https://host.docker.internal:PORT with that name in SNI and checks
-// it against a DNS SAN: server.NewSelfSigned must issue and serve one.
+// it against a DNS SAN: certs.NewSelfSigned must issue and serve one.
 func TestSelfSignedCoversDNSName(t *testing.T) {
-	certs, err := server.NewSelfSigned(context.Background(), server.TLSOptions{
+	certs, err := certs.NewSelfSigned(context.Background(), certs.TLSOptions{
 		StateDir: t.TempDir(), Host: tunnel.HostDockerInternal, Log: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {

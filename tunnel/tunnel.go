@@ -43,10 +43,12 @@ import (
 	"net/url"
 	"runtime"
 	"strings"
+
+	"github.com/hookback/hookback/internal/errkind"
 )
 
 // ErrNoAddress means no strategy found a usable address.
-var ErrNoAddress = errors.New("tunnel: no address the apiserver can reach was found: pass --advertise-address with an IP or DNS name of this machine that the apiserver can route to")
+var ErrNoAddress = errors.New("tunnel: no address the apiserver can reach")
 
 // Decision is the address to advertise and why.
 type Decision struct {
@@ -131,7 +133,7 @@ func Decide(ctx context.Context, in Input, strategies []Strategy) (Decision, err
 		}
 		skipped = append(skipped, s.Name()+": "+why)
 	}
-	return Decision{Skipped: skipped}, fmt.Errorf("%w (tried %s)", ErrNoAddress, strings.Join(skipped, "; "))
+	return Decision{Skipped: skipped}, errkind.New(ErrNoAddress, fmt.Errorf("no address the apiserver can reach was found: pass --advertise-address with an IP or DNS name of this machine that the apiserver can route to (tried %s)", strings.Join(skipped, "; ")))
 }
 
 // Default is the strategy order used by hookback start, check and render,

@@ -42,9 +42,6 @@ const (
 	PathNodeStatus  = "/mutate-node-status"
 )
 
-// All selects every built-in webhook in Build.
-const All = "all"
-
 // Default option values.
 const (
 	// DefaultSidecarImage is the XXL-JOB executor sample (Spring Boot) that
@@ -154,10 +151,10 @@ func Names() []string {
 	return names
 }
 
-// Build returns the enabled webhooks (names from Names(); "all" means all), or
-// an error naming an unknown one and listing the valid ones. Entries are
-// trimmed, empty ones ignored, duplicates collapsed; an empty list enables
-// none. The result is in Names() order whatever order enabled has.
+// Build returns the named webhooks, in Names() order whatever order enabled
+// has. The names are already resolved (no "all" or "none": see
+// session.Select); an empty list builds none, duplicates collapse, and an
+// unknown name is an error listing the valid ones.
 func Build(enabled []string, opts Options, deps Deps) ([]admission.Webhook, error) {
 	want, err := selectWebhooks(enabled)
 	if err != nil {
@@ -193,24 +190,15 @@ func Build(enabled []string, opts Options, deps Deps) ([]admission.Webhook, erro
 	return hooks, nil
 }
 
-// selectWebhooks turns the --webhooks list into a set of known names.
+// selectWebhooks turns resolved names into a set, refusing unknown ones.
 func selectWebhooks(enabled []string) (map[string]bool, error) {
 	valid := Names()
 	want := make(map[string]bool, len(valid))
-	for _, e := range enabled {
-		name := strings.TrimSpace(e)
-		switch {
-		case name == "":
-		case strings.EqualFold(name, All):
-			for _, n := range valid {
-				want[n] = true
-			}
-		case slices.Contains(valid, name):
-			want[name] = true
-		default:
-			return nil, fmt.Errorf("unknown webhook %q: valid webhooks are %s, or %q for all of them",
-				name, strings.Join(valid, ", "), All)
+	for _, name := range enabled {
+		if !slices.Contains(valid, name) {
+			return nil, fmt.Errorf("unknown webhook %q: valid webhooks are %s", name, strings.Join(valid, ", "))
 		}
+		want[name] = true
 	}
 	return want, nil
 }

@@ -33,14 +33,15 @@ func TestBuild(t *testing.T) {
 		wantPaths []string
 		wantErr   string
 	}{
-		{name: "all", enabled: []string{"all"}, want: Names(),
+		// Names arrive resolved (session.Select): "all" is not a name.
+		{name: "every name", enabled: Names(), want: Names(),
 			wantPaths: []string{"/validate-pod-name", "/mutate-pod-lifespan", "/mutate-pod-sidecar", "/validate-pod-eviction", "/mutate-node-status"}},
-		{name: "all with others", enabled: []string{"pod-name", "ALL"}, want: Names()},
-		{name: "subset in stable order, trimmed, deduplicated", enabled: []string{"node-status", " pod-name ", "pod-name", ""},
+		{name: "all is not a name", enabled: []string{"all"}, wantErr: `unknown webhook "all"`},
+		{name: "subset in stable order, deduplicated", enabled: []string{"node-status", "pod-name", "pod-name"},
 			want: []string{"pod-name", "node-status"}, wantPaths: []string{"/validate-pod-name", "/mutate-node-status"}},
 		{name: "none", enabled: nil, want: nil},
 		{name: "unknown", enabled: []string{"pod-name", "pod-nmae"},
-			wantErr: `unknown webhook "pod-nmae": valid webhooks are pod-name, pod-lifespan, pod-sidecar, pod-eviction, node-status, or "all" for all of them`},
+			wantErr: `unknown webhook "pod-nmae": valid webhooks are pod-name, pod-lifespan, pod-sidecar, pod-eviction, node-status`},
 		{name: "no recorder for a webhook that records", enabled: []string{"pod-sidecar"},
 			deps: func(d Deps) Deps { d.Recorder = nil; return d }, wantErr: "webhook pod-sidecar records events but no events recorder was provided"},
 		{name: "recorder returns nil", enabled: []string{"pod-lifespan"},

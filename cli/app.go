@@ -1,0 +1,107 @@
+// Package cli is hookback's command line: urfave/cli/v2 commands whose flags
+// (each declared once, in flags.go) become typed Options, validated all at
+// once, then a session.Config or a direct call. It is the only package that
+// sees *cli.Context, and Run is the only thing main calls.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/hookback/hookback/admission"
+)
+
+// Version is set at build time with -ldflags "-X github.com/hookback/hookback/cli.Version=...".
+var Version = "dev"
+
+// Extension is what a program that embeds hookback adds: its own webhooks,
+// served beside the built-ins, and the template that registers them (the
+// default template when --template is not given).
+type Extension struct {
+	Template []byte
+	Webhooks []admission.Webhook
+}
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	// exitUsage: bad flags or arguments, or (check) missing permissions.
+	exitUsage = 2
+)
+
+// Run runs hookback with args (args[0] is the program name) and returns the
+// exit code; errors are printed to stderr as sentences.
+func Run(ctx context.Context, args []string, ext Extension, stdout, stderr io.Writer) int {
+	err := newApp(ext, stdout, stderr).RunContext(ctx, args)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(stderr, "Error:", err)
+	var ec cli.ExitCoder
+	if errors.As(err, &ec) {
+		return ec.ExitCode()
+	}
+	return exitFailure
+}
+
+func newApp(ext Extension, stdout, stderr io.Writer) *cli.App {
+	app := &cli.App{
+		Name:    "hookback",
+		Usage:   "develop Kubernetes admission webhooks and controllers out of cluster",
+		Version: Version,
+		Description: `hookback serves admission webhooks over HTTPS from this machine, registers them
+with a remote kube-apiserver, runs controllers against it, and removes everything it
+wrote when it stops. Every flag can also be set through HOOKBACK_<FLAG>, for example
+HOOKBACK_CONTEXT=kind-dev; global flags (--kubeconfig, --context, --log-format,
+--log-level) go before or after the command.` + examplesText(appExamples),
+		Writer:               stdout,
+		ErrWriter:            stderr,
+		Flags:                flags(globalFlagNames...),
+		EnableBashCompletion: true,
+		Commands: []*cli.Command{
+			versionCommand(),
+			checkCommand(),
+			startCommand(ext),
+			renderCommand(ext),
+			cleanupCommand(),
+			replayCommand(),
+			caCommand(),
+			completionCommand(),
+		},
+		// Only main exits: keep urfave/cli from calling os.Exit itself.
+		ExitErrHandler: func(*cli.Context, error) {},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return cli.Exit(fmt.Sprintf("%v (see --help)", err), exitUsage)
+		},
+	}
+	for _, cmd := range app.Commands {
+		if cmd.OnUsageError == nil {
+			cmd.OnUsageError = app.OnUsageError
+		}
+	}
+	return app
+}
+
+// usage marks err as a problem with the flags or arguments.
+func usage(err error) error {
+	if err == nil {
+		return nil
+	}
+	return cli.Exit(err.Error(), exitUsage)
+}
+
+func versionCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "version",
+		Usage: "print the hookback version",
+		Action: func(c *cli.Context) error {
+			_, err := fmt.Fprintf(c.App.Writer, "hookback %s\n", Version)
+			return err
+		},
+	}
+}

@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/session"
+)
+
+var checkExamples = []Example{
+	{Command: "hookback check"},
+	{Command: "hookback check --advertise-address 127.0.0.1", Comment: "with the address start would be told to use"},
+	{Command: "hookback check --context \"$(kubectl config current-context)\"", Comment: "a kubeconfig context, as kubectl names them"},
+}
+
+func checkCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "check",
+		Usage: "check that the cluster is reachable and hookback has every permission it needs",
+		Description: `check connects with the kubeconfig, prints the server version, who the apiserver
+thinks you are and the address start would advertise (and which strategy chose it),
+and asks (SelfSubjectAccessReview) for every permission hookback start needs with
+every built-in enabled. It writes nothing. It exits 2 and names what is missing.` + examplesText(checkExamples),
+		Flags:  withGlobal("advertise-address", "lease-namespace", "timeout"),
+		Action: runCheck,
+	}
+}
+
+func runCheck(c *cli.Context) error {
+	g := globalOptions(c)
+	if err := g.Validate(); err != nil {
+		return usage(err)
+	}
+	// check prints the advertise decision itself; the log only adds the
+	// strategies it skipped, at debug.
+	log := g.logger(c.App.ErrWriter)
+	cfg, err := kubeconfig.Load(g.kubeconfig())
+	if err != nil {
+		return err
+	}
+	cs, err := cfg.Clientset(c.Duration("timeout"))
+	if err != nil {
+		return err
+	}
+	ctx, out := c.Context, c.App.Writer
+	v, err := kubeconfig.ServerVersion(ctx, cs, cfg.Server)
+	if err != nil {
+		return err
+	}
+	who, err := kubeconfig.WhoAmI(ctx, cs)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Server:    %s (context %q from %s)\n", cfg.Server, cfg.Context, cfg.Source())
+	fmt.Fprintf(out, "Version:   %s\n", v.GitVersion)
+	fmt.Fprintf(out, "User:      %s (groups: %s)\n", who.Username, strings.Join(who.Groups, ", "))
+	// start would fail on an undecidable address, so check fails too, but
+	// only after the permissions, which are worth seeing either way.
+	adErr := printAdvertise(ctx, out, log, c.String("advertise-address"), cfg)
+	fmt.Fprintln(out)
+	all, _ := session.SelectWebhooks([]string{"all"})
+	ctls, _ := session.SelectControllers([]string{"all"})
+	perms, err := session.Permissions(session.Config{LeaseNamespace: c.String("lease-namespace"), Webhooks: all, Controllers: ctls})
+	if err != nil {
+		return err
+	}
+	results, err := kubeconfig.CheckPermissions(ctx, cs, perms)
+	if err != nil {
+		return err
+	}
+	if err := printPermissions(out, results); err != nil {
+		return err
+	}
+	if missing := kubeconfig.Missing(results); len(missing) > 0 {
+		return cli.Exit(kubeconfig.MissingError(who.Username, missing).Error(), exitUsage)
+	}
+	fmt.Fprintf(out, "\nall %d permissions granted\n", len(results))
+	return adErr
+}
+
+// printAdvertise prints the address start would advertise and why.
+func printAdvertise(ctx context.Context, w io.Writer, log *slog.Logger, explicit string, cfg *kubeconfig.Config) error {
+	d, err := session.Advertise(ctx, quiet(log), explicit, cfg)
+	if err != nil {
+		fmt.Fprintf(w, "Advertise: none (%v)\n", err)
+		return err
+	}
+	fmt.Fprintf(w, "Advertise: %s (strategy %s: %s)\n", d.Host, d.Strategy, d.Reason)
+	return nil
+}
+
+func printPermissions(w io.Writer, results []kubeconfig.PermissionResult) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PERMISSION\tNAMESPACE\tALLOWED\tNEEDED FOR")
+	for _, r := range results {
+		ns := r.Namespace
+		if ns == "" {
+			ns = "*"
+		}
+		ok := "yes"
+		if !r.Allowed {
+			ok = "NO"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Permission, ns, ok, r.Why)
+	}
+	return tw.Flush()
+}
+
+// quiet passes on only debug records: what check prints already, it does
+// not log again.
+func quiet(log *slog.Logger) *slog.Logger {
+	return slog.New(debugOnly{log.Handler()})
+}
+
+type debugOnly struct{ slog.Handler }
+
+func (d debugOnly) Enabled(ctx context.Context, l slog.Level) bool {
+	return l <= slog.LevelDebug && d.Handler.Enabled(ctx, l)
+}

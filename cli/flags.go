@@ -1,0 +1,172 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/webhook"
+)
+
+// envVar names the environment variable that backs a flag.
+func envVar(flag string) []string {
+	return []string{"HOOKBACK_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))}
+}
+
+// globalFlagNames work before and after the subcommand, as kubectl users
+// type them.
+var globalFlagNames = []string{"kubeconfig", "context", "log-format", "log-level"}
+
+// newFlag returns a fresh definition of the named flag: each flag is
+// declared here once, and urfave/cli flags keep parse state, so every
+// command gets its own instance.
+func newFlag(name string) cli.Flag {
+	d := webhook.DefaultOptions()
+	usage, value := flagText[name], flagDefault(name)
+	switch name {
+	case "port", "acme-http-port":
+		return &cli.IntFlag{Name: name, EnvVars: envVar(name), Value: value.(int), Usage: usage}
+	case "no-verify", "all", "bundle":
+		return &cli.BoolFlag{Name: name, EnvVars: envVar(name), Usage: usage}
+	case "verify-timeout", "lease-duration", "timeout", "acme-renew-check-interval":
+		return &cli.DurationFlag{Name: name, EnvVars: envVar(name), Value: value.(time.Duration), Usage: usage,
+			Hidden: name == "acme-renew-check-interval"}
+	case "banned-words":
+		return &cli.StringSliceFlag{Name: name, EnvVars: envVar(name), Value: cli.NewStringSlice(d.BannedWords...), Usage: usage}
+	case "cpu-oversell-factor":
+		return &cli.Float64Flag{Name: name, EnvVars: envVar(name), Value: d.CPUOversellFactor, Usage: usage}
+	default:
+		s, _ := value.(string)
+		return &cli.StringFlag{Name: name, EnvVars: envVar(name), Value: s, Usage: usage}
+	}
+}
+
+func flags(names ...string) []cli.Flag {
+	out := make([]cli.Flag, 0, len(names)+len(globalFlagNames))
+	for _, n := range names {
+		out = append(out, newFlag(n))
+	}
+	return out
+}
+
+// withGlobal adds the global flags to a command's own, so they also work
+// after the subcommand; lookup reads whichever the user set.
+func withGlobal(names ...string) []cli.Flag {
+	return append(flags(names...), flags(globalFlagNames...)...)
+}
+
+func flagDefault(name string) any {
+	switch name {
+	case "port":
+		return 8443
+	case "acme-http-port":
+		return 80
+	case "verify-timeout":
+		return 15 * time.Second
+	case "lease-duration":
+		return 30 * time.Second
+	case "timeout":
+		return 10 * time.Second
+	case "acme-renew-check-interval":
+		return 10 * time.Minute
+	case "log-format":
+		return "text"
+	case "log-level":
+		return "info"
+	case "webhooks", "controllers":
+		return "all"
+	case "health-address":
+		return "127.0.0.1:8081"
+	case "lease-namespace":
+		return "default"
+	case "state-dir":
+		return defaultStateDir()
+	case "tls-mode":
+		return certs.ModeSelfSigned
+	case "acme-ca":
+		return certs.LetsEncryptCA
+	case "acme-profile":
+		return "shortlived"
+	case "sidecar-image":
+		return webhook.DefaultSidecarImage
+	}
+	return ""
+}
+
+var flagText = map[string]string{
+	"kubeconfig":                "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)",
+	"context":                   "kubeconfig context to use instead of current-context",
+	"log-format":                "log format: text or json",
+	"log-level":                 "log level: debug, info, warn or error",
+	"advertise-address":         "IP or DNS name the apiserver dials to reach hookback (default: decided from the kubeconfig's server, see docs/reachability.md)",
+	"port":                      "HTTPS port for the webhooks",
+	"session":                   "session name: suffixes every object hookback writes (default: <user>-<host>)",
+	"template":                  "webhook configuration template (default: the built-in webhook-url.yaml.tmpl); hot-reloaded while running",
+	"state-dir":                 "where the local CA and certificates live",
+	"lease-namespace":           "namespace for the session Lease and the canary ConfigMap",
+	"tls-mode":                  "self-signed (a local CA in --state-dir), acme (a certificate from an ACME CA, --acme-*) or files (--tls-cert-file, --tls-key-file, --ca-file)",
+	"tls-cert-file":             "files mode: serving certificate (PEM, may include the chain); reloaded on change",
+	"tls-key-file":              "files mode: its private key; reloaded on change",
+	"ca-file":                   "files and acme modes: CA the apiserver should trust (the caBundle); empty when the certificate is publicly trusted",
+	"acme-ca":                   "acme mode: ACME directory URL; using it agrees to the CA's terms of service",
+	"acme-email":                "acme mode: contact email for the ACME account (optional)",
+	"acme-ca-root":              "acme mode: PEM root to trust for the ACME server's own HTTPS (a private ACME server such as pebble)",
+	"acme-profile":              "acme mode: ACME profile to order under (Let's Encrypt issues IP certificates only under shortlived); empty: the CA's default",
+	"acme-http-port":            "acme mode: port the HTTP-01 challenge is answered on, opened only while a challenge is pending (the CA always dials port 80: forward it here when different)",
+	"acme-renew-check-interval": "acme mode: how often certmagic checks whether to renew",
+	"bind-address":              "address to listen on (default: the advertise address when it is this machine's, else all interfaces)",
+	"health-address":            "host:port for /healthz, /readyz and /metrics",
+	"no-verify":                 "keep running (and log the diagnosis) when verification shows the apiserver cannot reach hookback",
+	"verify-timeout":            "how long verification may take",
+	"lease-duration":            "how long the session survives without a heartbeat before another run may clean it up",
+	"webhooks":                  "comma list of built-in webhooks to serve, or all or none (" + strings.Join(webhook.Names(), ", ") + ")",
+	"controllers":               "comma list of controllers to run, or all or none (" + strings.Join(controller.Names(), ", ") + ")",
+	"banned-words":              "pod-name: words a pod name must not contain",
+	"sidecar-image":             "pod-sidecar: image of the injected xxl-agent container",
+	"cpu-oversell-factor":       "node-status: multiply node allocatable CPU by this (1 disables)",
+	"timeout":                   "give up on the apiserver after this long",
+	"all":                       "remove every session, alive or not",
+	"bundle":                    "print the base64 caBundle instead of PEM",
+	"webhook":                   "built-in webhook to run (" + strings.Join(webhook.Names(), ", ") + ")",
+}
+
+// serveFlagNames decide the URL and the configurations: start and render.
+var serveFlagNames = []string{"advertise-address", "port", "session", "template", "state-dir", "lease-namespace",
+	"tls-mode", "tls-cert-file", "tls-key-file", "ca-file", "acme-ca", "acme-email", "acme-ca-root", "acme-profile",
+	"acme-http-port", "acme-renew-check-interval", "webhooks", "controllers", "banned-words", "sidecar-image", "cpu-oversell-factor"}
+
+// startFlagNames are serveFlagNames plus what only a running session needs.
+var startFlagNames = append(append([]string{}, serveFlagNames...),
+	"bind-address", "health-address", "no-verify", "verify-timeout", "lease-duration")
+
+// lookup finds the context in c's lineage where name was set (the
+// subcommand's flags first, then the app's global ones), else c itself,
+// whose value is the default.
+func lookup(c *cli.Context, name string) *cli.Context {
+	for _, cc := range c.Lineage() {
+		if cc.Command != nil || cc.App != nil {
+			if cc.IsSet(name) {
+				return cc
+			}
+		}
+	}
+	return c
+}
+
+func str(c *cli.Context, name string) string { return lookup(c, name).String(name) }
+
+// defaultStateDir is $XDG_STATE_HOME/hookback, else ~/.local/state/hookback.
+func defaultStateDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "hookback")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "state", "hookback")
+	}
+	return filepath.Join(os.TempDir(), "hookback-state")
+}

@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"github.com/urfave/cli/v2"
+
+	"github.com/hookback/hookback/session"
+)
+
+var startExamples = []Example{
+	{Command: "hookback start", Serves: true},
+	{Command: "hookback start --webhooks pod-name,pod-sidecar --controllers none", Serves: true},
+	{Command: "hookback start --template my-webhooks.yaml.tmpl --banned-words forbidden", Comment: "your own copy of the template, hot-reloaded", Serves: true},
+}
+
+func startCommand(ext Extension) *cli.Command {
+	return &cli.Command{
+		Name:  "start",
+		Usage: "serve the webhooks, register them with the cluster, run the controllers; deregister on exit",
+		Description: `start authenticates with the kubeconfig, serves HTTPS on an address the apiserver can
+reach, writes Mutating/ValidatingWebhookConfigurations whose clientConfig.url points here,
+proves with a dry-run canary that the apiserver really calls back, runs the controllers,
+and deletes what it wrote on Ctrl-C or SIGTERM (a second one exits at once).` + examplesText(startExamples),
+		Flags: withGlobal(startFlagNames...),
+		Action: func(c *cli.Context) error {
+			o := startOptions(c)
+			if err := o.Validate(); err != nil {
+				return usage(err)
+			}
+			log := o.logger(c.App.ErrWriter)
+			return session.Run(c.Context, o.config(ext, log, c.App.Writer))
+		},
+	}
+}
+
+var renderExamples = []Example{
+	{Command: "hookback render"},
+	{Command: "hookback render --advertise-address 192.0.2.10 --webhooks pod-name", Comment: "nothing is dialled: render only prints"},
+	{Command: "hookback render --template my-webhooks.yaml.tmpl | kubectl apply --dry-run=server -f -"},
+}
+
+func renderCommand(ext Extension) *cli.Command {
+	return &cli.Command{
+		Name:  "render",
+		Usage: "print the webhook configurations start would apply; writes nothing to the cluster",
+		Description: `render renders the template exactly as start would (names suffixed with the session,
+hookback's labels added, the caBundle of the certificate start would serve) and prints
+the YAML on stdout. Without --advertise-address it asks the kubeconfig which address
+start would pick.` + examplesText(renderExamples),
+		Flags: withGlobal(serveFlagNames...),
+		Action: func(c *cli.Context) error {
+			o := serveOptions(c)
+			if err := o.Validate(); err != nil {
+				return usage(err)
+			}
+			out, err := session.Render(c.Context, o.config(ext, o.logger(c.App.ErrWriter)))
+			if err != nil {
+				return err
+			}
+			_, err = c.App.Writer.Write(out)
+			return err
+		},
+	}
+}

@@ -1,0 +1,196 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hookback/hookback/cli"
+)
+
+// shellEnv is a directory with `hookback` and kubectl on PATH, the files the
+// help examples name, and settings that keep a started hookback off the
+// ports, state and session of every other test.
+type shellEnv struct {
+	dir     string
+	environ []string
+}
+
+func newShellEnv(t *testing.T) *shellEnv {
+	t.Helper()
+	dir, bin := t.TempDir(), t.TempDir()
+	if err := os.Symlink(env.binary, filepath.Join(bin, "hookback")); err != nil {
+		t.Fatal(err)
+	}
+	path := bin
+	if kubectl, err := ctlKubectlPath(); err == nil {
+		path += ":" + filepath.Dir(kubectl)
+	}
+	copyFile(t, repoPath("testdata", "webhook", "pod-name", "v1-create-banned-name.json"), filepath.Join(dir, "review.json"))
+	copyFile(t, repoPath("webhook-url.yaml.tmpl"), filepath.Join(dir, "my-webhooks.yaml.tmpl"))
+	return &shellEnv{dir: dir, environ: append(os.Environ(),
+		"PATH="+path+":"+os.Getenv("PATH"),
+		"KUBECONFIG="+env.kubeconfig,
+		"HOOKBACK_PORT="+strconv.Itoa(freePort(t)),
+		"HOOKBACK_HEALTH_ADDRESS=127.0.0.1:"+strconv.Itoa(freePort(t)),
+		"HOOKBACK_STATE_DIR="+t.TempDir(),
+		"HOOKBACK_SESSION="+sessionFor(t),
+	)}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// shell runs a command line with sh in the environment.
+func (s *shellEnv) shell(ctx context.Context, line string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "sh", "-c", line)
+	cmd.Dir, cmd.Env = s.dir, s.environ
+	return cmd
+}
+
+// TestHelpExamplesRun runs every example of every command's --help, as
+// written, against the cluster: a wrong example fails here.
+func TestHelpExamplesRun(t *testing.T) {
+	for cmdName, examples := range cli.Examples() {
+		for _, ex := range examples {
+			t.Run(strings.TrimSpace(cmdName+" "+ex.Command), func(t *testing.T) {
+				if strings.Contains(ex.Command, "--all") && !env.local {
+					t.Skip("removes every hookback session of the cluster: only run on the local control plane")
+				}
+				s := newShellEnv(t)
+				if ex.Serves {
+					runServing(t, s, ex.Command)
+					return
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), deadline)
+				defer cancel()
+				out, err := s.shell(ctx, ex.Command).CombinedOutput()
+				if err != nil {
+					t.Fatalf("%s: %v\n%s", ex.Command, err, out)
+				}
+			})
+		}
+	}
+}
+
+// runServing starts a serving example, waits for its ready banner, and
+// stops it as Ctrl-C would: it must exit 0.
+func runServing(t *testing.T, s *shellEnv, line string) {
+	t.Helper()
+	var out, errOut syncBuffer
+	cmd := s.shell(context.Background(), "exec "+line)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}()
+	eventually(t, "the ready banner of "+line, func(context.Context) (bool, error) {
+		select {
+		case err := <-done:
+			t.Fatalf("%s exited before ready: %v\nstdout:\n%s\nstderr:\n%s", line, err, out.String(), errOut.String())
+		default:
+		}
+		return strings.Contains(out.String(), "hookback is ready"), nil
+	})
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("%s after SIGTERM: %v\nstderr:\n%s", line, err, errOut.String())
+		}
+	case <-time.After(deadline):
+		t.Fatalf("%s did not stop within %s", line, deadline)
+	}
+}
+
+// TestFirstRunBannerCommandsWork starts hookback as a first-time user would
+// and runs the commands its ready banner suggests, from another "terminal"
+// (an environment without KUBECONFIG), exactly as printed.
+func TestFirstRunBannerCommandsWork(t *testing.T) {
+	kubectl, err := ctlKubectlPath()
+	if err != nil {
+		t.Skip("no kubectl: ", err)
+	}
+	p := startEnv(t, append(os.Environ(), "KUBECONFIG="+env.kubeconfig, "HOOKBACK_KUBECTL="+kubectl),
+		"--webhooks", "pod-name,pod-sidecar,pod-eviction", "--controllers", "none")
+	p.ready(t)
+	t.Cleanup(func() {
+		_ = env.client.CoreV1().Pods("default").Delete(context.Background(), "hookback-try", metav1.DeleteOptions{})
+	})
+	banner := p.stdout.String()
+	var cmds []string
+	for _, line := range strings.Split(banner, "\n") {
+		if l := strings.TrimSpace(line); strings.Contains(l, kubectl) && !strings.HasPrefix(l, "#") {
+			cmds = append(cmds, l)
+		}
+	}
+	wants := []string{`denied the request: pod name contains "offensive"`, "xxl-agent", "Evicting"}
+	if len(cmds) != len(wants) {
+		t.Fatalf("banner suggests %d commands, want %d:\n%s", len(cmds), len(wants), banner)
+	}
+	for i, line := range cmds {
+		cmd := exec.Command("sh", "-c", line)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		cmd.Env = withoutVar(os.Environ(), "KUBECONFIG")
+		err := cmd.Run()
+		if i == 0 {
+			// The denied pod is the point: kubectl exits non-zero.
+			err = nil
+		}
+		if err != nil || !strings.Contains(out.String(), wants[i]) {
+			t.Errorf("banner command %q: %v, output lacks %q:\n%s", line, err, wants[i], out.String())
+		}
+	}
+}
+
+func withoutVar(environ []string, name string) []string {
+	var out []string
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// TestEmbeddedWebhook runs examples/custom-webhook, a Go program that
+// embeds hookback with a webhook of its own, through the real apiserver.
+func TestEmbeddedWebhook(t *testing.T) {
+	ns := namespace(t)
+	p := startBinary(t, env.exampleBinary, append(os.Environ(), "KUBECONFIG="+env.kubeconfig), "--webhooks", "none", "--controllers", "none")
+	p.ready(t)
+	ctx := context.Background()
+	_, err := whCreatePodImage(ctx, ns, "unpinned", "registry.example/app:latest")
+	if err == nil || !strings.Contains(err.Error(), `container "app" uses image "registry.example/app:latest": pin a tag or digest other than latest`) {
+		t.Fatalf("unpinned image: err = %v, want the example's denial", err)
+	}
+	if _, err := whCreatePodImage(ctx, ns, "pinned", "registry.example/app:1.2.3"); err != nil {
+		t.Fatalf("pinned image denied: %v", err)
+	}
+	p.whWaitLogLine(t, "msg=admission", "webhook=pinned-images", "namespace="+ns, "name=pinned ", "decision=allowed")
+}

@@ -1,0 +1,215 @@
+package registration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/hookback/hookback/internal/errkind"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+)
+
+// LeaseName is the Lease that keeps session alive.
+func LeaseName(session string) string { return "hookback-" + session }
+
+// LeaseExpired reports whether l was not renewed within its duration. A Lease
+// never renewed counts as expired.
+func LeaseExpired(l *coordinationv1.Lease, now time.Time) bool {
+	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		return true
+	}
+	d := time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	return now.After(l.Spec.RenewTime.Add(d))
+}
+
+// Heartbeat keeps a session's Lease renewed, so that another run can tell a
+// live session from one that crashed.
+type Heartbeat struct {
+	Client    kubernetes.Interface
+	Namespace string
+	Session   string
+	Holder    string
+	// Duration is how long the Lease stays valid without renewal.
+	Duration time.Duration
+	// Parts are recorded on the Lease for other sessions (AnnotationParts).
+	Parts []string
+	Log   *slog.Logger
+}
+
+// ErrSessionInUse means another live process holds the session's Lease.
+var ErrSessionInUse = errors.New("registration: session in use")
+
+// HolderAlive tells whether the process named by a Lease's holder identity
+// still runs. It is asked only for a live Lease held by someone else, so that
+// a restart right after kill -9 on the same machine does not have to wait
+// for the Lease to expire.
+type HolderAlive func(holder string) bool
+
+// Acquire takes the session's Lease for the first time: it refuses while
+// another live process holds it (two terminals with the same --session would
+// fight over one set of configurations), then renews it as its own.
+func (h *Heartbeat) Acquire(ctx context.Context, alive HolderAlive) error {
+	l, err := h.Client.CoordinationV1().Leases(h.Namespace).Get(ctx, LeaseName(h.Session), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("get lease %s/%s: %w", h.Namespace, LeaseName(h.Session), err)
+	case l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != h.Holder && !LeaseExpired(l, time.Now()) && alive(*l.Spec.HolderIdentity):
+		return errkind.New(ErrSessionInUse, fmt.Errorf("session in use: %q is held by %s (Lease %s/%s): stop that hookback, or pick another --session",
+			h.Session, *l.Spec.HolderIdentity, h.Namespace, l.Name))
+	}
+	_, err = h.Renew(ctx)
+	return err
+}
+
+// Renew creates or renews the Lease. It reports created=true when the Lease
+// did not exist, which during a run means someone cleaned the session up
+// (for example after this laptop slept past the Lease).
+func (h *Heartbeat) Renew(ctx context.Context) (created bool, err error) {
+	leases := h.Client.CoordinationV1().Leases(h.Namespace)
+	now := metav1.NewMicroTime(time.Now())
+	l, err := leases.Get(ctx, LeaseName(h.Session), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		l = &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        LeaseName(h.Session),
+				Namespace:   h.Namespace,
+				Labels:      map[string]string{LabelManagedBy: ManagedByValue, LabelSession: h.Session},
+				Annotations: map[string]string{AnnotationParts: strings.Join(h.Parts, ",")},
+			},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity:       ptr.To(h.Holder),
+				LeaseDurationSeconds: ptr.To(int32(h.Duration / time.Second)),
+				AcquireTime:          &now,
+				RenewTime:            &now,
+			},
+		}
+		if _, err := leases.Create(ctx, l, metav1.CreateOptions{FieldManager: FieldManager}); err != nil {
+			return false, fmt.Errorf("create lease %s/%s: %w", h.Namespace, l.Name, err)
+		}
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("get lease %s/%s: %w", h.Namespace, LeaseName(h.Session), err)
+	}
+	l = l.DeepCopy()
+	// A Lease taken over from a crashed run of this session still names that
+	// run's parts; other sessions decide their shared cleanup by them.
+	if l.Labels == nil {
+		l.Labels = map[string]string{}
+	}
+	l.Labels[LabelManagedBy], l.Labels[LabelSession] = ManagedByValue, h.Session
+	if l.Annotations == nil {
+		l.Annotations = map[string]string{}
+	}
+	l.Annotations[AnnotationParts] = strings.Join(h.Parts, ",")
+	l.Spec.HolderIdentity = ptr.To(h.Holder)
+	l.Spec.LeaseDurationSeconds = ptr.To(int32(h.Duration / time.Second))
+	l.Spec.RenewTime = &now
+	if _, err := leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+		return false, fmt.Errorf("renew lease %s/%s: %w", h.Namespace, l.Name, err)
+	}
+	return false, nil
+}
+
+// Run renews the Lease every interval until ctx is done. lost is called
+// when the Lease had disappeared and was recreated.
+func (h *Heartbeat) Run(ctx context.Context, interval time.Duration, lost func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		created, err := h.Renew(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			h.Log.Warn("session heartbeat failed; will retry", "error", err)
+		case created:
+			h.Log.Warn("session lease was gone (cleaned up by another run?); re-registering", "lease", h.Namespace+"/"+LeaseName(h.Session))
+			lost()
+		}
+	}
+}
+
+// Release deletes the Lease.
+func (h *Heartbeat) Release(ctx context.Context) error {
+	_, err := deleteLease(ctx, h.Client, h.Namespace, LeaseName(h.Session))
+	return err
+}
+
+// AnnotationParts on a session Lease lists the webhooks and controllers the
+// session runs.
+const AnnotationParts = "hookback.dev/parts"
+
+// LiveParts collects the parts of every live session whose Lease is in one
+// of namespaces, except the session named except.
+func LiveParts(ctx context.Context, cs kubernetes.Interface, namespaces []string, except string) (map[string]bool, error) {
+	live := map[string]bool{}
+	for _, ns := range namespaces {
+		if err := addLiveParts(ctx, cs, ns, except, live); err != nil {
+			return nil, err
+		}
+	}
+	return live, nil
+}
+
+func addLiveParts(ctx context.Context, cs kubernetes.Interface, namespace, except string, live map[string]bool) error {
+	leases, err := cs.CoordinationV1().Leases(namespace).List(ctx, metav1.ListOptions{LabelSelector: ManagedSelector})
+	if err != nil {
+		return fmt.Errorf("list session leases in %s: %w", namespace, err)
+	}
+	now := time.Now()
+	for i := range leases.Items {
+		l := &leases.Items[i]
+		if l.Labels[LabelSession] == except || LeaseExpired(l, now) {
+			continue
+		}
+		for _, p := range strings.Split(l.Annotations[AnnotationParts], ",") {
+			if p != "" {
+				live[p] = true
+			}
+		}
+	}
+	return nil
+}
+
+// RunCleanups runs the cleanup of each part that is not live.
+func RunCleanups(ctx context.Context, cleanups map[string]func(context.Context) error, live map[string]bool, log *slog.Logger) error {
+	var errs []error
+	for part, cleanup := range cleanups {
+		if live[part] {
+			log.Info("another live session runs this part; leaving its shared objects", "part", part)
+			continue
+		}
+		err := cleanup(ctx)
+		if apierrors.IsForbidden(err) {
+			// Not this user's to clean: say so, but it is no failure.
+			log.Warn("shared objects left in place: no permission to clean them up", "part", part, "error", err)
+			continue
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// deleteLease deletes a Lease and reports whether there was one.
+func deleteLease(ctx context.Context, cs kubernetes.Interface, ns, name string) (bool, error) {
+	err := cs.CoordinationV1().Leases(ns).Delete(ctx, name, metav1.DeleteOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("delete lease %s/%s: %w", ns, name, err)
+	}
+	return true, nil
+}

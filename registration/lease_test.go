@@ -1,0 +1,111 @@
+package registration
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
+)
+
+func lease(session, parts string, renewed time.Time) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: LeaseName(session), Namespace: "default",
+			Labels:      map[string]string{LabelManagedBy: ManagedByValue, LabelSession: session},
+			Annotations: map[string]string{AnnotationParts: parts},
+		},
+		Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: ptr.To(int32(30)), RenewTime: &metav1.MicroTime{Time: renewed}},
+	}
+}
+
+func TestLivePartsAndCleanups(t *testing.T) {
+	now := time.Now()
+	cs := fake.NewClientset(
+		lease("me", "exec-rbac,node-status", now),
+		lease("alive", "exec-rbac,pod-name", now),
+		lease("dead", "node-status", now.Add(-time.Hour)),
+	)
+	live, err := LiveParts(context.Background(), cs, []string{"default", "other"}, "me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !live["exec-rbac"] || !live["pod-name"] || live["node-status"] {
+		t.Fatalf("live parts = %v, want exec-rbac and pod-name only (me excluded, dead expired)", live)
+	}
+	ran := map[string]bool{}
+	cleanups := map[string]func(context.Context) error{
+		"exec-rbac":   func(context.Context) error { ran["exec-rbac"] = true; return nil },
+		"node-status": func(context.Context) error { ran["node-status"] = true; return nil },
+	}
+	if err := RunCleanups(context.Background(), cleanups, live, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	if ran["exec-rbac"] || !ran["node-status"] {
+		t.Errorf("ran = %v, want only node-status (another live session runs exec-rbac)", ran)
+	}
+}
+
+func TestLeaseExpired(t *testing.T) {
+	now := time.Now()
+	tests := []struct {
+		name string
+		l    *coordinationv1.Lease
+		want bool
+	}{
+		{"fresh", lease("a", "", now), false},
+		{"expired", lease("a", "", now.Add(-31*time.Second)), true},
+		{"never renewed", &coordinationv1.Lease{}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := LeaseExpired(tc.l, now); got != tc.want {
+				t.Errorf("LeaseExpired = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestAcquire(t *testing.T) {
+	held := func(renewed time.Time) *coordinationv1.Lease {
+		l := lease("dev", "", renewed)
+		l.Spec.HolderIdentity = ptr.To("laptop/100")
+		return l
+	}
+	tests := []struct {
+		name    string
+		lease   *coordinationv1.Lease
+		alive   bool
+		wantErr bool
+	}{
+		{name: "no lease yet", alive: true},
+		{name: "held by a live process", lease: held(time.Now()), alive: true, wantErr: true},
+		{name: "held by a dead process on this host", lease: held(time.Now()), alive: false},
+		{name: "expired", lease: held(time.Now().Add(-time.Hour)), alive: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := fake.NewClientset()
+			if tc.lease != nil {
+				cs = fake.NewClientset(tc.lease)
+			}
+			h := &Heartbeat{Client: cs, Namespace: "default", Session: "dev", Holder: "laptop/200", Duration: 30 * time.Second, Parts: []string{"pod-name"}}
+			err := h.Acquire(context.Background(), func(string) bool { return tc.alive })
+			if tc.wantErr != errors.Is(err, ErrSessionInUse) {
+				t.Fatalf("Acquire() = %v, want in-use error %v", err, tc.wantErr)
+			}
+			if tc.wantErr {
+				return
+			}
+			l, err := cs.CoordinationV1().Leases("default").Get(context.Background(), LeaseName("dev"), metav1.GetOptions{})
+			if err != nil || *l.Spec.HolderIdentity != "laptop/200" || l.Annotations[AnnotationParts] != "pod-name" {
+				t.Errorf("lease after Acquire = %v, %v; want held by laptop/200 with parts pod-name", l, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,237 @@
+package registration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+)
+
+// FieldManager owns the fields hookback applies.
+const FieldManager = "hookback"
+
+var configResources = map[string]schema.GroupVersionResource{
+	KindMutatingHook:   {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"},
+	KindValidatingHook: {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"},
+}
+
+// Registrar writes, prunes and deletes the webhook configurations of one
+// session, and finds those of dead sessions.
+type Registrar struct {
+	Client  kubernetes.Interface
+	Dynamic dynamic.Interface
+	Session string
+	Log     *slog.Logger
+}
+
+// Apply server-side-applies every object, then deletes this session's
+// configurations that the registration no longer contains (a webhook removed
+// from the template) except those named in keep.
+func (r *Registrar) Apply(ctx context.Context, reg *Registration, keep ...string) error {
+	for _, o := range reg.Objects {
+		gvr := configResources[o.GetKind()]
+		if _, err := r.Dynamic.Resource(gvr).Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+			return fmt.Errorf("apply %s %q: %w", o.GetKind(), o.GetName(), err)
+		}
+		keep = append(keep, o.GetKind()+"/"+o.GetName())
+	}
+	_, err := r.deleteSession(ctx, r.Session, keep)
+	return err
+}
+
+// ApplyObject server-side-applies one configuration (the canary).
+func (r *Registrar) ApplyObject(ctx context.Context, o *unstructured.Unstructured) error {
+	_, err := r.Dynamic.Resource(configResources[o.GetKind()]).Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	if err != nil {
+		return fmt.Errorf("apply %s %q: %w", o.GetKind(), o.GetName(), err)
+	}
+	return nil
+}
+
+// Deregister deletes every configuration of this session.
+func (r *Registrar) Deregister(ctx context.Context) error {
+	_, err := r.deleteSession(ctx, r.Session, nil)
+	return err
+}
+
+// DeleteObject deletes one configuration; a missing one is fine.
+func (r *Registrar) DeleteObject(ctx context.Context, kind, name string) error {
+	err := r.Dynamic.Resource(configResources[kind]).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete %s %q: %w", kind, name, err)
+	}
+	return nil
+}
+
+// deleteSession deletes session's configurations whose kind/name is not in keep.
+func (r *Registrar) deleteSession(ctx context.Context, session string, keep []string) (int, error) {
+	sel := ManagedSelector + "," + LabelSession + "=" + session
+	deleted := 0
+	var errs []error
+	for kind, gvr := range configResources {
+		list, err := r.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list %ss of session %s: %w", kind, session, err))
+			continue
+		}
+		for _, o := range list.Items {
+			if slices.Contains(keep, kind+"/"+o.GetName()) {
+				continue
+			}
+			if err := r.DeleteObject(ctx, kind, o.GetName()); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			deleted++
+			r.Log.Info("deleted webhook configuration", "kind", kind, "name", o.GetName(), "session", session)
+		}
+	}
+	return deleted, errors.Join(errs...)
+}
+
+// Sessions lists the sessions that own webhook configurations, with the
+// lease each recorded.
+func (r *Registrar) Sessions(ctx context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	for kind, gvr := range configResources {
+		list, err := r.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: ManagedSelector})
+		if err != nil {
+			return nil, fmt.Errorf("list %ss managed by hookback: %w", kind, err)
+		}
+		for _, o := range list.Items {
+			s := o.GetLabels()[LabelSession]
+			if s == "" {
+				continue
+			}
+			if _, ok := out[s]; !ok || out[s] == "" {
+				out[s] = o.GetAnnotations()[AnnotationLease]
+			}
+		}
+	}
+	return out, nil
+}
+
+// LeaseNamespaces lists defaultNS and every namespace a session recorded
+// its Lease in, so that sessions started with another --lease-namespace are
+// seen too.
+func (r *Registrar) LeaseNamespaces(ctx context.Context, defaultNS string) ([]string, error) {
+	sessions, err := r.Sessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{defaultNS}
+	for s, ref := range sessions {
+		ns, _ := splitLeaseRef(ref, defaultNS, s)
+		if !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
+	return out, nil
+}
+
+// CleanupOptions selects which sessions Cleanup removes.
+type CleanupOptions struct {
+	// All removes every session, alive or not.
+	All bool
+	// Sessions removes these sessions, alive or not.
+	Sessions []string
+	// Stale removes sessions whose Lease expired or is gone, except Except.
+	Stale bool
+	// Except is never removed as stale (the caller's own session).
+	Except string
+	// DefaultLeaseNamespace is where a session's Lease is looked up when its
+	// configurations did not record one.
+	DefaultLeaseNamespace string
+}
+
+// Cleanup deletes the configurations (and Leases) of the selected sessions
+// and returns the sessions it removed.
+func (r *Registrar) Cleanup(ctx context.Context, opts CleanupOptions) ([]string, error) {
+	sessions, err := r.Sessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// A session with no configurations (--webhooks none) has only its Lease.
+	if err := r.addLeaseSessions(ctx, opts.DefaultLeaseNamespace, sessions); err != nil {
+		return nil, err
+	}
+	for _, s := range opts.Sessions {
+		if _, ok := sessions[s]; !ok {
+			sessions[s] = ""
+		}
+	}
+	var removed []string
+	var errs []error
+	for s, ref := range sessions {
+		ns, name := splitLeaseRef(ref, opts.DefaultLeaseNamespace, s)
+		remove := opts.All || slices.Contains(opts.Sessions, s)
+		if !remove && opts.Stale && s != opts.Except {
+			alive, err := r.leaseAlive(ctx, ns, name)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			remove = !alive
+		}
+		if !remove {
+			continue
+		}
+		n, err := r.deleteSession(ctx, s, nil)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		leaseGone, err := deleteLease(ctx, r.Client, ns, name)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if n > 0 || leaseGone {
+			r.Log.Info("cleaned up session", "session", s, "lease", ns+"/"+name)
+			removed = append(removed, s)
+		}
+	}
+	slices.Sort(removed)
+	return removed, errors.Join(errs...)
+}
+
+// addLeaseSessions adds the sessions that have a Lease in namespace.
+func (r *Registrar) addLeaseSessions(ctx context.Context, namespace string, sessions map[string]string) error {
+	leases, err := r.Client.CoordinationV1().Leases(namespace).List(ctx, metav1.ListOptions{LabelSelector: ManagedSelector})
+	if err != nil {
+		return fmt.Errorf("list session leases in %s: %w", namespace, err)
+	}
+	for _, l := range leases.Items {
+		if s := l.Labels[LabelSession]; s != "" && sessions[s] == "" {
+			sessions[s] = namespace + "/" + l.Name
+		}
+	}
+	return nil
+}
+
+func (r *Registrar) leaseAlive(ctx context.Context, ns, name string) (bool, error) {
+	l, err := r.Client.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("get lease %s/%s: %w", ns, name, err)
+	}
+	return !LeaseExpired(l, time.Now()), nil
+}
+
+func splitLeaseRef(ref, defaultNS, session string) (string, string) {
+	if ns, name, ok := strings.Cut(ref, "/"); ok && ns != "" && name != "" {
+		return ns, name
+	}
+	return defaultNS, LeaseName(session)
+}

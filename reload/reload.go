@@ -1,0 +1,85 @@
+package reload
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// FileWatcher reports when a file's content changes. It watches the file's
+// directory, not the file, because editors and ConfigMap mounts replace files
+// by rename, which ends a watch on the file itself; a periodic re-read backs
+// fsnotify up where events are lost (network filesystems, full queues).
+type FileWatcher struct {
+	Path string
+	// Interval is the backstop re-read period.
+	Interval time.Duration
+	// Debounce folds the burst of events one save makes into one change.
+	Debounce time.Duration
+	Log      *slog.Logger
+}
+
+// Watch starts watching and returns once the watch is in place, so no change
+// made after it returns is missed. It sends on changed (without blocking; one
+// pending change is enough) whenever the content differs from the last seen,
+// until ctx is done; wait blocks until the watching goroutine has stopped.
+func (w *FileWatcher) Watch(ctx context.Context, changed chan<- struct{}) (wait func(), err error) {
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, fmt.Errorf("watch %q: %w", w.Path, err)
+	}
+	if err := fw.Add(filepath.Dir(w.Path)); err != nil {
+		w.Log.Warn("cannot watch template directory; falling back to periodic re-read", "dir", filepath.Dir(w.Path), "error", err)
+	}
+	last, _ := os.ReadFile(w.Path)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer fw.Close()
+		w.loop(ctx, fw, last, changed)
+	}()
+	return func() { <-done }, nil
+}
+
+func (w *FileWatcher) loop(ctx context.Context, fw *fsnotify.Watcher, last []byte, changed chan<- struct{}) {
+	tick := time.NewTicker(w.Interval)
+	defer tick.Stop()
+	var debounce <-chan time.Time
+	check := func() {
+		cur, err := os.ReadFile(w.Path)
+		if err != nil || bytes.Equal(cur, last) {
+			return
+		}
+		last = cur
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	base := filepath.Clean(w.Path)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-fw.Events:
+			if ok && filepath.Clean(ev.Name) == base && debounce == nil {
+				debounce = time.After(w.Debounce)
+			}
+		case err, ok := <-fw.Errors:
+			if ok {
+				w.Log.Warn("file watch error; relying on periodic re-read", "error", err)
+			}
+		case <-debounce:
+			debounce = nil
+			check()
+		case <-tick.C:
+			check()
+		}
+	}
+}

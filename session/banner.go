@@ -1,0 +1,96 @@
+package session
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/webhook"
+)
+
+// banner prints that the session is ready, where, and what to try.
+func (r *run) banner(reg *registration.Registration, took, rtt time.Duration, verr error) {
+	w := r.cfg.Out
+	if w == nil {
+		return
+	}
+	verified := fmt.Sprintf("verified: the apiserver called back in %s", rtt.Round(time.Microsecond))
+	if verr != nil {
+		verified = "NOT verified (--no-verify): the apiserver could not call hookback, see the log"
+	}
+	fmt.Fprintf(w, "hookback is ready in %s, %s\n", took.Round(time.Millisecond), verified)
+	fmt.Fprintf(w, "  url:      %s\n  session:  %s\n  health:   http://%s/readyz\n", r.url, r.cfg.Session, r.server.HealthAddr())
+	for _, h := range reg.Webhooks() {
+		fmt.Fprintf(w, "  webhook:  %s\n", h)
+	}
+	writeTry(w, tryCommands(r.kubectl(), r.cfg.Webhooks))
+	fmt.Fprintf(w, "Stop with Ctrl-C to deregister. After a crash, `hookback cleanup --session %s` removes what is left.\n", r.cfg.Session)
+}
+
+// kubectl is the kubectl command line that reaches this cluster from any
+// terminal: the banner is read in another one, where KUBECONFIG may differ.
+func (r *run) kubectl() string {
+	k := r.cfg.Kubectl
+	if k == "" {
+		k = "kubectl"
+	}
+	k = shellQuote(k)
+	if files := r.cluster.Config.Files; len(files) > 0 {
+		k = "KUBECONFIG=" + shellQuote(strings.Join(files, ":")) + " " + k
+	}
+	if ctx := r.cfg.Kubeconfig.Context; ctx != "" {
+		k += " --context " + shellQuote(ctx)
+	}
+	return k
+}
+
+// try is one suggested command and what it shows.
+type try struct{ what, cmd string }
+
+// tryCommands are up to three commands that show the enabled built-ins at
+// work: a denied pod, a pod that gets the sidecar, an eviction that is
+// recorded.
+func tryCommands(kubectl string, hooks []string) []try {
+	var out []try
+	if slices.Contains(hooks, webhook.NamePodName) {
+		out = append(out, try{"denied by pod-name", kubectl + " run offensive-pod --image=nginx"})
+	}
+	if slices.Contains(hooks, webhook.NamePodSidecar) {
+		out = append(out, try{"gets the xxl-agent sidecar", kubectl + " run hookback-try --image=nginx" +
+			" --annotations=xxl-agent/enable=true --annotations=xxl-agent/admin-address=http://xxl-job-admin:8080" +
+			" --annotations=xxl-agent/target-container=hookback-try --annotations=xxl-agent/job-name=demo" +
+			" && " + kubectl + " get pod hookback-try -o jsonpath='{.spec.containers[*].name}{\"\\n\"}'"})
+	}
+	if slices.Contains(hooks, webhook.NamePodEviction) {
+		if !slices.Contains(hooks, webhook.NamePodSidecar) {
+			out = append(out, try{"a pod to evict", kubectl + " run hookback-try --image=nginx"})
+		}
+		out = append(out, try{"evicted, and recorded as an Event", "echo '{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{\"name\":\"hookback-try\"}}' | " +
+			kubectl + " create --raw /api/v1/namespaces/default/pods/hookback-try/eviction -f - && " +
+			kubectl + " events --for pod/hookback-try"})
+	}
+	return out
+}
+
+func writeTry(w io.Writer, cmds []try) {
+	if len(cmds) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "Try, from any terminal:")
+	for _, t := range cmds {
+		fmt.Fprintf(w, "  # %s\n  %s\n", t.what, t.cmd)
+	}
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@,+", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,128 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/tunnel"
+)
+
+// requestTimeout bounds every registration request; informers watch
+// without one.
+const requestTimeout = 30 * time.Second
+
+// Cluster is a connected cluster and the clients hookback uses on it.
+type Cluster struct {
+	Config *kubeconfig.Config
+	// Client has a request timeout; Watch has none, for informers.
+	Client  kubernetes.Interface
+	Watch   kubernetes.Interface
+	Dynamic dynamic.Interface
+}
+
+// Connect loads the kubeconfig and checks that the apiserver answers and
+// that every permission in perms is granted, before anything is written.
+func Connect(ctx context.Context, opts kubeconfig.Options, log *slog.Logger, perms []admission.Permission) (*Cluster, error) {
+	cfg, err := kubeconfig.Load(opts)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := cfg.Clientset(requestTimeout)
+	if err != nil {
+		return nil, err
+	}
+	v, err := kubeconfig.ServerVersion(ctx, cs, cfg.Server)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("connected", "server", cfg.Server, "context", cfg.Context, "version", v.GitVersion)
+	results, err := kubeconfig.CheckPermissions(ctx, cs, perms)
+	if err != nil {
+		return nil, err
+	}
+	if missing := kubeconfig.Missing(results); len(missing) > 0 {
+		who, _ := kubeconfig.WhoAmI(ctx, cs)
+		return nil, kubeconfig.MissingError(who.Username, missing)
+	}
+	watch, err := cfg.Clientset(0)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := cfg.Dynamic(requestTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return &Cluster{Config: cfg, Client: cs, Watch: watch, Dynamic: dyn}, nil
+}
+
+// Advertise decides the host the apiserver dials, with tunnel's default
+// strategies on the kubeconfig, and logs which one chose it and why the
+// others were skipped. start, render and check all decide it this way.
+func Advertise(ctx context.Context, log *slog.Logger, explicit string, cfg *kubeconfig.Config) (tunnel.Decision, error) {
+	d, err := tunnel.Decide(ctx, tunnel.Input{
+		Explicit: explicit,
+		Server:   cfg.Server,
+		Context:  cfg.Context,
+		ClusterAddresses: func(ctx context.Context) ([]net.IP, error) {
+			return clusterAddresses(ctx, cfg)
+		},
+	}, tunnel.Default())
+	if len(d.Skipped) > 0 {
+		log.Debug("advertise strategies skipped", "skipped", d.Skipped)
+	}
+	if err != nil {
+		return d, err
+	}
+	log.Info("advertise address chosen", "address", d.Host, "strategy", d.Strategy, "why", d.Reason)
+	return d, nil
+}
+
+// clusterAddresses lists the addresses the apiserver advertises (the
+// EndpointSlices of the default/kubernetes Service). For kind that is the
+// control-plane container's address on the kind network, from which tunnel
+// finds the local bridge when docker cannot tell; tunnel asks only then.
+func clusterAddresses(ctx context.Context, cfg *kubeconfig.Config) ([]net.IP, error) {
+	cs, err := cfg.Clientset(10 * time.Second)
+	if err != nil {
+		return nil, err
+	}
+	list, err := cs.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{
+		LabelSelector: discoveryv1.LabelServiceName + "=kubernetes",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the apiserver's endpoints: %w", err)
+	}
+	var ips []net.IP
+	for _, slice := range list.Items {
+		for _, ep := range slice.Endpoints {
+			for _, a := range ep.Addresses {
+				if ip := net.ParseIP(a); ip != nil {
+					ips = append(ips, ip)
+				}
+			}
+		}
+	}
+	return ips, nil
+}
+
+// bindAddress is the configured bind address, else the advertised host when
+// this machine owns it, else every interface.
+func bindAddress(configured, host string) string {
+	if configured != "" {
+		return configured
+	}
+	if tunnel.IsLocal(host) {
+		return host
+	}
+	return ""
+}

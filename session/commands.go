@@ -1,0 +1,101 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/webhook"
+)
+
+// Render renders the webhook configurations a run of cfg would apply,
+// without serving or writing anything: the caBundle is the one the run's
+// certificate would need, and without an advertise address the kubeconfig
+// decides it as Run would.
+func Render(ctx context.Context, cfg Config) ([]byte, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	served, err := ServedWebhooks(cfg)
+	if err != nil {
+		return nil, err
+	}
+	host := cfg.AdvertiseAddress
+	if host == "" {
+		kc, err := kubeconfig.Load(cfg.Kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		d, err := Advertise(ctx, cfg.Log, "", kc)
+		if err != nil {
+			return nil, err
+		}
+		host = d.Host
+	}
+	bundle, err := certs.CABundle(cfg.Certs)
+	if err != nil {
+		return nil, err
+	}
+	name, text, err := cfg.Template.Load()
+	if err != nil {
+		return nil, err
+	}
+	reg, err := registration.Render(name, text, registration.TemplateData{
+		URL: URL(host, cfg.Port), CABundle: bundle, Session: cfg.Session, Enabled: names(served),
+	}, registration.RenderOptions{Paths: paths(served), LeaseRef: cfg.LeaseNamespace + "/" + registration.LeaseName(cfg.Session)})
+	if err != nil {
+		return nil, err
+	}
+	return reg.YAML()
+}
+
+// CleanupConfig says what Cleanup removes.
+type CleanupConfig struct {
+	Kubeconfig kubeconfig.Options
+	// Sessions are removed whether alive or not; dead sessions always are.
+	Sessions []string
+	// All removes every session, alive or not.
+	All            bool
+	LeaseNamespace string
+	Log            *slog.Logger
+}
+
+// Cleanup removes the named sessions and every dead one from the cluster,
+// then the shared objects (exec RBAC, node CPU) no live session still uses.
+// It returns the sessions it removed.
+func Cleanup(ctx context.Context, cfg CleanupConfig) ([]string, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	kc, err := kubeconfig.Load(cfg.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kc.Clientset(requestTimeout)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := kc.Dynamic(requestTimeout)
+	if err != nil {
+		return nil, err
+	}
+	r := &registration.Registrar{Client: cs, Dynamic: dyn, Log: cfg.Log}
+	removed, err := r.Cleanup(ctx, registration.CleanupOptions{
+		All: cfg.All, Sessions: cfg.Sessions, Stale: true, DefaultLeaseNamespace: cfg.LeaseNamespace,
+	})
+	namespaces, lerr := r.LeaseNamespaces(ctx, cfg.LeaseNamespace)
+	if lerr != nil {
+		return removed, errors.Join(err, lerr)
+	}
+	live, lerr := registration.LiveParts(ctx, cs, namespaces, "")
+	if lerr != nil {
+		return removed, errors.Join(err, lerr)
+	}
+	shared := SharedCleanups(cs, cfg.Log, webhook.Names(), controller.Names())
+	return removed, errors.Join(err, registration.RunCleanups(ctx, shared, live, cfg.Log))
+}

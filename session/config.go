@@ -1,0 +1,130 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/webhook"
+)
+
+// Config is everything one run needs, already parsed: the CLI builds it from
+// flags, and a Go program that embeds hookback builds it itself.
+type Config struct {
+	Kubeconfig kubeconfig.Options
+	// Session names the run; every object it writes is suffixed with it.
+	Session string
+	// AdvertiseAddress is the IP or DNS name the apiserver dials; empty:
+	// decided from the kubeconfig (see tunnel.Decide).
+	AdvertiseAddress string
+	// BindAddress is where the webhooks listen; empty: the advertised host
+	// when this machine owns it, else every interface.
+	BindAddress string
+	Port        int
+	// HealthAddress serves /healthz, /readyz and /metrics.
+	HealthAddress string
+	Template      registration.Template
+	// Certs chooses the serving certificate; Run fills in Host.
+	Certs          certs.Options
+	LeaseNamespace string
+	LeaseDuration  time.Duration
+	// RequireVerified stops the run (deregistering) when verification fails;
+	// without it a failure is logged and the run goes on (--no-verify).
+	RequireVerified bool
+	VerifyTimeout   time.Duration
+	// Webhooks and Controllers select built-ins by name; nil or empty
+	// selects none. Resolve "all" with Select before.
+	Webhooks       []string
+	Controllers    []string
+	WebhookOptions webhook.Options
+	// Extra are webhooks of a program that embeds hookback, served beside
+	// the built-ins; the template registers them like any other.
+	Extra []admission.Webhook
+	// ReloadInterval is the backstop re-read period of watched files.
+	ReloadInterval time.Duration
+	// Out receives the ready banner.
+	Out io.Writer
+	Log *slog.Logger
+	// Kubectl is the kubectl command the ready banner's suggestions use;
+	// empty: "kubectl".
+	Kubectl string
+}
+
+// Validate reports every problem at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Session == "" {
+		errs = append(errs, errors.New("the session name is empty"))
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		errs = append(errs, fmt.Errorf("port %d is not a TCP port", c.Port))
+	}
+	if c.LeaseNamespace == "" {
+		errs = append(errs, errors.New("the lease namespace is empty"))
+	}
+	if err := c.Certs.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.WebhookOptions.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	paths := map[string]string{}
+	for _, w := range c.Extra {
+		if w.Name == "" || !strings.HasPrefix(w.Path, "/") || w.Handler == nil {
+			errs = append(errs, fmt.Errorf("extra webhook %q needs a name, a path starting with / and a handler", w.Name))
+		}
+		if prev, ok := paths[w.Path]; ok {
+			errs = append(errs, fmt.Errorf("extra webhooks %s and %s both use path %s", prev, w.Name, w.Path))
+		}
+		paths[w.Path] = w.Name
+	}
+	return errors.Join(errs...)
+}
+
+// Select resolves a --webhooks or --controllers list: names trimmed and
+// lower-cased, blanks dropped, "none" alone selects nothing, "all" every one
+// of valid; an unknown name is an error that lists the valid ones.
+func Select(list []string, valid []string, what string) ([]string, error) {
+	var out []string
+	for _, s := range list {
+		switch s = strings.ToLower(strings.TrimSpace(s)); s {
+		case "", "none":
+		case "all":
+			return slices.Clone(valid), nil
+		default:
+			if !slices.Contains(valid, s) {
+				return nil, fmt.Errorf("unknown %s %q: valid ones are %s, or all or none", what, s, strings.Join(valid, ", "))
+			}
+			if !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	return out, nil
+}
+
+// SelectWebhooks and SelectControllers are Select over the built-ins.
+func SelectWebhooks(list []string) ([]string, error) {
+	return Select(list, webhook.Names(), "webhook")
+}
+
+// SelectControllers is Select over the built-in controllers.
+func SelectControllers(list []string) ([]string, error) {
+	return Select(list, controller.Names(), "controller")
+}
+
+// URL is the webhook URL for host and port, IPv6 hosts bracketed.
+func URL(host string, port int) string {
+	return "https://" + net.JoinHostPort(host, strconv.Itoa(port))
+}

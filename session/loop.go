@@ -1,0 +1,128 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"k8s.io/client-go/informers"
+
+	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/reload"
+)
+
+// withDefaults fills what a zero Config leaves open.
+func (c Config) withDefaults() Config {
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = 30 * time.Second
+	}
+	if c.VerifyTimeout == 0 {
+		c.VerifyTimeout = 15 * time.Second
+	}
+	if c.ReloadInterval == 0 {
+		c.ReloadInterval = 2 * time.Second
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	if c.Certs.Log == nil {
+		c.Certs.Log = c.Log
+	}
+	return c
+}
+
+// render renders the current template for this session, with the current
+// caBundle (user-provided certificate files may change it).
+func (r *run) render() (*registration.Registration, error) {
+	name, text, err := r.cfg.Template.Load()
+	if err != nil {
+		return nil, err
+	}
+	data := registration.TemplateData{URL: r.url, CABundle: r.certs.CABundle(), Session: r.cfg.Session, Enabled: names(r.parts.webhooks)}
+	return registration.Render(name, text, data, registration.RenderOptions{Paths: r.server.Paths(), LeaseRef: r.leaseRef})
+}
+
+func (r *run) canaryKey() string {
+	return registration.KindValidatingHook + "/hookback-canary-" + r.cfg.Session
+}
+
+// loop keeps the session alive: heartbeat, template and certificate reloads,
+// and a stop on ctx or on a failed server or controller.
+func (r *run) loop(ctx, bgCtx context.Context, errc <-chan error) error {
+	reapply := make(chan struct{}, 1)
+	r.bg.Go(func() { r.heartbeat.Run(bgCtx, r.cfg.LeaseDuration/6, func() { trySend(reapply) }) })
+	if r.cfg.Template.Path != "" {
+		w := &reload.FileWatcher{Path: r.cfg.Template.Path, Interval: r.cfg.ReloadInterval, Debounce: 20 * time.Millisecond, Log: r.cfg.Log}
+		wait, err := w.Watch(bgCtx, reapply)
+		if err != nil {
+			r.cfg.Log.Warn("template hot reload disabled", "error", err)
+		} else {
+			r.bg.Go(wait)
+		}
+	}
+	wait, err := r.certs.Watch(bgCtx, reapply)
+	if err != nil {
+		r.cfg.Log.Warn("certificate hot reload disabled", "error", err)
+	} else if wait != nil {
+		r.bg.Go(wait)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			r.cfg.Log.Info("stopping: deregistering first so the apiserver stops calling")
+			return nil
+		case err := <-errc:
+			return fmt.Errorf("stopped unexpectedly: %w", err)
+		case <-reapply:
+			r.reapply(ctx)
+		}
+	}
+}
+
+func (r *run) reapply(ctx context.Context) {
+	start := time.Now()
+	reg, err := r.render()
+	if err != nil {
+		r.cfg.Log.Error("template not applied; the previous configuration stays live", "error", err)
+		return
+	}
+	if err := r.registrar.Apply(ctx, reg); err != nil {
+		r.cfg.Log.Error("re-apply failed; will retry on the next change", "error", err)
+		return
+	}
+	r.cfg.Log.Info("webhook configuration re-applied", "webhooks", len(reg.Webhooks()), "took", time.Since(start))
+}
+
+// cleanupShared runs the cleanup of every part no other live session runs.
+func (r *run) cleanupShared(ctx context.Context) error {
+	cleanups := SharedCleanups(r.cluster.Client, r.cfg.Log, r.cfg.Webhooks, r.cfg.Controllers)
+	if len(cleanups) == 0 {
+		return nil
+	}
+	namespaces, err := r.registrar.LeaseNamespaces(ctx, r.cfg.LeaseNamespace)
+	if err != nil {
+		return err
+	}
+	live, err := registration.LiveParts(ctx, r.cluster.Client, namespaces, r.cfg.Session)
+	if err != nil {
+		return err
+	}
+	return registration.RunCleanups(ctx, cleanups, live, r.cfg.Log)
+}
+
+func waitForCaches(ctx context.Context, factory informers.SharedInformerFactory) error {
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("cache of %v did not sync: %w", typ, context.Cause(ctx))
+		}
+	}
+	return nil
+}
+
+func trySend(ch chan<- struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,132 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/webhook"
+)
+
+// Permissions lists what a run of cfg needs: registration's own, Events,
+// and what the selected webhooks and controllers declare.
+func Permissions(cfg Config) ([]admission.Permission, error) {
+	ctl, err := controller.Permissions(cfg.Controllers)
+	if err != nil {
+		return nil, err
+	}
+	return admission.MergePermissions(registration.Permissions(cfg.LeaseNamespace), eventPermissions(),
+		webhook.Permissions(cfg.Webhooks), ctl), nil
+}
+
+// parts are the webhooks and controllers one run serves and runs.
+type parts struct {
+	webhooks    []admission.Webhook
+	controllers []controller.Controller
+}
+
+// buildParts builds the selected built-ins and the extra webhooks on the
+// shared informer factory and event recorders.
+func buildParts(cfg Config, cl *Cluster, factory informers.SharedInformerFactory, recorders *eventRecorders, reg prometheus.Registerer) (*parts, error) {
+	deps := webhook.Deps{Log: cfg.Log, Recorder: recorders.For}
+	if slices.Contains(cfg.Webhooks, webhook.NamePodEviction) {
+		deps.Pods = factory.Core().V1().Pods().Lister()
+	}
+	hooks, err := webhook.Build(cfg.Webhooks, cfg.WebhookOptions, deps)
+	if err != nil {
+		return nil, err
+	}
+	ctls, err := controller.Build(cfg.Controllers, controller.Deps{
+		Client: cl.Watch, Factory: factory, Log: cfg.Log, Recorder: recorders.For,
+		Metrics: reg, ManagedByLabels: managedByLabels(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &parts{webhooks: append(hooks, cfg.Extra...), controllers: ctls}, nil
+}
+
+// ServedWebhooks are the webhooks a run of cfg would serve, built only to
+// learn their names and paths: render serves nothing.
+func ServedWebhooks(cfg Config) ([]admission.Webhook, error) {
+	pods := corev1listers.NewPodLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))
+	discard := func(string) events.EventRecorder { return &events.FakeRecorder{} }
+	hooks, err := webhook.Build(cfg.Webhooks, cfg.WebhookOptions, webhook.Deps{Recorder: discard, Pods: pods})
+	if err != nil {
+		return nil, err
+	}
+	return append(hooks, cfg.Extra...), nil
+}
+
+// runnables wraps the controllers for the run.
+func (p *parts) runnables() []func(context.Context) error {
+	out := make([]func(context.Context) error, 0, len(p.controllers))
+	for _, ctl := range p.controllers {
+		out = append(out, func(ctx context.Context) error {
+			// Stopping before the caches synced is a normal shutdown.
+			if err := ctl.Run(ctx, 2); err != nil && ctx.Err() == nil {
+				return fmt.Errorf("controller %s: %w", ctl.Name(), err)
+			}
+			return nil
+		})
+	}
+	return out
+}
+
+// names are every webhook and controller of the run, for the session Lease:
+// other sessions read them to know what this one relies on.
+func (p *parts) names() []string {
+	out := names(p.webhooks)
+	for _, c := range p.controllers {
+		out = append(out, c.Name())
+	}
+	return out
+}
+
+// SharedCleanups undo, per part, what the parts wrote outside the session's
+// own configurations, shared between sessions (exec RBAC, node CPU).
+func SharedCleanups(cs kubernetes.Interface, log *slog.Logger, hookNames, ctlNames []string) map[string]func(context.Context) error {
+	out := map[string]func(context.Context) error{}
+	if slices.Contains(ctlNames, controller.ExecRBACName) {
+		out[controller.ExecRBACName] = func(ctx context.Context) error {
+			return controller.Cleanup(ctx, cs, []string{controller.ExecRBACName}, managedByLabels(), log)
+		}
+	}
+	if slices.Contains(hookNames, webhook.NameNodeStatus) {
+		out[webhook.NameNodeStatus] = func(ctx context.Context) error { return webhook.RestoreNodes(ctx, cs, log) }
+	}
+	return out
+}
+
+func managedByLabels() map[string]string {
+	return map[string]string{registration.LabelManagedBy: registration.ManagedByValue}
+}
+
+// names are the webhooks' names, what the template's `enabled NAME` tests.
+func names(hooks []admission.Webhook) []string {
+	out := make([]string, len(hooks))
+	for i, h := range hooks {
+		out[i] = h.Name
+	}
+	return out
+}
+
+// paths are the webhooks' paths, the only ones a template may point at.
+func paths(hooks []admission.Webhook) []string {
+	out := make([]string, len(hooks))
+	for i, h := range hooks {
+		out[i] = h.Path
+	}
+	return out
+}

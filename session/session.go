@@ -1,0 +1,254 @@
+// Package session is one run of `hookback start`. From a Config, Run
+// connects and checks every permission, decides the address the apiserver
+// dials, obtains a certificate for it, serves, takes the session Lease,
+// starts the controllers, registers the webhooks, proves with a canary that
+// the apiserver calls back, and keeps all that alive until its context ends.
+// Then it undoes it in reverse: deregister first, so the cluster stops
+// calling, then stop the controllers, stop serving, clean up shared objects
+// and release the Lease.
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/server"
+)
+
+// Run runs one session until ctx is done. A clean stop returns nil.
+func Run(ctx context.Context, cfg Config) error {
+	started := time.Now()
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	perms, err := Permissions(cfg)
+	if err != nil {
+		return err
+	}
+	// 1. The cluster, and every permission the enabled parts declare.
+	cl, err := Connect(ctx, cfg.Kubeconfig, cfg.Log, perms)
+	if err != nil {
+		return err
+	}
+	// 2. The address the apiserver dials.
+	decision, err := Advertise(ctx, cfg.Log, cfg.AdvertiseAddress, cl.Config)
+	if err != nil {
+		return err
+	}
+	// 3. A certificate for that address.
+	co := cfg.Certs
+	co.Host = decision.Host
+	if co.ACME.ListenHost == "" {
+		co.ACME.ListenHost = bindAddress(cfg.BindAddress, decision.Host)
+	}
+	crt, err := certs.New(ctx, co)
+	if err != nil {
+		return err
+	}
+	defer crt.Stop()
+
+	// Informers and the event sink outlive ctx: controllers and handlers may
+	// still use them while the session deregisters.
+	infCtx, stopInformers := context.WithCancel(context.WithoutCancel(ctx))
+	factory := controller.NewInformerFactory(cl.Watch, 0)
+	recorders := newEventRecorders(infCtx, cl.Watch)
+	defer func() {
+		stopInformers()
+		recorders.Shutdown()
+		factory.Shutdown()
+	}()
+	metrics := server.NewMetrics()
+	p, err := buildParts(cfg, cl, factory, recorders, metrics.Registry)
+	if err != nil {
+		return err
+	}
+	canary := registration.NewCanary()
+	hooks := append(p.webhooks, admission.Webhook{Name: "canary", Path: registration.CanaryPath, Handler: canary})
+	// 4. The listeners, bound now: a busy port fails before anything is
+	// written to the cluster.
+	srv, err := server.NewServer(server.ServerOptions{
+		Address:       net.JoinHostPort(bindAddress(cfg.BindAddress, decision.Host), strconv.Itoa(cfg.Port)),
+		HealthAddress: cfg.HealthAddress,
+		TLS:           crt.TLSConfig(),
+		Webhooks:      hooks,
+		Log:           cfg.Log,
+		Metrics:       metrics,
+	})
+	if err != nil {
+		return err
+	}
+	recorders.Start()
+	factory.Start(infCtx.Done())
+
+	r := newRun(cfg, cl, srv, canary, crt, p, URL(decision.Host, cfg.Port))
+	r.waitForCaches = func(ctx context.Context) error { return waitForCaches(ctx, factory) }
+	return r.run(ctx, started)
+}
+
+// run is the part of a session that writes to the cluster, from the Lease
+// to deregistration.
+type run struct {
+	cfg       Config
+	cluster   *Cluster
+	server    *server.Server
+	canary    *registration.Canary
+	certs     certs.Certs
+	parts     *parts
+	url       string
+	registrar *registration.Registrar
+	heartbeat *registration.Heartbeat
+	leaseRef  string
+	// waitForCaches blocks until the caches the handlers read have synced.
+	waitForCaches func(ctx context.Context) error
+	// acquired is set once the session's Lease is ours: only then may
+	// shutdown delete what the session name owns.
+	acquired bool
+	// bg tracks the controllers and loops, srv the server: run waits for
+	// both, the server last, so it answers until the apiserver stops calling.
+	bg, srv sync.WaitGroup
+}
+
+func newRun(cfg Config, cl *Cluster, srv *server.Server, canary *registration.Canary, crt certs.Certs, p *parts, url string) *run {
+	return &run{
+		cfg: cfg, cluster: cl, server: srv, canary: canary, certs: crt, parts: p, url: url,
+		registrar: &registration.Registrar{Client: cl.Client, Dynamic: cl.Dynamic, Session: cfg.Session, Log: cfg.Log},
+		heartbeat: &registration.Heartbeat{Client: cl.Client, Namespace: cfg.LeaseNamespace, Session: cfg.Session,
+			Holder: holderIdentity(), Duration: cfg.LeaseDuration, Parts: p.names(), Log: cfg.Log},
+		leaseRef: cfg.LeaseNamespace + "/" + registration.LeaseName(cfg.Session),
+	}
+}
+
+// run serves, takes the Lease, registers, verifies and runs until ctx is
+// done, then deregisters before it stops serving.
+func (r *run) run(ctx context.Context, started time.Time) (err error) {
+	// The server outlives ctx: it must keep answering while we deregister.
+	srvCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
+	// Controllers too: they stop after deregistration (shutdown).
+	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	runnables := r.parts.runnables()
+	errc := make(chan error, 1+len(runnables))
+	r.srv.Go(func() { errc <- r.server.Start(srvCtx) })
+	defer func() {
+		r.shutdown(stopBackground, func() { stopServer(); r.srv.Wait() })
+		close(errc)
+		for e := range errc {
+			err = errors.Join(err, e)
+		}
+	}()
+
+	// 5. The session Lease; stale sessions are cleaned up on the way.
+	if err := r.acquire(ctx); err != nil {
+		return err
+	}
+	// Controllers start only once the session is ours: a refused start must
+	// not write anything another session would then have to clean up.
+	for _, run := range runnables {
+		r.bg.Go(func() { errc <- run(bgCtx) })
+	}
+	// 6. The webhook configurations.
+	reg, err := r.register(ctx)
+	if err != nil {
+		return err
+	}
+	// 8. Proof that the apiserver calls back.
+	rtt, verr := r.verify(ctx)
+	if verr != nil && r.cfg.RequireVerified {
+		return verr
+	}
+	if verr != nil {
+		r.cfg.Log.Warn("running although the apiserver cannot reach hookback (--no-verify)", "error", verr)
+	}
+	// 9. Ready.
+	r.server.SetReady(true)
+	r.banner(reg, time.Since(started), rtt, verr)
+	// 7, 10. Heartbeat and hot reload until the end.
+	return r.loop(ctx, bgCtx, errc)
+}
+
+// acquire cleans up dead sessions and takes this session's Lease.
+func (r *run) acquire(ctx context.Context) error {
+	removed, err := r.registrar.Cleanup(ctx, registration.CleanupOptions{Stale: true, Except: r.cfg.Session, DefaultLeaseNamespace: r.cfg.LeaseNamespace})
+	if err != nil {
+		r.cfg.Log.Warn("could not clean up every stale session", "error", err)
+	}
+	if len(removed) > 0 {
+		r.cfg.Log.Info("removed stale sessions", "sessions", strings.Join(removed, ","))
+	}
+	if err := r.heartbeat.Acquire(ctx, holderAlive); err != nil {
+		return err
+	}
+	r.acquired = true
+	return nil
+}
+
+// register waits for the caches the handlers read and applies the template.
+func (r *run) register(ctx context.Context) (*registration.Registration, error) {
+	if err := r.waitForCaches(ctx); err != nil {
+		return nil, fmt.Errorf("wait for informer caches: %w", err)
+	}
+	reg, err := r.render()
+	if err != nil {
+		return nil, err
+	}
+	if err := r.registrar.Apply(ctx, reg, r.canaryKey()); err != nil {
+		return nil, err
+	}
+	return reg, nil
+}
+
+// verify registers the canary webhook, proves the apiserver calls it, and
+// removes it again.
+func (r *run) verify(ctx context.Context) (time.Duration, error) {
+	canary := registration.CanaryConfiguration(r.cfg.Session, r.url, r.certs.CABundle(), r.leaseRef)
+	if err := r.registrar.ApplyObject(ctx, canary); err != nil {
+		return 0, err
+	}
+	v := &registration.Verifier{Client: r.cluster.Client, Canary: r.canary, Namespace: r.cfg.LeaseNamespace,
+		Session: r.cfg.Session, URL: r.url, Timeout: r.cfg.VerifyTimeout}
+	rtt, err := v.Verify(ctx)
+	if derr := r.registrar.DeleteObject(context.WithoutCancel(ctx), registration.KindValidatingHook, canary.GetName()); derr != nil {
+		r.cfg.Log.Warn("could not delete the canary webhook configuration", "error", derr)
+	}
+	return rtt, err
+}
+
+// shutdown undoes the run in the safe order: delete the configurations so
+// the apiserver stops calling, stop the controllers and wait for them (a
+// write in flight must not land after the cleanup), stop serving, clean up
+// shared objects, and release the Lease last. It runs on a fresh context:
+// the run's context is already cancelled when we stop.
+func (r *run) shutdown(stopBackground, stopServer func()) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	r.server.SetReady(false)
+	if !r.acquired {
+		stopBackground()
+		r.bg.Wait()
+		stopServer()
+		return
+	}
+	errs := []error{r.registrar.Deregister(ctx)}
+	stopBackground()
+	r.bg.Wait()
+	// The apiserver drops deleted configurations asynchronously; with the
+	// server stopped, a late call fails open instead of reaching a handler
+	// that would undo the cleanup (a restored node oversold again).
+	stopServer()
+	errs = append(errs, r.cleanupShared(ctx), r.heartbeat.Release(ctx))
+	if err := errors.Join(errs...); err != nil {
+		r.cfg.Log.Error("deregistration incomplete: run `hookback cleanup --session "+r.cfg.Session+"`", "error", err)
+		return
+	}
+	r.cfg.Log.Info("deregistered", "session", r.cfg.Session)
+}
