@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,13 @@ import (
 // it (v1 and v1beta1 share their request fields).
 type Request struct {
 	admissionv1.AdmissionRequest
+	// ReviewVersion is the apiVersion of the AdmissionReview that carried
+	// the request: admission.k8s.io/v1 or admission.k8s.io/v1beta1.
+	ReviewVersion string
+	// Raw is the AdmissionReview exactly as received, for a handler that
+	// forwards it unchanged. It is only valid during Handle: the transport
+	// reuses its buffer afterwards.
+	Raw []byte
 }
 
 // IsDryRun reports whether the apiserver will not persist the object, so a
@@ -67,6 +75,11 @@ type Response struct {
 	Warnings []string
 	// PatchOps counts patch operations, for the admission log line.
 	PatchOps int
+	// AuditAnnotations are added to the apiserver's audit event.
+	AuditAnnotations map[string]string
+	// Upstream is the time spent waiting on an upstream server (a webhook
+	// hookback forwards to), logged apart from hookback's own time.
+	Upstream time.Duration
 }
 
 // Handler decides one admission request.

@@ -44,6 +44,18 @@ type HTTPOptions struct {
 	Observer Observer
 	// MaxBodyBytes caps a request body; zero means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// Recorder, when set, is given every review as received and the answer
+	// as sent.
+	Recorder Recorder
+}
+
+// Recorder keeps reviews and answers (hookback start --record-dir).
+//
+// Contract: Record runs on the request's path after the answer was written;
+// it must not block for long, must not keep review or answer past its
+// return (their buffers are reused), and must never fail the admission.
+type Recorder interface {
+	Record(webhook string, review, answer []byte)
 }
 
 // admissionHTTP is the transport for one webhook: method, content type, body
@@ -53,6 +65,7 @@ type admissionHTTP struct {
 	handler Handler
 	log     *slog.Logger
 	obs     Observer
+	rec     Recorder
 	maxBody int64
 }
 
@@ -61,7 +74,7 @@ var _ http.Handler = (*admissionHTTP)(nil)
 // NewHTTPHandler serves w over HTTP: w.Handler decides each request, w.Name
 // labels its log lines and observations.
 func NewHTTPHandler(w Webhook, opts HTTPOptions) http.Handler {
-	a := &admissionHTTP{name: w.Name, handler: w.Handler, log: opts.Log, obs: opts.Observer, maxBody: opts.MaxBodyBytes}
+	a := &admissionHTTP{name: w.Name, handler: w.Handler, log: opts.Log, obs: opts.Observer, rec: opts.Recorder, maxBody: opts.MaxBodyBytes}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
@@ -105,7 +118,7 @@ func (a *admissionHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	req := Request{AdmissionRequest: *review.Request}
+	req := Request{AdmissionRequest: *review.Request, ReviewVersion: review.APIVersion, Raw: buf.Bytes()}
 	resp := a.call(r.Context(), req)
 	a.reply(w, review.TypeMeta, req, resp, time.Since(start))
 }
@@ -147,10 +160,11 @@ func (a *admissionHTTP) call(ctx context.Context, req Request) (resp Response) {
 
 func (a *admissionHTTP) reply(w http.ResponseWriter, tm metav1.TypeMeta, req Request, resp Response, took time.Duration) {
 	out := admissionv1.AdmissionReview{TypeMeta: tm, Response: &admissionv1.AdmissionResponse{
-		UID:      req.UID,
-		Allowed:  resp.Allowed,
-		Result:   resp.Result,
-		Warnings: resp.Warnings,
+		UID:              req.UID,
+		Allowed:          resp.Allowed,
+		Result:           resp.Result,
+		Warnings:         resp.Warnings,
+		AuditAnnotations: resp.AuditAnnotations,
 	}}
 	if len(resp.Patch) > 0 {
 		pt := admissionv1.PatchTypeJSONPatch
@@ -165,6 +179,9 @@ func (a *admissionHTTP) reply(w http.ResponseWriter, tm metav1.TypeMeta, req Req
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(body)
 	a.logAdmission(req, resp, took)
+	if a.rec != nil {
+		a.rec.Record(a.name, req.Raw, body)
+	}
 }
 
 // logAdmission writes the one line per request: never the object body.
@@ -190,6 +207,10 @@ func (a *admissionHTTP) logAdmission(req Request, resp Response, took time.Durat
 		slog.String("decision", decision),
 		slog.Int("patch_ops", resp.PatchOps),
 		slog.Duration("latency", took),
+	}
+	if resp.Upstream > 0 {
+		// hookback's own share, apart from the upstream's.
+		attrs = append(attrs, slog.Duration("upstream", resp.Upstream), slog.Duration("own", took-resp.Upstream))
 	}
 	if req.IsDryRun() {
 		attrs = append(attrs, slog.Bool("dry_run", true))

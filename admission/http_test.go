@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -138,5 +139,56 @@ func BenchmarkAdmissionHTTP(b *testing.B) {
 		if rec.Code != 200 {
 			b.Fatal(rec.Code)
 		}
+	}
+}
+
+type recorded struct{ webhook, review, answer string }
+
+type memRecorder struct{ got []recorded }
+
+func (m *memRecorder) Record(webhook string, review, answer []byte) {
+	m.got = append(m.got, recorded{webhook, string(review), string(answer)})
+}
+
+// The handler sees the review as received and its version; the recorder
+// gets the review and the answer sent; upstream time is logged apart.
+func TestAdmissionHTTPRawRecordAndUpstream(t *testing.T) {
+	for _, fixtureName := range []string{"pod-create.v1.json", "pod-create.v1beta1.json"} {
+		t.Run(fixtureName, func(t *testing.T) {
+			body := fixture(t, fixtureName)
+			var sawRaw, sawVersion string
+			h := HandlerFunc(func(_ context.Context, req Request) Response {
+				sawRaw, sawVersion = string(req.Raw), req.ReviewVersion
+				r := Allowed("")
+				r.Upstream = 3 * time.Millisecond
+				r.AuditAnnotations = map[string]string{"k": "v"}
+				return r
+			})
+			rec := &memRecorder{}
+			var logs bytes.Buffer
+			srv := NewHTTPHandler(Webhook{Name: "up", Handler: h}, HTTPOptions{Recorder: rec, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+			req := httptest.NewRequest(http.MethodPost, "/x", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			w := httptest.NewRecorder()
+			srv.ServeHTTP(w, req)
+			var review struct {
+				APIVersion string `json:"apiVersion"`
+			}
+			if err := json.Unmarshal(body, &review); err != nil {
+				t.Fatal(err)
+			}
+			if sawRaw != string(body) || sawVersion != review.APIVersion {
+				t.Errorf("handler saw version %q and a raw body equal to the request: %v", sawVersion, sawRaw == string(body))
+			}
+			if len(rec.got) != 1 || rec.got[0].webhook != "up" || rec.got[0].review != string(body) || rec.got[0].answer != w.Body.String() {
+				t.Errorf("recorder got %+v", rec.got)
+			}
+			if !strings.Contains(w.Body.String(), `"auditAnnotations":{"k":"v"}`) {
+				t.Errorf("answer lacks the audit annotations: %s", w.Body.String())
+			}
+			if !strings.Contains(logs.String(), "upstream=3ms") || !strings.Contains(logs.String(), " own=") {
+				t.Errorf("log line lacks upstream and own time: %s", logs.String())
+			}
+		})
 	}
 }
