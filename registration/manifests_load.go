@@ -28,7 +28,9 @@ var manifestExts = []string{".yaml", ".yml", ".json"}
 type Document struct {
 	// Source is the file path, or StdinSource.
 	Source string
-	// Index is the 1-based position of the YAML/JSON document in Source.
+	// Index is the 1-based position of the YAML/JSON document in Source, as
+	// the YAML decoder counts: nothing between two "---" is no document, a
+	// document of comments only is one (and yields no Document).
 	// Items of a List share the Index of their List; their kind and name
 	// tell them apart.
 	Index int
@@ -130,6 +132,9 @@ func decodeManifest(source string, b []byte) ([]Document, error) {
 				return docs, nil
 			}
 			return nil, errkind.New(ErrManifest, fmt.Errorf("%s document %d: %w", source, i, err))
+		}
+		if len(bytes.TrimSpace(raw)) == 0 {
+			continue // a document of comments only
 		}
 		var m map[string]any
 		if err := utiljson.Unmarshal(raw, &m); err != nil {
