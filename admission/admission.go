@@ -29,6 +29,9 @@ type Request struct {
 	// ReviewVersion is the apiVersion of the AdmissionReview that carried
 	// the request: admission.k8s.io/v1 or admission.k8s.io/v1beta1.
 	ReviewVersion string
+	// Timeout is how long the apiserver waits for the answer (its timeout
+	// query), zero when it did not say; the handler's context ends then.
+	Timeout time.Duration
 	// Raw is the AdmissionReview exactly as received, for a handler that
 	// forwards it unchanged. It is only valid during Handle: the transport
 	// reuses its buffer afterwards.
@@ -80,6 +83,22 @@ type Response struct {
 	// Upstream is the time spent waiting on an upstream server (a webhook
 	// hookback forwards to), logged apart from hookback's own time.
 	Upstream time.Duration
+	// callFailed makes the transport fail the call (HTTP 500) instead of
+	// answering a review: see CallFailed.
+	callFailed bool
+}
+
+// CallFailed fails the webhook call itself: the transport answers HTTP 500
+// with err's message, so the apiserver applies the webhook's failurePolicy
+// (Ignore admits the object, Fail rejects it showing the message), as it
+// would for a webhook that could not be reached. Use it when the handler
+// could not decide at all, such as an upstream that answered wrongly;
+// Errored, in contrast, is a decision: the request is rejected whatever the
+// failurePolicy.
+func CallFailed(err error) Response {
+	r := Errored(http.StatusInternalServerError, err)
+	r.callFailed = true
+	return r
 }
 
 // Handler decides one admission request.

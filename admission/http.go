@@ -55,13 +55,14 @@ type HTTPOptions struct {
 // it must not block for long, must not keep review or answer past its
 // return (their buffers are reused), and must never fail the admission.
 type Recorder interface {
-	Record(webhook string, review, answer []byte)
+	Record(webhook, path string, review, answer []byte)
 }
 
 // admissionHTTP is the transport for one webhook: method, content type, body
 // cap, decoding either review version, the typed reply, logging and metrics.
 type admissionHTTP struct {
 	name    string
+	path    string
 	handler Handler
 	log     *slog.Logger
 	obs     Observer
@@ -74,7 +75,7 @@ var _ http.Handler = (*admissionHTTP)(nil)
 // NewHTTPHandler serves w over HTTP: w.Handler decides each request, w.Name
 // labels its log lines and observations.
 func NewHTTPHandler(w Webhook, opts HTTPOptions) http.Handler {
-	a := &admissionHTTP{name: w.Name, handler: w.Handler, log: opts.Log, obs: opts.Observer, rec: opts.Recorder, maxBody: opts.MaxBodyBytes}
+	a := &admissionHTTP{name: w.Name, path: w.Path, handler: w.Handler, log: opts.Log, obs: opts.Observer, rec: opts.Recorder, maxBody: opts.MaxBodyBytes}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
@@ -119,7 +120,15 @@ func (a *admissionHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := Request{AdmissionRequest: *review.Request, ReviewVersion: review.APIVersion, Raw: buf.Bytes()}
-	resp := a.call(r.Context(), req)
+	ctx := r.Context()
+	if t, err := time.ParseDuration(r.URL.Query().Get("timeout")); err == nil && t > 0 {
+		// The apiserver gives up then: no handler should outlive it.
+		req.Timeout = t
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t)
+		defer cancel()
+	}
+	resp := a.call(ctx, req)
 	a.reply(w, review.TypeMeta, req, resp, time.Since(start))
 }
 
@@ -159,6 +168,11 @@ func (a *admissionHTTP) call(ctx context.Context, req Request) (resp Response) {
 }
 
 func (a *admissionHTTP) reply(w http.ResponseWriter, tm metav1.TypeMeta, req Request, resp Response, took time.Duration) {
+	if resp.callFailed {
+		http.Error(w, resp.Result.Message, http.StatusInternalServerError)
+		a.logAdmission(req, resp, took)
+		return
+	}
 	out := admissionv1.AdmissionReview{TypeMeta: tm, Response: &admissionv1.AdmissionResponse{
 		UID:              req.UID,
 		Allowed:          resp.Allowed,
@@ -180,7 +194,7 @@ func (a *admissionHTTP) reply(w http.ResponseWriter, tm metav1.TypeMeta, req Req
 	_, _ = w.Write(body)
 	a.logAdmission(req, resp, took)
 	if a.rec != nil {
-		a.rec.Record(a.name, req.Raw, body)
+		a.rec.Record(a.name, a.path, req.Raw, body)
 	}
 }
 

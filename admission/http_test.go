@@ -146,7 +146,7 @@ type recorded struct{ webhook, review, answer string }
 
 type memRecorder struct{ got []recorded }
 
-func (m *memRecorder) Record(webhook string, review, answer []byte) {
+func (m *memRecorder) Record(webhook, _ string, review, answer []byte) {
 	m.got = append(m.got, recorded{webhook, string(review), string(answer)})
 }
 

@@ -37,7 +37,8 @@ const (
 // Run runs hookback with args (args[0] is the program name) and returns the
 // exit code; errors are printed to stderr as sentences.
 func Run(ctx context.Context, args []string, ext Extension, stdout, stderr io.Writer) int {
-	err := newApp(ext, stdout, stderr).RunContext(ctx, args)
+	app := newApp(ext, stdout, stderr)
+	err := app.RunContext(ctx, interspersed(app, args))
 	if err == nil {
 		return exitOK
 	}

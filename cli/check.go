@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -28,7 +29,7 @@ func checkCommand() *cli.Command {
 thinks you are and the address start would advertise (and which strategy chose it),
 and asks (SelfSubjectAccessReview) for every permission hookback start needs with
 every built-in enabled. It writes nothing. It exits 2 and names what is missing.` + examplesText(checkExamples),
-		Flags:  withGlobal("advertise-address", "lease-namespace", "timeout"),
+		Flags:  withGlobal("advertise-address", "lease-namespace", "request-timeout", "upstream", "upstream-ca", "upstream-insecure"),
 		Action: runCheck,
 	}
 }
@@ -45,7 +46,7 @@ func runCheck(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cs, err := cfg.Clientset(c.Duration("timeout"))
+	cs, err := cfg.Clientset(c.Duration("request-timeout"))
 	if err != nil {
 		return err
 	}
@@ -82,7 +83,7 @@ func runCheck(c *cli.Context) error {
 		return cli.Exit(kubeconfig.MissingError(who.Username, missing).Error(), exitUsage)
 	}
 	fmt.Fprintf(out, "\nall %d permissions granted\n", len(results))
-	return adErr
+	return errors.Join(adErr, checkUpstreams(c))
 }
 
 // printAdvertise prints the address start would advertise and why.
@@ -123,4 +124,22 @@ type debugOnly struct{ slog.Handler }
 
 func (d debugOnly) Enabled(ctx context.Context, l slog.Level) bool {
 	return l <= slog.LevelDebug && d.Handler.Enabled(ctx, l)
+}
+
+// checkUpstreams says whether each --upstream accepts connections.
+func checkUpstreams(c *cli.Context) error {
+	spec, err := userWebhooks(c)
+	if err != nil || len(spec.Upstreams) == 0 {
+		return err
+	}
+	var errs []error
+	for url, perr := range session.ProbeUpstreams(c.Context, spec) {
+		if perr != nil {
+			fmt.Fprintf(c.App.Writer, "Upstream:  %s: %v\n", url, perr)
+			errs = append(errs, perr)
+			continue
+		}
+		fmt.Fprintf(c.App.Writer, "Upstream:  %s accepts connections\n", url)
+	}
+	return errors.Join(errs...)
 }

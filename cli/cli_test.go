@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -233,5 +235,32 @@ func TestExamplesAreInTheHelp(t *testing.T) {
 				t.Errorf("%v does not show example %q:\n%s", args, e.Command, out)
 			}
 		}
+	}
+}
+
+func TestFlagsAfterArguments(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []string
+		want []string
+	}{
+		{name: "value flag after an argument", in: []string{"hookback", "replay", "dir", "--upstream", "http://x"},
+			want: []string{"hookback", "replay", "--upstream", "http://x", "dir"}},
+		{name: "bool flag takes no value", in: []string{"hookback", "replay", "dir", "--upstream-insecure", "more"},
+			want: []string{"hookback", "replay", "--upstream-insecure", "dir", "more"}},
+		{name: "flag=value and stdin dash", in: []string{"hookback", "replay", "-", "--webhook=pod-name"},
+			want: []string{"hookback", "replay", "--webhook=pod-name", "-"}},
+		{name: "after -- everything is an argument", in: []string{"hookback", "replay", "--", "--upstream"},
+			want: []string{"hookback", "replay", "--", "--upstream"}},
+		{name: "global flags before the command stay", in: []string{"hookback", "--context", "c", "check", "--request-timeout", "1s"},
+			want: []string{"hookback", "--context", "c", "check", "--request-timeout", "1s"}},
+	}
+	app := newApp(Extension{}, io.Discard, io.Discard)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := interspersed(app, tc.in); !slices.Equal(got, tc.want) {
+				t.Errorf("interspersed(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
 	}
 }

@@ -31,11 +31,13 @@ func newFlag(name string) cli.Flag {
 	switch name {
 	case "port", "acme-http-port":
 		return &cli.IntFlag{Name: name, EnvVars: envVar(name), Value: value.(int), Usage: usage}
-	case "no-verify", "all", "bundle":
+	case "no-verify", "all", "bundle", "upstream-insecure", "keep-failure-policy":
 		return &cli.BoolFlag{Name: name, EnvVars: envVar(name), Usage: usage}
-	case "verify-timeout", "lease-duration", "timeout", "acme-renew-check-interval":
+	case "verify-timeout", "lease-duration", "timeout", "request-timeout", "acme-renew-check-interval":
 		return &cli.DurationFlag{Name: name, EnvVars: envVar(name), Value: value.(time.Duration), Usage: usage,
 			Hidden: name == "acme-renew-check-interval"}
+	case "webhook-config", "upstream":
+		return &cli.StringSliceFlag{Name: name, EnvVars: envVar(name), Usage: usage}
 	case "banned-words":
 		return &cli.StringSliceFlag{Name: name, EnvVars: envVar(name), Value: cli.NewStringSlice(d.BannedWords...), Usage: usage}
 	case "cpu-oversell-factor":
@@ -70,8 +72,10 @@ func flagDefault(name string) any {
 		return 15 * time.Second
 	case "lease-duration":
 		return 30 * time.Second
-	case "timeout":
+	case "request-timeout":
 		return 10 * time.Second
+	case "timeout":
+		return time.Duration(0)
 	case "acme-renew-check-interval":
 		return 10 * time.Minute
 	case "log-format":
@@ -129,7 +133,14 @@ var flagText = map[string]string{
 	"banned-words":              "pod-name: words a pod name must not contain",
 	"sidecar-image":             "pod-sidecar: image of the injected xxl-agent container",
 	"cpu-oversell-factor":       "node-status: multiply node allocatable CPU by this (1 disables)",
-	"timeout":                   "give up on the apiserver after this long",
+	"request-timeout":           "give up on the apiserver after this long",
+	"timeout":                   "your webhooks: override every timeoutSeconds (1s to 30s; 30s while stepping through a handler in a debugger)",
+	"webhook-config":            "your webhook configurations as written for the cluster (file, directory or - for stdin; repeatable): rewritten to point at hookback",
+	"upstream":                  "your webhook server, where hookback forwards their reviews: URL, or NAMESPACE/SERVICE=URL for the webhooks of one Service (repeatable)",
+	"upstream-ca":               "CA file to trust an https upstream",
+	"upstream-insecure":         "do not verify an https upstream's certificate (loopback upstreams only)",
+	"keep-failure-policy":       "your webhooks: keep each failurePolicy (default: Ignore, so a stopped debugger never blocks the cluster)",
+	"record-dir":                "write every review and the answer sent into this directory, one JSON file each (Secrets' data redacted)",
 	"all":                       "remove every session, alive or not",
 	"bundle":                    "print the base64 caBundle instead of PEM",
 	"webhook":                   "built-in webhook to run (" + strings.Join(webhook.Names(), ", ") + ")",
@@ -138,11 +149,12 @@ var flagText = map[string]string{
 // serveFlagNames decide the URL and the configurations: start and render.
 var serveFlagNames = []string{"advertise-address", "port", "session", "template", "state-dir", "lease-namespace",
 	"tls-mode", "tls-cert-file", "tls-key-file", "ca-file", "acme-ca", "acme-email", "acme-ca-root", "acme-profile",
-	"acme-http-port", "acme-renew-check-interval", "webhooks", "controllers", "banned-words", "sidecar-image", "cpu-oversell-factor"}
+	"acme-http-port", "acme-renew-check-interval", "webhooks", "controllers", "banned-words", "sidecar-image", "cpu-oversell-factor",
+	"webhook-config", "upstream", "upstream-ca", "upstream-insecure", "keep-failure-policy", "timeout"}
 
 // startFlagNames are serveFlagNames plus what only a running session needs.
 var startFlagNames = append(append([]string{}, serveFlagNames...),
-	"bind-address", "health-address", "no-verify", "verify-timeout", "lease-duration")
+	"bind-address", "health-address", "no-verify", "verify-timeout", "lease-duration", "record-dir")
 
 // lookup finds the context in c's lineage where name was set (the
 // subcommand's flags first, then the app's global ones), else c itself,

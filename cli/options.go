@@ -77,10 +77,13 @@ type ServeOptions struct {
 	ACME                                                          certs.ACMEOptions
 	Webhooks, Controllers                                         []string
 	Webhook                                                       webhook.Options
+	// User are your own webhooks: --webhook-config, --upstream...
+	User    session.UserWebhooks
+	userErr error
 }
 
 func serveOptions(c *cli.Context) ServeOptions {
-	return ServeOptions{
+	o := ServeOptions{
 		GlobalOptions:    globalOptions(c),
 		AdvertiseAddress: c.String("advertise-address"), Session: c.String("session"), Template: c.String("template"),
 		StateDir: c.String("state-dir"), LeaseNamespace: c.String("lease-namespace"), Port: c.Int("port"),
@@ -92,11 +95,30 @@ func serveOptions(c *cli.Context) ServeOptions {
 		Webhook: webhook.Options{BannedWords: c.StringSlice("banned-words"), SidecarImage: c.String("sidecar-image"),
 			CPUOversellFactor: c.Float64("cpu-oversell-factor")},
 	}
+	o.User, o.userErr = userWebhooks(c)
+	o.User.KeepFailurePolicy, o.User.Timeout = c.Bool("keep-failure-policy"), c.Duration("timeout")
+	return o
+}
+
+// userWebhooks reads the flags of your own webhooks.
+func userWebhooks(c *cli.Context) (session.UserWebhooks, error) {
+	u := session.UserWebhooks{Manifests: c.StringSlice("webhook-config"), Stdin: os.Stdin,
+		UpstreamCA: c.String("upstream-ca"), UpstreamInsecure: c.Bool("upstream-insecure")}
+	var errs []error
+	for _, s := range c.StringSlice("upstream") {
+		up, err := session.ParseUpstream(s)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		u.Upstreams = append(u.Upstreams, up)
+	}
+	return u, errors.Join(errs...)
 }
 
 // Validate reports every problem at once.
 func (o ServeOptions) Validate() error {
-	errs := []error{o.GlobalOptions.Validate(), o.certs().Validate(), o.Webhook.Validate()}
+	errs := []error{o.GlobalOptions.Validate(), o.certs().Validate(), o.Webhook.Validate(), o.userErr}
 	if o.Session != "" && sanitizeSession(o.Session) != o.Session {
 		errs = append(errs, fmt.Errorf("--session %q: use lowercase letters, digits and '-', at most 40 characters", o.Session))
 	}
@@ -130,20 +152,21 @@ func (o ServeOptions) config(ext Extension, log *slog.Logger) session.Config {
 		Kubeconfig: o.kubeconfig(), Session: name, AdvertiseAddress: o.AdvertiseAddress, Port: o.Port,
 		Template: registration.Template{Path: o.Template, Default: ext.Template}, Certs: co,
 		LeaseNamespace: o.LeaseNamespace, Webhooks: hooks, Controllers: ctls, WebhookOptions: o.Webhook,
-		Extra: ext.Webhooks, Log: log,
+		Extra: ext.Webhooks, User: o.User, Log: log,
 	}
 }
 
 // StartOptions are start's flags.
 type StartOptions struct {
 	ServeOptions
+	RecordDir                    string
 	BindAddress, HealthAddress   string
 	NoVerify                     bool
 	VerifyTimeout, LeaseDuration time.Duration
 }
 
 func startOptions(c *cli.Context) StartOptions {
-	return StartOptions{ServeOptions: serveOptions(c), BindAddress: c.String("bind-address"),
+	return StartOptions{ServeOptions: serveOptions(c), RecordDir: c.String("record-dir"), BindAddress: c.String("bind-address"),
 		HealthAddress: c.String("health-address"), NoVerify: c.Bool("no-verify"),
 		VerifyTimeout: c.Duration("verify-timeout"), LeaseDuration: c.Duration("lease-duration")}
 }
@@ -164,7 +187,7 @@ func (o StartOptions) config(ext Extension, log *slog.Logger, out io.Writer) ses
 	cfg := o.ServeOptions.config(ext, log)
 	cfg.BindAddress, cfg.HealthAddress = o.BindAddress, o.HealthAddress
 	cfg.RequireVerified, cfg.VerifyTimeout, cfg.LeaseDuration = !o.NoVerify, o.VerifyTimeout, o.LeaseDuration
-	cfg.Out = out
+	cfg.Out, cfg.RecordDir = out, o.RecordDir
 	// make run points this at the local control plane's kubectl when none
 	// is on PATH, so the banner's suggestions work as printed.
 	cfg.Kubectl = os.Getenv("HOOKBACK_KUBECTL")

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 
 	"github.com/urfave/cli/v2"
@@ -16,6 +17,9 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/record"
+	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/upstream"
 	"github.com/hookback/hookback/webhook"
 )
 
@@ -24,23 +28,34 @@ var replayExamples = []Example{
 	{Command: "hookback replay --webhook pod-lifespan - < review.json", Comment: "- reads the review from stdin"},
 }
 
+// Exit codes of replay --upstream.
+const exitChanged = 1
+
 func replayCommand() *cli.Command {
-	webhookFlag := newFlag("webhook").(*cli.StringFlag)
-	webhookFlag.Required = true
 	return &cli.Command{
 		Name:      "replay",
-		Usage:     "run one AdmissionReview through a built-in webhook, offline, and print the reply",
-		ArgsUsage: "FILE (an AdmissionReview in JSON, v1 or v1beta1; - for stdin)",
-		Description: `replay feeds a saved AdmissionReview through the same transport and handler that
-start serves, without a cluster, and prints the AdmissionReview it would answer, the
-decoded JSON patch, and the Events the webhook would record. Handy to debug a review
-captured from an apiserver's audit log or a failing request.` + examplesText(replayExamples),
-		Flags:  append(withGlobal("banned-words", "sidecar-image", "cpu-oversell-factor"), webhookFlag),
+		Usage:     "run a review through a built-in webhook, or recorded reviews through your webhook server again",
+		ArgsUsage: "FILE (with --webhook: an AdmissionReview, v1 or v1beta1; - for stdin) | FILE|DIR... (with --upstream: start --record-dir files)",
+		Description: `With --webhook, replay feeds a saved AdmissionReview through the same transport and
+handler that start serves, without a cluster, and prints the AdmissionReview it would
+answer, the decoded JSON patch, and the Events the webhook would record.
+
+With --upstream, replay sends reviews recorded by start --record-dir to your webhook
+server again, through the same checks start applies, and compares each answer with
+the recorded one (allowed, message, patch): exit 0 when all match, 1 when any
+differs, 2 on error. A regression check after a change to your webhook.` + examplesText(replayExamples),
+		Flags:  withGlobal("webhook", "upstream", "upstream-ca", "upstream-insecure", "banned-words", "sidecar-image", "cpu-oversell-factor"),
 		Action: runReplay,
 	}
 }
 
 func runReplay(c *cli.Context) error {
+	if len(c.StringSlice("upstream")) > 0 {
+		return replayUpstream(c)
+	}
+	if c.String("webhook") == "" {
+		return usage(fmt.Errorf("replay needs --webhook NAME (a built-in, offline) or --upstream URL (recorded reviews, to your server)"))
+	}
 	if c.NArg() != 1 {
 		return usage(fmt.Errorf("replay takes one FILE (or - for stdin), got %d arguments", c.NArg()))
 	}
@@ -118,5 +133,44 @@ func printReply(w io.Writer, reply []byte, recorded chan string) error {
 	for e := range recorded {
 		fmt.Fprintf(w, "event: %s\n", e)
 	}
+	return nil
+}
+
+// replayUpstream re-sends recorded reviews to the upstream and reports what
+// changed.
+func replayUpstream(c *cli.Context) error {
+	g := globalOptions(c)
+	spec, err := userWebhooks(c)
+	if err == nil && len(spec.Upstreams) != 1 {
+		err = errors.New("replay takes one --upstream URL")
+	}
+	if err == nil && c.NArg() == 0 {
+		err = errors.New("replay --upstream takes the recorded files or directories to replay")
+	}
+	if err := errors.Join(err, g.Validate()); err != nil {
+		return usage(err)
+	}
+	entries, err := record.ReadEntries(c.Args().Slice())
+	if err != nil {
+		return usage(err)
+	}
+	log := g.logger(c.App.ErrWriter)
+	base, _ := url.Parse(spec.Upstreams[0].URL)
+	opts := upstream.Options{Base: base, CAFile: spec.UpstreamCA, Insecure: spec.UpstreamInsecure, Log: log}
+	target := func(e record.Entry) (http.Handler, error) {
+		fwd, err := upstream.New(opts, registration.UpstreamPathOf(e.Path))
+		if err != nil {
+			return nil, err
+		}
+		return admission.NewHTTPHandler(admission.Webhook{Name: e.Webhook, Path: e.Path, Handler: fwd}, admission.HTTPOptions{Log: log}), nil
+	}
+	changed, err := record.Replay(c.Context, entries, target, c.App.Writer)
+	switch {
+	case err != nil:
+		return cli.Exit(err.Error(), exitUsage)
+	case changed > 0:
+		return cli.Exit(fmt.Sprintf("%d of %d answers changed", changed, len(entries)), exitChanged)
+	}
+	fmt.Fprintf(c.App.Writer, "all %d answers as recorded\n", len(entries))
 	return nil
 }

@@ -20,8 +20,9 @@ var env struct {
 	// binary is hookback as it ships; markBinary is hookback with the e2e
 	// mark webhook, embedded the way any Go program would (e2e/markhook);
 	// exampleBinary is examples/custom-webhook.
-	binary, markBinary, exampleBinary string
-	client                            kubernetes.Interface
+	// crBinary is e2e/crupstream, controller-runtime's webhook server.
+	binary, markBinary, exampleBinary, crBinary string
+	client                                      kubernetes.Interface
 	// local is true when the tests run on hack/cluster's control plane.
 	local bool
 }
@@ -69,10 +70,12 @@ func run(m *testing.M) (int, error) {
 	env.binary = filepath.Join(bin, "hookback")
 	env.markBinary = filepath.Join(bin, "hookback-markhook")
 	env.exampleBinary = filepath.Join(bin, "custom-webhook")
+	env.crBinary = filepath.Join(bin, "crupstream")
 	for _, b := range []struct{ dir, pkg, out string }{
 		{repo, ".", env.binary},
 		{repo, "./e2e/markhook", env.markBinary},
 		{filepath.Join(repo, "examples", "custom-webhook"), ".", env.exampleBinary},
+		{filepath.Join(repo, "e2e", "crupstream"), ".", env.crBinary},
 	} {
 		build := exec.Command("go", "build", "-o", b.out, b.pkg)
 		build.Dir = b.dir

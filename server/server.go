@@ -23,6 +23,7 @@ type Server struct {
 	tls      *tls.Config
 	log      *slog.Logger
 	metrics  *Metrics
+	recorder admission.Recorder
 	ready    atomic.Bool
 
 	webhookLn net.Listener
@@ -39,6 +40,8 @@ type ServerOptions struct {
 	Webhooks      []admission.Webhook
 	Log           *slog.Logger
 	Metrics       *Metrics
+	// Recorder, when set, keeps every review and answer.
+	Recorder admission.Recorder
 }
 
 // NewServer binds both listeners now, so a busy port or a foreign address
@@ -60,7 +63,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		wl.Close()
 		return nil, fmt.Errorf("listen for health on %s: %w (pick another --health-address)", opts.HealthAddress, err)
 	}
-	return &Server{webhooks: opts.Webhooks, tls: opts.TLS, log: opts.Log, metrics: opts.Metrics, webhookLn: wl, healthLn: hl}, nil
+	return &Server{webhooks: opts.Webhooks, tls: opts.TLS, log: opts.Log, metrics: opts.Metrics, recorder: opts.Recorder, webhookLn: wl, healthLn: hl}, nil
 }
 
 // Addr is the bound webhook address.
@@ -83,7 +86,7 @@ func (s *Server) Paths() []string {
 }
 
 func (s *Server) webhookMux() http.Handler {
-	opts := admission.HTTPOptions{Log: s.log}
+	opts := admission.HTTPOptions{Log: s.log, Recorder: s.recorder}
 	if s.metrics != nil {
 		opts.Observer = s.metrics
 	}

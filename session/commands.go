@@ -45,12 +45,22 @@ func Render(ctx context.Context, cfg Config) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg, err := registration.Render(name, text, registration.TemplateData{
-		URL: URL(host, cfg.Port), CABundle: bundle, Session: cfg.Session, Enabled: names(served),
-	}, registration.RenderOptions{Paths: paths(served), LeaseRef: cfg.LeaseNamespace + "/" + registration.LeaseName(cfg.Session)})
+	user, err := loadUserWebhooks(cfg.User, cfg)
 	if err != nil {
 		return nil, err
 	}
+	leaseRef := cfg.LeaseNamespace + "/" + registration.LeaseName(cfg.Session)
+	reg, err := registration.Render(name, text, registration.TemplateData{
+		URL: URL(host, cfg.Port), CABundle: bundle, Session: cfg.Session, Enabled: names(served),
+	}, registration.RenderOptions{Paths: append(paths(served), paths(user.hooks)...), LeaseRef: leaseRef})
+	if err != nil {
+		return nil, err
+	}
+	mine, err := user.render(URL(host, cfg.Port), bundle, cfg.Session, leaseRef)
+	if err != nil {
+		return nil, err
+	}
+	reg.Objects = append(reg.Objects, mine.Objects...)
 	return reg.YAML()
 }
 
@@ -98,4 +108,10 @@ func Cleanup(ctx context.Context, cfg CleanupConfig) ([]string, error) {
 	}
 	shared := SharedCleanups(cs, cfg.Log, webhook.Names(), controller.Names())
 	return removed, errors.Join(err, registration.RunCleanups(ctx, shared, live, cfg.Log))
+}
+
+// ProbeUpstreams reports, per upstream URL, whether it accepts connections
+// (nil) or why not: `hookback check --upstream`.
+func ProbeUpstreams(ctx context.Context, spec UserWebhooks) map[string]error {
+	return spec.probe(ctx)
 }

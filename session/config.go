@@ -51,6 +51,10 @@ type Config struct {
 	// Extra are webhooks of a program that embeds hookback, served beside
 	// the built-ins; the template registers them like any other.
 	Extra []admission.Webhook
+	// User are the user's own webhook manifests and upstream servers.
+	User UserWebhooks
+	// RecordDir, when set, keeps every review and answer there.
+	RecordDir string
 	// ReloadInterval is the backstop re-read period of watched files.
 	ReloadInterval time.Duration
 	// Out receives the ready banner.
@@ -77,6 +81,9 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.WebhookOptions.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.User.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	paths := map[string]string{}

@@ -39,8 +39,18 @@ func (r *run) render() (*registration.Registration, error) {
 	if err != nil {
 		return nil, err
 	}
-	data := registration.TemplateData{URL: r.url, CABundle: r.certs.CABundle(), Session: r.cfg.Session, Enabled: names(r.parts.webhooks)}
-	return registration.Render(name, text, data, registration.RenderOptions{Paths: r.server.Paths(), LeaseRef: r.leaseRef})
+	bundle := r.certs.CABundle()
+	data := registration.TemplateData{URL: r.url, CABundle: bundle, Session: r.cfg.Session, Enabled: names(r.parts.webhooks)}
+	reg, err := registration.Render(name, text, data, registration.RenderOptions{Paths: r.server.Paths(), LeaseRef: r.leaseRef})
+	if err != nil {
+		return nil, err
+	}
+	mine, err := r.user.render(r.url, bundle, r.cfg.Session, r.leaseRef)
+	if err != nil {
+		return nil, err
+	}
+	reg.Objects = append(reg.Objects, mine.Objects...)
+	return reg, nil
 }
 
 func (r *run) canaryKey() string {

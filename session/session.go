@@ -69,12 +69,20 @@ func Run(ctx context.Context, cfg Config) error {
 		factory.Shutdown()
 	}()
 	metrics := server.NewMetrics()
+	user, err := loadUserWebhooks(cfg.User, cfg)
+	if err != nil {
+		return err
+	}
 	p, err := buildParts(cfg, cl, factory, recorders, metrics.Registry)
 	if err != nil {
 		return err
 	}
 	canary := registration.NewCanary()
-	hooks := append(p.webhooks, admission.Webhook{Name: "canary", Path: registration.CanaryPath, Handler: canary})
+	hooks := append(append(p.webhooks, user.hooks...), admission.Webhook{Name: "canary", Path: registration.CanaryPath, Handler: canary})
+	rec, err := newRecorder(cfg)
+	if err != nil {
+		return err
+	}
 	// 4. The listeners, bound now: a busy port fails before anything is
 	// written to the cluster.
 	srv, err := server.NewServer(server.ServerOptions{
@@ -84,6 +92,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Webhooks:      hooks,
 		Log:           cfg.Log,
 		Metrics:       metrics,
+		Recorder:      rec,
 	})
 	if err != nil {
 		return err
@@ -92,6 +101,7 @@ func Run(ctx context.Context, cfg Config) error {
 	factory.Start(infCtx.Done())
 
 	r := newRun(cfg, cl, srv, canary, crt, p, URL(decision.Host, cfg.Port))
+	r.user = user
 	r.waitForCaches = func(ctx context.Context) error { return waitForCaches(ctx, factory) }
 	return r.run(ctx, started)
 }
@@ -105,6 +115,7 @@ type run struct {
 	canary    *registration.Canary
 	certs     certs.Certs
 	parts     *parts
+	user      *userWebhooks
 	url       string
 	registrar *registration.Registrar
 	heartbeat *registration.Heartbeat
@@ -121,7 +132,7 @@ type run struct {
 
 func newRun(cfg Config, cl *Cluster, srv *server.Server, canary *registration.Canary, crt certs.Certs, p *parts, url string) *run {
 	return &run{
-		cfg: cfg, cluster: cl, server: srv, canary: canary, certs: crt, parts: p, url: url,
+		cfg: cfg, cluster: cl, server: srv, canary: canary, certs: crt, parts: p, url: url, user: &userWebhooks{},
 		registrar: &registration.Registrar{Client: cl.Client, Dynamic: cl.Dynamic, Session: cfg.Session, Log: cfg.Log},
 		heartbeat: &registration.Heartbeat{Client: cl.Client, Namespace: cfg.LeaseNamespace, Session: cfg.Session,
 			Holder: holderIdentity(), Duration: cfg.LeaseDuration, Parts: p.names(), Log: cfg.Log},

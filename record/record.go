@@ -1,0 +1,170 @@
+// Package record keeps the reviews hookback served and the answers it sent
+// (start --record-dir), with Secrets' data redacted before anything is
+// written, and replays them against a webhook server to show what changed
+// (hookback replay --upstream): a regression check for a webhook author.
+package record
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/hookback/hookback/admission"
+)
+
+// Redacted replaces each value of a Secret's data and stringData.
+const Redacted = "<redacted by hookback>"
+
+// Entry is one recorded file.
+type Entry struct {
+	// Webhook and Path are the webhook that answered and where it is served.
+	Webhook string          `json:"webhook"`
+	Path    string          `json:"path"`
+	Review  json.RawMessage `json:"review"`
+	Answer  json.RawMessage `json:"answer"`
+}
+
+// Recorder writes one file per admission into a directory.
+type Recorder struct {
+	dir string
+	log *slog.Logger
+	seq atomic.Uint64
+}
+
+var _ admission.Recorder = (*Recorder)(nil)
+
+// NewRecorder creates dir (0700) if needed.
+func NewRecorder(dir string, log *slog.Logger) (*Recorder, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create --record-dir: %w", err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Recorder{dir: dir, log: log}, nil
+}
+
+// Record implements admission.Recorder: the review (redacted) and the answer
+// go into one file, mode 0600. A failure is logged, never returned: the
+// admission has already been answered.
+func (r *Recorder) Record(webhook, path string, review, answer []byte) {
+	red, err := Redact(review)
+	if err != nil {
+		r.log.Warn("review not recorded: cannot redact it", "webhook", webhook, "error", err)
+		return
+	}
+	b, err := json.Marshal(Entry{Webhook: webhook, Path: path, Review: red, Answer: answer})
+	if err != nil {
+		r.log.Warn("review not recorded", "webhook", webhook, "error", err)
+		return
+	}
+	name := filepath.Join(r.dir, r.fileName(webhook, red))
+	if err := os.WriteFile(name, b, 0o600); err != nil {
+		r.log.Warn("review not recorded", "webhook", webhook, "file", name, "error", err)
+	}
+}
+
+var unsafeChars = regexp.MustCompile(`[^a-z0-9.-]+`)
+
+// safe makes s a bounded, lowercase file-name component.
+func safe(s string) string {
+	s = strings.Trim(unsafeChars.ReplaceAllString(strings.ToLower(s), "-"), "-.")
+	if len(s) > 40 {
+		s = s[:40]
+	}
+	if s == "" {
+		s = "-"
+	}
+	return s
+}
+
+// fileName is time_webhook_operation_namespace_name_uid.json; a sequence
+// number keeps two reviews in one millisecond apart.
+func (r *Recorder) fileName(webhook string, review []byte) string {
+	var rv struct {
+		Request struct {
+			UID, Operation, Namespace, Name string
+		}
+	}
+	_ = json.Unmarshal(review, &rv)
+	q := rv.Request
+	ts := time.Now().UTC().Format("20060102T150405.000Z")
+	return fmt.Sprintf("%s-%04d_%s_%s_%s_%s_%s.json", ts, r.seq.Add(1)%10000, safe(webhook), safe(q.Operation),
+		safe(q.Namespace), safe(q.Name), safe(q.UID))
+}
+
+// Redact replaces the values of data and stringData of a Secret in the
+// review's object and oldObject by Redacted, keeping their keys. Other
+// reviews come back as they are.
+func Redact(review []byte) ([]byte, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(review, &doc); err != nil {
+		return nil, fmt.Errorf("decode review: %w", err)
+	}
+	req, _ := doc["request"].(map[string]any)
+	changed := false
+	for _, field := range []string{"object", "oldObject"} {
+		obj, _ := req[field].(map[string]any)
+		if obj == nil || obj["kind"] != "Secret" || (obj["apiVersion"] != "v1" && obj["apiVersion"] != nil) {
+			continue
+		}
+		for _, data := range []string{"data", "stringData"} {
+			if m, ok := obj[data].(map[string]any); ok {
+				for k := range m {
+					m[k] = Redacted
+				}
+				changed = true
+			}
+		}
+	}
+	if !changed {
+		return review, nil
+	}
+	// The marker stays readable in the file: no \u003c escapes.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(doc); err != nil {
+		return nil, fmt.Errorf("encode redacted review: %w", err)
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// NamedEntry is an Entry and the file it came from.
+type NamedEntry struct {
+	File string
+	Entry
+}
+
+// ReadEntries reads recorded files, and every *.json file of directories
+// (sorted), in the order given.
+func ReadEntries(paths []string) ([]NamedEntry, error) {
+	var out []NamedEntry
+	for _, p := range paths {
+		files := []string{p}
+		if info, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("read recording %s: %w", p, err)
+		} else if info.IsDir() {
+			files, _ = filepath.Glob(filepath.Join(p, "*.json"))
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("read recording: %w", err)
+			}
+			var e Entry
+			if err := json.Unmarshal(b, &e); err != nil || len(e.Review) == 0 {
+				return nil, fmt.Errorf("%s is not a hookback recording (webhook, path, review, answer): %v", f, err)
+			}
+			out = append(out, NamedEntry{File: f, Entry: e})
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,113 @@
+package record
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRedact(t *testing.T) {
+	tests := []struct {
+		name, review string
+		gone, kept   []string
+	}{
+		{name: "secret in object and oldObject",
+			review: `{"request":{"object":{"apiVersion":"v1","kind":"Secret","data":{"k":"c2VjcmV0"},"stringData":{"p":"hunter2"}},` +
+				`"oldObject":{"apiVersion":"v1","kind":"Secret","data":{"k":"b2xk"}}}}`,
+			gone: []string{"c2VjcmV0", "hunter2", "b2xk"}, kept: []string{`"k":"` + Redacted, `"p":"` + Redacted}},
+		{name: "a configmap is left alone", review: `{"request":{"object":{"apiVersion":"v1","kind":"ConfigMap","data":{"k":"visible"}}}}`,
+			kept: []string{`"k":"visible"`}},
+		{name: "a secret without data", review: `{"request":{"object":{"apiVersion":"v1","kind":"Secret","type":"Opaque"}}}`,
+			kept: []string{`"type":"Opaque"`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Redact([]byte(tc.review))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, g := range tc.gone {
+				if bytes.Contains(got, []byte(g)) {
+					t.Errorf("%s survived: %s", g, got)
+				}
+			}
+			for _, k := range tc.kept {
+				if !bytes.Contains(got, []byte(k)) {
+					t.Errorf("%s missing: %s", k, got)
+				}
+			}
+		})
+	}
+	if _, err := Redact([]byte("not json")); err == nil {
+		t.Error("Redact of garbage: want an error")
+	}
+}
+
+func TestRecorderFilesAndReplay(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "rec")
+	r, err := NewRecorder(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"U-1","operation":"CREATE","namespace":"Team A","name":"../../etc/passwd",` +
+		`"object":{"apiVersion":"v1","kind":"Secret","stringData":{"p":"hunter2"}}}}`
+	answer := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"U-1","allowed":true}}`
+	r.Record("my/webhook", "/upstream/svc/ns/s/443/validate", []byte(review), []byte(answer))
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(files) != 1 {
+		t.Fatalf("files %v, want one", files)
+	}
+	name := filepath.Base(files[0])
+	if strings.ContainsAny(strings.TrimSuffix(name, ".json"), "/ A") || !strings.Contains(name, "_my-webhook_create_team-a_etc-passwd_u-1") {
+		t.Errorf("unsafe or unexpected file name %q", name)
+	}
+	info, _ := os.Stat(files[0])
+	if info.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", info.Mode().Perm())
+	}
+	if b, _ := os.ReadFile(files[0]); bytes.Contains(b, []byte("hunter2")) {
+		t.Error("the recorded file holds the Secret's data")
+	}
+	entries, err := ReadEntries([]string{dir})
+	if err != nil || len(entries) != 1 || entries[0].Path != "/upstream/svc/ns/s/443/validate" || entries[0].Webhook != "my/webhook" {
+		t.Fatalf("ReadEntries = %+v, %v", entries, err)
+	}
+	for _, tc := range []struct {
+		name, now   string
+		wantChanged int
+		wantText    string
+	}{
+		{name: "same answer", now: answer, wantText: "same"},
+		{name: "denied now", now: `{"response":{"uid":"U-1","allowed":false,"status":{"message":"no"}}}`, wantChanged: 1, wantText: `allowed true -> false; message "" -> "no"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			target := func(Entry) (http.Handler, error) {
+				return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(tc.now)) }), nil
+			}
+			var out bytes.Buffer
+			changed, err := Replay(context.Background(), entries, target, &out)
+			if err != nil || changed != tc.wantChanged || !strings.Contains(out.String(), tc.wantText) {
+				t.Errorf("Replay = %d, %v, %q; want %d changed, %q", changed, err, out.String(), tc.wantChanged, tc.wantText)
+			}
+		})
+	}
+}
+
+func TestComparePatches(t *testing.T) {
+	a := `{"response":{"allowed":true,"patch":"` + "W3sib3AiOiJhZGQiLCJwYXRoIjoiL2EiLCJ2YWx1ZSI6MX1d" + `"}}`
+	if d, err := Compare([]byte(a), []byte(a)); err != nil || len(d) != 0 {
+		t.Errorf("same patch: %v %v", d, err)
+	}
+	if d, _ := Compare([]byte(a), []byte(`{"response":{"allowed":true}}`)); len(d) != 1 || !strings.Contains(d[0], "-> none") {
+		t.Errorf("dropped patch: %v", d)
+	}
+	var v any
+	if json.Unmarshal([]byte(a), &v) != nil {
+		t.Fatal("bad fixture")
+	}
+}

@@ -1,0 +1,98 @@
+package record
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+)
+
+// Target returns the handler that answers an entry again, served through
+// hookback's transport (a built-in, or a forwarder to an upstream).
+type Target func(e Entry) (http.Handler, error)
+
+// Replay sends every entry's review to target and prints, per file, "same"
+// or what changed against the recorded answer (allowed, message, patch). It
+// returns how many changed. Recorded Secrets were redacted, so what is
+// replayed is the redacted review.
+func Replay(ctx context.Context, entries []NamedEntry, target Target, w io.Writer) (changed int, err error) {
+	for _, e := range entries {
+		h, err := target(e.Entry)
+		if err != nil {
+			return changed, fmt.Errorf("%s: %w", e.File, err)
+		}
+		req := httptest.NewRequestWithContext(ctx, http.MethodPost, e.Path, bytes.NewReader(e.Review))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			return changed, fmt.Errorf("%s: the review was refused (HTTP %d): %s", e.File, rec.Code, strings.TrimSpace(rec.Body.String()))
+		}
+		diffs, err := Compare(e.Answer, rec.Body.Bytes())
+		if err != nil {
+			return changed, fmt.Errorf("%s: %w", e.File, err)
+		}
+		if len(diffs) == 0 {
+			fmt.Fprintf(w, "same     %s\n", e.File)
+			continue
+		}
+		changed++
+		fmt.Fprintf(w, "changed  %s: %s\n", e.File, strings.Join(diffs, "; "))
+	}
+	return changed, nil
+}
+
+// answer is what Compare looks at in an AdmissionReview answer.
+type answer struct {
+	Response struct {
+		Allowed bool `json:"allowed"`
+		Status  struct {
+			Message string `json:"message"`
+		} `json:"status"`
+		Patch []byte `json:"patch"`
+	} `json:"response"`
+}
+
+// Compare lists the differences between a recorded and a new answer:
+// allowed, the status message, and the patch (as JSON, operation order
+// significant).
+func Compare(recorded, now []byte) ([]string, error) {
+	var a, b answer
+	if err := json.Unmarshal(recorded, &a); err != nil {
+		return nil, fmt.Errorf("decode recorded answer: %w", err)
+	}
+	if err := json.Unmarshal(now, &b); err != nil {
+		return nil, fmt.Errorf("decode new answer: %w", err)
+	}
+	var diffs []string
+	if a.Response.Allowed != b.Response.Allowed {
+		diffs = append(diffs, fmt.Sprintf("allowed %v -> %v", a.Response.Allowed, b.Response.Allowed))
+	}
+	if a.Response.Status.Message != b.Response.Status.Message {
+		diffs = append(diffs, fmt.Sprintf("message %q -> %q", a.Response.Status.Message, b.Response.Status.Message))
+	}
+	if !samePatch(a.Response.Patch, b.Response.Patch) {
+		diffs = append(diffs, fmt.Sprintf("patch %s -> %s", orNone(a.Response.Patch), orNone(b.Response.Patch)))
+	}
+	return diffs, nil
+}
+
+func samePatch(a, b []byte) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b)
+	}
+	return jsonpatch.Equal(a, b)
+}
+
+func orNone(p []byte) string {
+	if len(p) == 0 {
+		return "none"
+	}
+	return string(p)
+}

@@ -1,0 +1,239 @@
+// Package upstream forwards admission reviews to the developer's own webhook
+// server (any language, maybe under a debugger) and checks its answers
+// before the apiserver sees them: a wrong answer becomes an error that says
+// what the server did wrong, instead of a puzzling apiserver message.
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hookback/hookback/admission"
+)
+
+// Options configure a Forwarder.
+type Options struct {
+	// Base is the upstream server, http or https.
+	Base *url.URL
+	// CAFile trusts an https upstream's certificate.
+	CAFile string
+	// Insecure skips verifying an https upstream's certificate; only a
+	// loopback upstream may use it.
+	Insecure bool
+	Log      *slog.Logger
+}
+
+// Validate reports every problem at once.
+func (o Options) Validate() error {
+	if o.Base == nil || (o.Base.Scheme != "http" && o.Base.Scheme != "https") || o.Base.Host == "" {
+		return fmt.Errorf("upstream %v: want an http or https URL such as https://127.0.0.1:9443", o.Base)
+	}
+	var errs []error
+	if o.Insecure && !isLoopback(o.Base.Hostname()) {
+		errs = append(errs, fmt.Errorf("--upstream-insecure is only accepted for a loopback upstream, not %s: pass --upstream-ca", o.Base.Host))
+	}
+	if o.CAFile != "" {
+		if _, err := loadPool(o.CAFile); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func loadPool(file string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("read --upstream-ca: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("--upstream-ca %s holds no PEM certificate", file)
+	}
+	return pool, nil
+}
+
+func (o Options) tlsConfig() (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if o.CAFile != "" {
+		pool, err := loadPool(o.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		tc.RootCAs = pool
+	}
+	// Only ever for loopback (Validate): a developer's self-signed server.
+	tc.InsecureSkipVerify = o.Insecure //nolint:gosec
+	return tc, nil
+}
+
+// Forwarder is an admission.Handler that forwards the review, exactly as
+// received, to the upstream and checks the answer.
+type Forwarder struct {
+	opts   Options
+	target string
+	client *http.Client
+}
+
+var _ admission.Handler = (*Forwarder)(nil)
+
+// New forwards to opts.Base + path (path may carry a query).
+func New(opts Options, path string) (*Forwarder, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	tc, err := opts.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	tr := &http.Transport{TLSClientConfig: tc, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 16,
+		IdleConnTimeout: 90 * time.Second, DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext}
+	base := strings.TrimSuffix(opts.Base.String(), "/")
+	return &Forwarder{opts: opts, target: base + "/" + strings.TrimLeft(path, "/"), client: &http.Client{Transport: tr}}, nil
+}
+
+// Handle implements admission.Handler. The request's context ends when the
+// apiserver stops waiting, which bounds the upstream call.
+func (f *Forwarder) Handle(ctx context.Context, req admission.Request) admission.Response {
+	start := time.Now()
+	answer, err := f.post(ctx, f.url(req.Timeout), req.Raw)
+	took := time.Since(start)
+	if err != nil {
+		f.opts.Log.Warn("upstream failed", "upstream", f.target, "namespace", req.Namespace, "name", req.Name, "error", err)
+		r := admission.CallFailed(err)
+		r.Upstream = took
+		return r
+	}
+	resp, err := check(req, answer)
+	if err != nil {
+		f.opts.Log.Warn("upstream answered wrongly", "upstream", f.target, "namespace", req.Namespace, "name", req.Name, "error", err)
+		resp = admission.CallFailed(err)
+	}
+	resp.Upstream = took
+	return resp
+}
+
+// url is the upstream target with the apiserver's timeout query kept.
+func (f *Forwarder) url(timeout time.Duration) string {
+	if timeout <= 0 {
+		return f.target
+	}
+	sep := "?"
+	if strings.Contains(f.target, "?") {
+		sep = "&"
+	}
+	return f.target + sep + "timeout=" + url.QueryEscape(timeout.String())
+}
+
+// post sends body and reads the answer, bounded; a transport failure is an
+// error that says what to do.
+func (f *Forwarder) post(ctx context.Context, target string, body []byte) ([]byte, error) {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("upstream request: %w", err)
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	resp, err := f.client.Do(hr)
+	if err != nil {
+		return nil, f.explain(ctx, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, admission.DefaultMaxBodyBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read upstream answer: %w", f.explain(ctx, err))
+	}
+	if len(b) > admission.DefaultMaxBodyBytes {
+		return nil, fmt.Errorf("upstream answer larger than %d bytes", admission.DefaultMaxBodyBytes)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("upstream answered HTTP %d: %s", resp.StatusCode, snippet(b))
+	}
+	return b, nil
+}
+
+func (f *Forwarder) explain(ctx context.Context, err error) error {
+	host := f.opts.Base.Host
+	var unknown x509.UnknownAuthorityError
+	var dnsErr *net.DNSError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("nothing listens on %s: is your webhook running?", host)
+	case ctx.Err() != nil:
+		// The apiserver gives up after the webhook's timeoutSeconds.
+		return fmt.Errorf("upstream %s did not answer within the webhook's timeoutSeconds: the apiserver gave up (raise --timeout, up to 30s, while debugging)", host)
+	case errors.As(err, &unknown):
+		return fmt.Errorf("upstream %s has a certificate hookback does not trust: pass --upstream-ca, or --upstream-insecure for a loopback upstream", host)
+	case errors.As(err, &dnsErr):
+		return fmt.Errorf("upstream host %s not found: %w", f.opts.Base.Hostname(), err)
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("upstream %s closed the connection without answering: %w", host, err)
+	}
+	return fmt.Errorf("upstream %s: %w", host, err)
+}
+
+// Probe says whether the upstream accepts connections (a TLS handshake for
+// https), in the same words as a failed forward.
+func (o Options) Probe(ctx context.Context) error {
+	f, err := New(o, "/")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", hostPort(o.Base))
+	if err != nil {
+		return f.explain(ctx, err)
+	}
+	defer conn.Close()
+	if o.Base.Scheme == "https" {
+		tc, _ := o.tlsConfig()
+		tc.ServerName = o.Base.Hostname()
+		if err := tls.Client(conn, tc).HandshakeContext(ctx); err != nil {
+			return f.explain(ctx, err)
+		}
+	}
+	return nil
+}
+
+func hostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	if u.Scheme == "https" {
+		return net.JoinHostPort(u.Hostname(), "443")
+	}
+	return net.JoinHostPort(u.Hostname(), "80")
+}
+
+// snippet is the start of a body for a message, printable.
+func snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return fmt.Sprintf("%q", s)
+}

@@ -1,0 +1,184 @@
+package upstream
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/hookback/hookback/admission"
+)
+
+const object = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":{"a":"b"}},"spec":{"containers":[{"name":"c"}]}}`
+
+func request(version string) admission.Request {
+	raw, _ := json.Marshal(map[string]any{"apiVersion": version, "kind": "AdmissionReview",
+		"request": map[string]any{"uid": "u1", "object": json.RawMessage(object)}})
+	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{UID: "u1", Object: runtime.RawExtension{Raw: []byte(object)}},
+		ReviewVersion: version, Raw: raw, Timeout: 2 * time.Second}
+}
+
+func answer(version string, resp map[string]any) string {
+	b, _ := json.Marshal(map[string]any{"apiVersion": version, "kind": "AdmissionReview", "response": resp})
+	return string(b)
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+func TestForwarder(t *testing.T) {
+	const v1, v1beta1 = "admission.k8s.io/v1", "admission.k8s.io/v1beta1"
+	tests := []struct {
+		name, version string
+		status        int
+		body          string
+		wantAllowed   bool
+		wantFailed    string // the call fails (HTTP 500 to the apiserver) with this
+		wantPatchOps  int
+	}{
+		{name: "allowed v1", version: v1, body: answer(v1, map[string]any{"uid": "u1", "allowed": true}), wantAllowed: true},
+		{name: "denied v1beta1", version: v1beta1, body: answer(v1beta1, map[string]any{"uid": "u1", "allowed": false, "status": map[string]any{"message": "no"}})},
+		{name: "patched", version: v1, body: answer(v1, map[string]any{"uid": "u1", "allowed": true, "patchType": "JSONPatch",
+			"patch": b64(`[{"op":"add","path":"/metadata/labels/x","value":"y"}]`)}), wantAllowed: true, wantPatchOps: 1},
+		{name: "wrong uid", version: v1, body: answer(v1, map[string]any{"uid": "u2", "allowed": true}), wantFailed: `upstream answered uid "u2" for request "u1"`},
+		{name: "not json", version: v1, body: "<html>", wantFailed: "upstream answer is not an AdmissionReview"},
+		{name: "http 500", version: v1, status: 500, body: "boom", wantFailed: `upstream answered HTTP 500: "boom"`},
+		{name: "other version", version: v1, body: answer(v1beta1, map[string]any{"uid": "u1", "allowed": true}),
+			wantFailed: "upstream answered admission.k8s.io/v1beta1 to an admission.k8s.io/v1 review"},
+		{name: "no response", version: v1, body: `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`, wantFailed: "no response"},
+		{name: "patch without patchType", version: v1, body: answer(v1, map[string]any{"uid": "u1", "allowed": true,
+			"patch": b64(`[{"op":"add","path":"/metadata/labels/x","value":"y"}]`)}), wantFailed: "without patchType JSONPatch"},
+		{name: "patch that does not apply", version: v1, body: answer(v1, map[string]any{"uid": "u1", "allowed": true, "patchType": "JSONPatch",
+			"patch": b64(`[{"op":"add","path":"/metadata/labels/x","value":"y"},{"op":"add","path":"/spec/containers/9","value":{}}]`)}),
+			wantFailed: "patch op 2: path /spec/containers/9"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var gotBody, gotQuery string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				gotBody, gotQuery = string(b), r.URL.RawQuery
+				if tc.status != 0 {
+					w.WriteHeader(tc.status)
+				}
+				_, _ = io.WriteString(w, tc.body)
+			}))
+			defer srv.Close()
+			base, _ := url.Parse(srv.URL)
+			f, err := New(Options{Base: base}, "/validate?x=1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := request(tc.version)
+			resp := f.Handle(context.Background(), req)
+			if gotBody != string(req.Raw) || gotQuery != "x=1&timeout=2s" {
+				t.Errorf("upstream got body identical %v, query %q; want the review unchanged and x=1&timeout=2s", gotBody == string(req.Raw), gotQuery)
+			}
+			if tc.wantFailed != "" {
+				if resp.Allowed || resp.Result == nil || !strings.Contains(resp.Result.Message, tc.wantFailed) {
+					t.Fatalf("response %+v, want a failed call with %q", resp.Result, tc.wantFailed)
+				}
+				return
+			}
+			if resp.Allowed != tc.wantAllowed || resp.PatchOps != tc.wantPatchOps || resp.Upstream <= 0 {
+				t.Errorf("response allowed=%v ops=%d upstream=%s, want allowed=%v ops=%d and an upstream time", resp.Allowed, resp.PatchOps, resp.Upstream, tc.wantAllowed, tc.wantPatchOps)
+			}
+		})
+	}
+}
+
+func TestForwarderTransportFailures(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	l.Close()
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Read the body first: only then does net/http notice the client
+		// hanging up and end r's context.
+		_, _ = io.Copy(io.Discard, r.Body)
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	}))
+	defer slow.Close()
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer tlsSrv.Close()
+	tests := []struct{ name, base, want string }{
+		{name: "connection refused", base: "http://" + closed, want: "nothing listens on " + closed + ": is your webhook running?"},
+		{name: "too slow", base: slow.URL, want: "did not answer within the webhook's timeoutSeconds"},
+		{name: "unknown certificate authority", base: tlsSrv.URL, want: "pass --upstream-ca"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			base, _ := url.Parse(tc.base)
+			f, err := New(Options{Base: base}, "/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			resp := f.Handle(ctx, request("admission.k8s.io/v1"))
+			if resp.Allowed || !strings.Contains(resp.Result.Message, tc.want) {
+				t.Errorf("message %q, want %q", resp.Result.Message, tc.want)
+			}
+			if tc.name != "too slow" {
+				if err := (Options{Base: base}).Probe(context.Background()); err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("Probe = %v, want %q", err, tc.want)
+				}
+			}
+		})
+	}
+	base, _ := url.Parse(slow.URL)
+	if err := (Options{Base: base}).Probe(context.Background()); err != nil {
+		t.Errorf("Probe of a listening upstream = %v", err)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	parse := func(s string) *url.URL { u, _ := url.Parse(s); return u }
+	tests := []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{name: "loopback insecure", opts: Options{Base: parse("https://127.0.0.1:9443"), Insecure: true}},
+		{name: "localhost insecure", opts: Options{Base: parse("https://localhost:9443"), Insecure: true}},
+		{name: "remote insecure", opts: Options{Base: parse("https://10.0.0.1:9443"), Insecure: true}, want: "only accepted for a loopback upstream"},
+		{name: "not http", opts: Options{Base: parse("ftp://127.0.0.1")}, want: "want an http or https URL"},
+		{name: "missing CA file", opts: Options{Base: parse("https://127.0.0.1"), CAFile: "/nonexistent/ca.pem"}, want: "read --upstream-ca"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.opts.Validate()
+			if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("Validate = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzCheckAnswer: no answer an upstream can send makes the checks panic,
+// and each gives a response.
+func FuzzCheckAnswer(f *testing.F) {
+	f.Add([]byte(answer("admission.k8s.io/v1", map[string]any{"uid": "u1", "allowed": true})))
+	f.Add([]byte(answer("admission.k8s.io/v1", map[string]any{"uid": "u1", "allowed": true, "patchType": "JSONPatch", "patch": b64(`[{"op":"remove","path":"/a/b/0"}]`)})))
+	f.Add([]byte(`{"response":null}`))
+	f.Add([]byte(`[`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if r := Check(request("admission.k8s.io/v1"), body); r.Result == nil && !r.Allowed {
+			t.Fatalf("no result for %q", body)
+		}
+	})
+}
