@@ -108,19 +108,24 @@ func Redact(review []byte) ([]byte, error) {
 	if err := json.Unmarshal(review, &doc); err != nil {
 		return nil, fmt.Errorf("decode review: %w", err)
 	}
-	req, _ := doc["request"].(map[string]any)
+	// Keys are matched ignoring case, as encoding/json (and so hookback's
+	// transport) matches them: whatever hookback reads as the object is
+	// what gets redacted.
 	changed := false
-	for _, field := range []string{"object", "oldObject"} {
-		obj, _ := req[field].(map[string]any)
-		if obj == nil || obj["kind"] != "Secret" || (obj["apiVersion"] != "v1" && obj["apiVersion"] != nil) {
-			continue
-		}
-		for _, data := range []string{"data", "stringData"} {
-			if m, ok := obj[data].(map[string]any); ok {
-				for k := range m {
-					m[k] = Redacted
+	for _, r := range folded(doc, "request") {
+		req, _ := r.(map[string]any)
+		for _, o := range append(folded(req, "object"), folded(req, "oldObject")...) {
+			obj, _ := o.(map[string]any)
+			if !isSecret(obj) {
+				continue
+			}
+			for _, d := range append(folded(obj, "data"), folded(obj, "stringData")...) {
+				if m, ok := d.(map[string]any); ok {
+					for k := range m {
+						m[k] = Redacted
+					}
+					changed = true
 				}
-				changed = true
 			}
 		}
 	}
@@ -135,6 +140,28 @@ func Redact(review []byte) ([]byte, error) {
 		return nil, fmt.Errorf("encode redacted review: %w", err)
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// folded returns the values of m's keys equal to name ignoring case.
+func folded(m map[string]any, name string) []any {
+	var out []any
+	for k, v := range m {
+		if strings.EqualFold(k, name) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// isSecret reports whether obj is a core/v1 Secret, by any spelling of the
+// kind key (the value is compared as the apiserver would).
+func isSecret(obj map[string]any) bool {
+	for _, k := range folded(obj, "kind") {
+		if k == "Secret" {
+			return true
+		}
+	}
+	return false
 }
 
 // NamedEntry is an Entry and the file it came from.
