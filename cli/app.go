@@ -67,6 +67,7 @@ HOOKBACK_CONTEXT=kind-dev; global flags (--kubeconfig, --context, --log-format,
 		Commands: []*cli.Command{
 			versionCommand(),
 			checkCommand(),
+			rbacCommand(),
 			startCommand(ext),
 			renderCommand(ext),
 			cleanupCommand(),

@@ -98,6 +98,10 @@ func flagDefault(name string) any {
 		return "shortlived"
 	case "sidecar-image":
 		return webhook.DefaultSidecarImage
+	case "subject":
+		return "group:hookback-developers"
+	case "rbac-name":
+		return "hookback-developer"
 	}
 	return ""
 }
@@ -144,6 +148,8 @@ var flagText = map[string]string{
 	"all":                       "remove every session, alive or not",
 	"bundle":                    "print the base64 caBundle instead of PEM",
 	"webhook":                   "built-in webhook to run (" + strings.Join(webhook.Names(), ", ") + ")",
+	"subject":                   "who the bindings name: user:NAME, group:NAME or serviceaccount:NAMESPACE/NAME",
+	"rbac-name":                 "name of the ClusterRole, Role and bindings",
 }
 
 // serveFlagNames decide the URL and the configurations: start and render.

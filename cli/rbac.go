@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/hookback/hookback/session"
+)
+
+var rbacExamples = []Example{
+	{Command: "hookback rbac --subject user:alice@example.com | kubectl apply -f -", Comment: "what alice needs to run hookback start with every built-in"},
+	{Command: "hookback rbac --webhooks pod-name --controllers none --subject group:webhook-devs", Comment: "less, for less"},
+}
+
+func rbacCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "rbac",
+		Usage: "print the least-privilege ClusterRole, Role and bindings to run hookback start",
+		Description: `rbac prints, as YAML to apply, the roles a developer needs to run hookback start with
+the selected built-ins: a ClusterRole for what is needed cluster-wide, a Role in
+--lease-namespace for the session Lease and the canary, and a binding of each to
+--subject. They are derived from the same declarations check verifies (docs/rbac.yaml
+is this command's output with every built-in). Your own webhooks need nothing more:
+hookback only forwards their reviews.` + examplesText(rbacExamples),
+		Flags:  withGlobal("webhooks", "controllers", "lease-namespace", "subject", "rbac-name"),
+		Action: runRBAC,
+	}
+}
+
+func runRBAC(c *cli.Context) error {
+	hooks, err := session.SelectWebhooks(strings.Split(c.String("webhooks"), ","))
+	if err != nil {
+		return usage(err)
+	}
+	ctls, err := session.SelectControllers(strings.Split(c.String("controllers"), ","))
+	if err != nil {
+		return usage(err)
+	}
+	subject, err := parseSubject(c.String("subject"))
+	if err != nil {
+		return usage(err)
+	}
+	out, err := session.RBACYAML(session.Config{LeaseNamespace: c.String("lease-namespace"), Webhooks: hooks, Controllers: ctls},
+		c.String("rbac-name"), []rbacv1.Subject{subject})
+	if err != nil {
+		return err
+	}
+	_, err = c.App.Writer.Write(out)
+	return err
+}
+
+// parseSubject reads user:NAME, group:NAME or serviceaccount:NAMESPACE/NAME.
+func parseSubject(s string) (rbacv1.Subject, error) {
+	kind, name, _ := strings.Cut(s, ":")
+	switch strings.ToLower(kind) {
+	case "user":
+		if name != "" {
+			return rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: name}, nil
+		}
+	case "group":
+		if name != "" {
+			return rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: name}, nil
+		}
+	case "serviceaccount", "sa":
+		if ns, n, ok := strings.Cut(name, "/"); ok && ns != "" && n != "" {
+			return rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: n}, nil
+		}
+	}
+	return rbacv1.Subject{}, fmt.Errorf("--subject %q: want user:NAME, group:NAME or serviceaccount:NAMESPACE/NAME", s)
+}
