@@ -26,6 +26,7 @@ func Examples() map[string][]Example {
 		"cleanup": cleanupExamples,
 		"replay":  replayExamples,
 		"ca":      caExamples,
+		"rbac":    rbacExamples,
 	}
 }
 

@@ -11,8 +11,8 @@ import (
 )
 
 var rbacExamples = []Example{
-	{Command: "hookback rbac --subject user:alice@example.com | kubectl apply -f -", Comment: "what alice needs to run hookback start with every built-in"},
-	{Command: "hookback rbac --webhooks pod-name --controllers none --subject group:webhook-devs", Comment: "less, for less"},
+	{Command: "hookback rbac --subject user:alice@example.com > alice.yaml", Comment: "what alice needs to run hookback start with every built-in; kubectl apply -f alice.yaml"},
+	{Command: "hookback rbac --webhooks pod-name --controllers none --subject group:webhook-devs | kubectl apply --dry-run=server -f -", Comment: "less, for less"},
 }
 
 func rbacCommand() *cli.Command {
