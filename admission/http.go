@@ -153,6 +153,10 @@ func decodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
 	if review.Request == nil {
 		return nil, errors.New("AdmissionReview has no request")
 	}
+	if review.Request.UID == "" {
+		// The apiserver refuses an answer whose uid does not match.
+		return nil, errors.New("AdmissionReview request has no uid: the answer must echo it")
+	}
 	return &review, nil
 }
 

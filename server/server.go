@@ -24,6 +24,7 @@ type Server struct {
 	log      *slog.Logger
 	metrics  *Metrics
 	recorder admission.Recorder
+	limits   Limits
 	ready    atomic.Bool
 
 	webhookLn net.Listener
@@ -42,6 +43,54 @@ type ServerOptions struct {
 	Metrics       *Metrics
 	// Recorder, when set, keeps every review and answer.
 	Recorder admission.Recorder
+	// Limits bound what one client can hold; zero fields take
+	// DefaultLimits'.
+	Limits Limits
+}
+
+// Limits bound the time and memory one connection or request can hold on
+// the webhook listener (docs/server.md lists them).
+type Limits struct {
+	// ReadHeaderTimeout closes a connection whose request headers do not
+	// arrive in time (slowloris).
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a whole request, body included.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds a request from its headers to the end of the
+	// answer: above the apiserver's longest webhook timeout (30 s), so a
+	// slow upstream is answered by its own timeout first.
+	WriteTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection with no request.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes caps request headers (431 above it).
+	MaxHeaderBytes int
+	// MaxBodyBytes caps a review body (413 above it).
+	MaxBodyBytes int64
+}
+
+// DefaultLimits are what start serves with.
+func DefaultLimits() Limits {
+	return Limits{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 40 * time.Second,
+		IdleTimeout: 90 * time.Second, MaxHeaderBytes: 64 << 10, MaxBodyBytes: admission.DefaultMaxBodyBytes}
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	pick := func(v, def time.Duration) time.Duration {
+		if v > 0 {
+			return v
+		}
+		return def
+	}
+	l.ReadHeaderTimeout, l.ReadTimeout = pick(l.ReadHeaderTimeout, d.ReadHeaderTimeout), pick(l.ReadTimeout, d.ReadTimeout)
+	l.WriteTimeout, l.IdleTimeout = pick(l.WriteTimeout, d.WriteTimeout), pick(l.IdleTimeout, d.IdleTimeout)
+	if l.MaxHeaderBytes <= 0 {
+		l.MaxHeaderBytes = d.MaxHeaderBytes
+	}
+	if l.MaxBodyBytes <= 0 {
+		l.MaxBodyBytes = d.MaxBodyBytes
+	}
+	return l
 }
 
 // NewServer binds both listeners now, so a busy port or a foreign address
@@ -63,7 +112,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		wl.Close()
 		return nil, fmt.Errorf("listen for health on %s: %w (pick another --health-address)", opts.HealthAddress, err)
 	}
-	return &Server{webhooks: opts.Webhooks, tls: opts.TLS, log: opts.Log, metrics: opts.Metrics, recorder: opts.Recorder, webhookLn: wl, healthLn: hl}, nil
+	return &Server{webhooks: opts.Webhooks, tls: opts.TLS, log: opts.Log, metrics: opts.Metrics, recorder: opts.Recorder, limits: opts.Limits.withDefaults(), webhookLn: wl, healthLn: hl}, nil
 }
 
 // Addr is the bound webhook address.
@@ -86,7 +135,7 @@ func (s *Server) Paths() []string {
 }
 
 func (s *Server) webhookMux() http.Handler {
-	opts := admission.HTTPOptions{Log: s.log, Recorder: s.recorder}
+	opts := admission.HTTPOptions{Log: s.log, Recorder: s.recorder, MaxBodyBytes: s.limits.MaxBodyBytes}
 	if s.metrics != nil {
 		opts.Observer = s.metrics
 	}
@@ -123,8 +172,11 @@ func (s *Server) Start(ctx context.Context) error {
 	webhookSrv := &http.Server{
 		Handler:           s.webhookMux(),
 		TLSConfig:         tlsConf,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       90 * time.Second,
+		ReadHeaderTimeout: s.limits.ReadHeaderTimeout,
+		ReadTimeout:       s.limits.ReadTimeout,
+		WriteTimeout:      s.limits.WriteTimeout,
+		IdleTimeout:       s.limits.IdleTimeout,
+		MaxHeaderBytes:    s.limits.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	healthSrv := &http.Server{Handler: s.healthMux(), ReadHeaderTimeout: 5 * time.Second}
