@@ -119,13 +119,8 @@ func Redact(review []byte) ([]byte, error) {
 			if !isSecret(obj) {
 				continue
 			}
-			for _, d := range append(folded(obj, "data"), folded(obj, "stringData")...) {
-				if m, ok := d.(map[string]any); ok {
-					for k := range m {
-						m[k] = Redacted
-					}
-					changed = true
-				}
+			if redactSecret(obj) {
+				changed = true
 			}
 		}
 	}
@@ -140,6 +135,48 @@ func Redact(review []byte) ([]byte, error) {
 		return nil, fmt.Errorf("encode redacted review: %w", err)
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// lastApplied is where kubectl apply keeps the whole object it applied,
+// data included.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// redactSecret redacts a Secret's data and stringData values in place, and
+// those of the copy kubectl apply keeps in an annotation (all of it when
+// that copy does not parse).
+func redactSecret(obj map[string]any) bool {
+	changed := false
+	for _, d := range append(folded(obj, "data"), folded(obj, "stringData")...) {
+		if m, ok := d.(map[string]any); ok {
+			for k := range m {
+				m[k] = Redacted
+			}
+			changed = true
+		}
+	}
+	for _, md := range folded(obj, "metadata") {
+		meta, _ := md.(map[string]any)
+		for _, a := range folded(meta, "annotations") {
+			anns, _ := a.(map[string]any)
+			v, ok := anns[lastApplied].(string)
+			if !ok {
+				continue
+			}
+			anns[lastApplied] = Redacted
+			var applied map[string]any
+			if json.Unmarshal([]byte(v), &applied) == nil {
+				redactSecret(applied)
+				var buf bytes.Buffer
+				enc := json.NewEncoder(&buf)
+				enc.SetEscapeHTML(false)
+				if enc.Encode(applied) == nil {
+					anns[lastApplied] = buf.String()
+				}
+			}
+			changed = true
+		}
+	}
+	return changed
 }
 
 // folded returns the values of m's keys equal to name ignoring case.

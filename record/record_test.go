@@ -22,6 +22,14 @@ func TestRedact(t *testing.T) {
 			gone: []string{"c2VjcmV0", "hunter2", "b2xk"}, kept: []string{`"k":"` + Redacted, `"p":"` + Redacted}},
 		{name: "a configmap is left alone", review: `{"request":{"object":{"apiVersion":"v1","kind":"ConfigMap","data":{"k":"visible"}}}}`,
 			kept: []string{`"k":"visible"`}},
+		{name: "kubectl apply's copy of the secret",
+			review: `{"request":{"object":{"apiVersion":"v1","kind":"Secret","data":{"k":"c2VjcmV0"},"metadata":{"annotations":{` +
+				`"kubectl.kubernetes.io/last-applied-configuration":"{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"data\":{\"k\":\"c2VjcmV0\"},\"stringData\":{\"p\":\"hunter2\"}}\n","team":"a"}}}}}`,
+			gone: []string{"c2VjcmV0", "hunter2"}, kept: []string{`\"k\":\"` + Redacted, `"team":"a"`}},
+		{name: "an unparsable copy goes whole",
+			review: `{"request":{"object":{"apiVersion":"v1","kind":"Secret","metadata":{"annotations":{` +
+				`"kubectl.kubernetes.io/last-applied-configuration":"{\"data\":{\"k\":\"c2VjcmV0\"}"}}}}}`,
+			gone: []string{"c2VjcmV0"}, kept: []string{`"kubectl.kubernetes.io/last-applied-configuration":"` + Redacted}},
 		{name: "a secret without data", review: `{"request":{"object":{"apiVersion":"v1","kind":"Secret","type":"Opaque"}}}`,
 			kept: []string{`"type":"Opaque"`}},
 	}
