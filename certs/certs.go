@@ -32,6 +32,16 @@ type Certs interface {
 	Stop()
 }
 
+// Staged is a Certs that serves a certificate of a new CA only once the
+// configurations trust it.
+//
+// Contract: the session calls Applied with the caBundle of configurations it
+// has just written; Applied must not block. A later switch is reported on
+// the Watch channel like any other change.
+type Staged interface {
+	Applied(caBundle string)
+}
+
 var (
 	_ Certs = (*SelfSigned)(nil)
 	_ Certs = (*FileCerts)(nil)

@@ -1,18 +1,21 @@
 package certs
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/pem"
 	"log/slog"
 	"math/big"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -120,6 +123,79 @@ func TestFileCertsReload(t *testing.T) {
 	}
 	if got := servedSerial(t, addr, pool); got.Cmp(second) != 0 {
 		t.Fatalf("after a broken write serving %v, want %v", got, second)
+	}
+	cancel()
+	wait()
+}
+
+// TestFileCertsCARotationIsStaged replaces CA and certificate: the old
+// certificate keeps serving under a caBundle of both CAs until the session
+// reports that bundle applied; then the new one serves under the new CA.
+func TestFileCertsCARotationIsStaged(t *testing.T) {
+	dir := t.TempDir()
+	ca1, err := LoadOrCreateCA(filepath.Join(dir, "ca1"), "old CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca2, err := LoadOrCreateCA(filepath.Join(dir, "ca2"), "new CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(dir, "ca.crt")
+	if err := writeFileAtomic(caFile, ca1.CertPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	first := writePair(t, ca1, certFile, keyFile)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fc, err := NewFileCerts(ctx, FileTLSOptions{CertFile: certFile, KeyFile: keyFile, CAFile: caFile,
+		Host: "127.0.0.1", Interval: time.Hour, TrustDelay: 10 * time.Millisecond, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fc.Stop()
+	fc.Applied(fc.CABundle())
+	addr := serveHandshakes(t, fc.TLSConfig())
+	pool1, pool2 := x509.NewCertPool(), x509.NewCertPool()
+	pool1.AppendCertsFromPEM(ca1.CertPEM)
+	pool2.AppendCertsFromPEM(ca2.CertPEM)
+
+	// The files change in the worst order: the certificate of the new CA
+	// before the CA file. That read is refused.
+	second := writePair(t, ca2, certFile, keyFile)
+	if err := fc.reload(ctx); err == nil || !strings.Contains(err.Error(), "not signed by --ca-file") {
+		t.Fatalf("reload of a certificate the CA file does not sign: %v", err)
+	}
+	if err := writeFileAtomic(caFile, ca2.CertPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	changed := make(chan struct{}, 1)
+	wait, err := fc.Watch(ctx, changed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fc.reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	union, _ := base64.StdEncoding.DecodeString(fc.CABundle())
+	if !bytes.Contains(union, bytes.TrimSpace(ca1.CertPEM)) || !bytes.Contains(union, bytes.TrimSpace(ca2.CertPEM)) {
+		t.Fatalf("staged caBundle does not hold both CAs:\n%s", union)
+	}
+	if got := servedSerial(t, addr, pool1); got.Cmp(first) != 0 {
+		t.Fatalf("serving %v before the union was applied, want the old %v", got, first)
+	}
+	fc.Applied(fc.CABundle())
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the switch to the new certificate was not reported")
+	}
+	if fc.CABundle() != ca2.Bundle() {
+		t.Error("caBundle after the switch is not the new CA alone")
+	}
+	if got := servedSerial(t, addr, pool2); got.Cmp(second) != 0 {
+		t.Fatalf("serving %v after the switch, want %v", got, second)
 	}
 	cancel()
 	wait()

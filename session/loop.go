@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/client-go/informers"
 
+	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/reload"
 )
@@ -32,14 +33,13 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// render renders the current template for this session, with the current
-// caBundle (user-provided certificate files may change it).
-func (r *run) render() (*registration.Registration, error) {
+// render renders the current template for this session with bundle, the
+// current caBundle (user-provided certificate files may change it).
+func (r *run) render(bundle string) (*registration.Registration, error) {
 	name, text, err := r.cfg.Template.Load()
 	if err != nil {
 		return nil, err
 	}
-	bundle := r.certs.CABundle()
 	data := registration.TemplateData{URL: r.url, CABundle: bundle, Session: r.cfg.Session, Enabled: names(r.parts.webhooks)}
 	reg, err := registration.Render(name, text, data, registration.RenderOptions{Paths: r.server.Paths(), LeaseRef: r.leaseRef})
 	if err != nil {
@@ -51,6 +51,14 @@ func (r *run) render() (*registration.Registration, error) {
 	}
 	reg.Objects = append(reg.Objects, mine.Objects...)
 	return reg, nil
+}
+
+// applied tells a staged certificate source which caBundle the cluster's
+// configurations now carry.
+func (r *run) applied(bundle string) {
+	if s, ok := r.certs.(certs.Staged); ok {
+		s.Applied(bundle)
+	}
 }
 
 func (r *run) canaryKey() string {
@@ -92,7 +100,8 @@ func (r *run) loop(ctx, bgCtx context.Context, errc <-chan error) error {
 
 func (r *run) reapply(ctx context.Context) {
 	start := time.Now()
-	reg, err := r.render()
+	bundle := r.certs.CABundle()
+	reg, err := r.render(bundle)
 	if err != nil {
 		r.cfg.Log.Error("template not applied; the previous configuration stays live", "error", err)
 		return
@@ -101,6 +110,7 @@ func (r *run) reapply(ctx context.Context) {
 		r.cfg.Log.Error("re-apply failed; will retry on the next change", "error", err)
 		return
 	}
+	r.applied(bundle)
 	r.cfg.Log.Info("webhook configuration re-applied", "webhooks", len(reg.Webhooks()), "took", time.Since(start))
 }
 

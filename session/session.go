@@ -208,13 +208,15 @@ func (r *run) register(ctx context.Context) (*registration.Registration, error) 
 	if err := r.waitForCaches(ctx); err != nil {
 		return nil, fmt.Errorf("wait for informer caches: %w", err)
 	}
-	reg, err := r.render()
+	bundle := r.certs.CABundle()
+	reg, err := r.render(bundle)
 	if err != nil {
 		return nil, err
 	}
 	if err := r.registrar.Apply(ctx, reg, r.canaryKey()); err != nil {
 		return nil, err
 	}
+	r.applied(bundle)
 	return reg, nil
 }
 
