@@ -119,11 +119,15 @@ func (h *Heartbeat) Renew(ctx context.Context) (created bool, err error) {
 	return false, nil
 }
 
-// Run renews the Lease every interval until ctx is done. lost is called
-// when the Lease had disappeared and was recreated.
-func (h *Heartbeat) Run(ctx context.Context, interval time.Duration, lost func()) {
+// Run renews the Lease every interval until ctx is done. regained is
+// called when the session may have lost its registration: the Lease had
+// disappeared and was recreated, or renewals failed (the apiserver was
+// unreachable or restarted) and succeed again. One warning is logged per
+// outage, not one per failed renewal.
+func (h *Heartbeat) Run(ctx context.Context, interval time.Duration, regained func(why string)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	var failingSince time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -133,10 +137,19 @@ func (h *Heartbeat) Run(ctx context.Context, interval time.Duration, lost func()
 		created, err := h.Renew(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			h.Log.Warn("session heartbeat failed; will retry", "error", err)
+			if failingSince.IsZero() {
+				failingSince = time.Now()
+				h.Log.Warn("session heartbeat failed; retrying, webhooks fail open meanwhile", "error", err)
+			}
+			continue
 		case created:
 			h.Log.Warn("session lease was gone (cleaned up by another run?); re-registering", "lease", h.Namespace+"/"+LeaseName(h.Session))
-			lost()
+			failingSince = time.Time{}
+			regained("lease recreated")
+		case !failingSince.IsZero():
+			h.Log.Info("session heartbeat recovered; re-registering", "down_for", time.Since(failingSince).Round(time.Millisecond))
+			failingSince = time.Time{}
+			regained("apiserver reachable again")
 		}
 	}
 }

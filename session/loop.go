@@ -69,7 +69,15 @@ func (r *run) canaryKey() string {
 // and a stop on ctx or on a failed server or controller.
 func (r *run) loop(ctx, bgCtx context.Context, errc <-chan error) error {
 	reapply := make(chan struct{}, 1)
-	r.bg.Go(func() { r.heartbeat.Run(bgCtx, r.cfg.LeaseDuration/6, func() { trySend(reapply) }) })
+	regained := make(chan string, 1)
+	r.bg.Go(func() {
+		r.heartbeat.Run(bgCtx, r.cfg.LeaseDuration/6, func(why string) {
+			select {
+			case regained <- why:
+			default:
+			}
+		})
+	})
 	if r.cfg.Template.Path != "" {
 		w := &reload.FileWatcher{Path: r.cfg.Template.Path, Interval: r.cfg.ReloadInterval, Debounce: 20 * time.Millisecond, Log: r.cfg.Log}
 		wait, err := w.Watch(bgCtx, reapply)
@@ -94,8 +102,24 @@ func (r *run) loop(ctx, bgCtx context.Context, errc <-chan error) error {
 			return fmt.Errorf("stopped unexpectedly: %w", err)
 		case <-reapply:
 			r.reapply(ctx)
+		case why := <-regained:
+			// The configurations may have been removed meanwhile (a stale
+			// cleanup by another run), and the apiserver is a new process:
+			// apply again, then prove again that it calls back.
+			r.reapply(ctx)
+			r.reverify(ctx, why)
 		}
 	}
+}
+
+// reverify runs the canary again after the session regained the cluster.
+func (r *run) reverify(ctx context.Context, why string) {
+	rtt, err := r.verify(ctx)
+	if err != nil {
+		r.cfg.Log.Warn("not verified again after "+why+"; webhooks fail open until the apiserver can call back", "error", err)
+		return
+	}
+	r.cfg.Log.Info("verified again: the apiserver calls back", "after", why, "rtt", rtt.Round(time.Microsecond))
 }
 
 func (r *run) reapply(ctx context.Context) {
