@@ -33,11 +33,24 @@ func fatPod() *corev1.Pod {
 	}
 }
 
+// stripped is fatPod as the cache keeps it: SlimPod's whitelist.
 func stripped() *corev1.Pod {
-	p := fatPod()
-	p.ManagedFields = nil
-	delete(p.Annotations, lastAppliedAnnotation)
-	return p
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Annotations: map[string]string{ExecAgentAnnotation: "true"}},
+		Spec:       corev1.PodSpec{ServiceAccountName: "sa", NodeName: "node-1"},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+}
+
+// fatConfigMap stands for every other cached kind: only managedFields and
+// the last-applied annotation go.
+func fatConfigMap() *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Labels: map[string]string{"app": "x"},
+			Annotations:   map[string]string{lastAppliedAnnotation: `{"big":"blob"}`, "keep": "me"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
+		Data: map[string]string{"k": "v"},
+	}
 }
 
 func TestStripUnusedFields(t *testing.T) {
@@ -49,6 +62,9 @@ func TestStripUnusedFields(t *testing.T) {
 	}{
 		{name: "pod", in: fatPod(), want: stripped()},
 		{name: "already stripped", in: stripped(), want: stripped()},
+		{name: "other kinds keep all but managedFields and last-applied", in: fatConfigMap(), want: &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Labels: map[string]string{"app": "x"}, Annotations: map[string]string{"keep": "me"}},
+			Data:       map[string]string{"k": "v"}}},
 		{name: "no annotations", in: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}, want: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}},
 		{
 			name: "tombstone",

@@ -25,9 +25,10 @@ import (
 	"github.com/hookback/hookback/webhook"
 )
 
-// hostileLimits are short, so the slow cases end quickly.
-var hostileLimits = Limits{ReadHeaderTimeout: 300 * time.Millisecond, ReadTimeout: time.Second,
-	WriteTimeout: 2 * time.Second, IdleTimeout: 2 * time.Second}
+// hostileLimits are short, so the slow cases end quickly, yet long enough
+// for eight 9 MB bodies at once under the race detector on two cores.
+var hostileLimits = Limits{ReadHeaderTimeout: 300 * time.Millisecond, ReadTimeout: 5 * time.Second,
+	WriteTimeout: 6 * time.Second, IdleTimeout: 2 * time.Second}
 
 // startHostile serves pod-name and pod-lifespan, the real built-ins, on a
 // real TLS listener with hostileLimits.
@@ -261,7 +262,7 @@ func slowHeaders(t *testing.T, addr string) {
 func slowBody(t *testing.T, addr string) {
 	c := dialTLS(t, addr)
 	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"a\":", webhook.PathPodName)
-	got := closedWithin(t, c, 5*time.Second)
+	got := closedWithin(t, c, 15*time.Second)
 	if got != "" && !strings.Contains(got, " 400 ") {
 		t.Errorf("answer to a body cut by ReadTimeout: %q", got)
 	}
@@ -275,7 +276,7 @@ func neverReads(t *testing.T, addr string) {
 	req := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
 		webhook.PathPodLifespan, len(review(t, nil)), review(t, nil))
 	w := bufio.NewWriter(c)
-	_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	_ = c.SetWriteDeadline(time.Now().Add(8 * time.Second))
 	// Bounded by count and by the write deadline: the loop ends once the
 	// server, blocked on answers nobody reads, stops reading requests.
 	for range 20000 {

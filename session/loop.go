@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"k8s.io/client-go/informers"
-
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/reload"
@@ -153,15 +151,6 @@ func (r *run) cleanupShared(ctx context.Context) error {
 		return err
 	}
 	return registration.RunCleanups(ctx, cleanups, live, r.cfg.Log)
-}
-
-func waitForCaches(ctx context.Context, factory informers.SharedInformerFactory) error {
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("cache of %v did not sync: %w", typ, context.Cause(ctx))
-		}
-	}
-	return nil
 }
 
 func trySend(ch chan<- struct{}) {

@@ -44,6 +44,7 @@ func buildParts(cfg Config, cl *Cluster, factory informers.SharedInformerFactory
 	deps := webhook.Deps{Log: cfg.Log, Recorder: recorders.For}
 	if slices.Contains(cfg.Webhooks, webhook.NamePodEviction) {
 		deps.Pods = factory.Core().V1().Pods().Lister()
+		deps.PodsSynced = factory.Core().V1().Pods().Informer().HasSynced
 	}
 	hooks, err := webhook.Build(cfg.Webhooks, cfg.WebhookOptions, deps)
 	if err != nil {

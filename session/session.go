@@ -11,7 +11,6 @@ package session
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -102,7 +101,6 @@ func Run(ctx context.Context, cfg Config) error {
 
 	r := newRun(cfg, cl, srv, canary, crt, p, URL(decision.Host, cfg.Port))
 	r.user = user
-	r.waitForCaches = func(ctx context.Context) error { return waitForCaches(ctx, factory) }
 	return r.run(ctx, started)
 }
 
@@ -120,8 +118,6 @@ type run struct {
 	registrar *registration.Registrar
 	heartbeat *registration.Heartbeat
 	leaseRef  string
-	// waitForCaches blocks until the caches the handlers read have synced.
-	waitForCaches func(ctx context.Context) error
 	// acquired is set once the session's Lease is ours: only then may
 	// shutdown delete what the session name owns.
 	acquired bool
@@ -203,11 +199,11 @@ func (r *run) acquire(ctx context.Context) error {
 	return nil
 }
 
-// register waits for the caches the handlers read and applies the template.
+// register applies the template. It does not wait for the informer caches:
+// at thousands of pods their first list takes longer than the rest of start,
+// the controllers wait for them on their own, and pod-eviction waits within
+// a request's deadline if an eviction comes first.
 func (r *run) register(ctx context.Context) (*registration.Registration, error) {
-	if err := r.waitForCaches(ctx); err != nil {
-		return nil, fmt.Errorf("wait for informer caches: %w", err)
-	}
 	bundle := r.certs.CABundle()
 	reg, err := r.render(bundle)
 	if err != nil {

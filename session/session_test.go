@@ -147,7 +147,6 @@ func newTestRun(t *testing.T, tmpl string, objects ...runtime.Object) (*run, *jo
 		VerifyTimeout: 300 * time.Millisecond, Template: registration.Template{Default: []byte(tmpl)}, Log: log}.withDefaults()
 	p := &parts{webhooks: hooks[:1], controllers: []controller.Controller{fakeController{j}}}
 	r := newRun(cfg, &Cluster{Client: cs, Watch: cs, Dynamic: dyn}, srv, canary, crt, p, "https://127.0.0.1:1")
-	r.waitForCaches = func(context.Context) error { j.add("caches synced"); return nil }
 	return r, j, cs
 }
 
@@ -163,7 +162,7 @@ func TestRunUndoesInOrderWhenVerificationFails(t *testing.T) {
 	if j.index("controller started") < j.index("create lease") {
 		t.Errorf("a controller started before the Lease was taken: %q", steps)
 	}
-	order := []string{"create lease", "caches synced", "apply test-unit", "apply hookback-canary-unit",
+	order := []string{"create lease", "apply test-unit", "apply hookback-canary-unit",
 		"delete hookback-canary-unit", "delete test-unit", "controller stopped", "delete lease"}
 	last := -1
 	for _, want := range order {

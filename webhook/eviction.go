@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/hookback/hookback/admission"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -14,6 +15,7 @@ import (
 	policyv1beta1 "k8s.io/api/policy/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/events"
 )
@@ -25,8 +27,22 @@ import (
 // eviction fails, not even when it cannot read the request.
 type evictionHandler struct {
 	pods corev1listers.PodLister
-	log  *slog.Logger
-	rec  events.EventRecorder
+	// synced reports the pod cache's first list done; nil: always.
+	synced func() bool
+	log    *slog.Logger
+	rec    events.EventRecorder
+}
+
+// waitSynced waits, within the request's deadline, for the pod cache's
+// first list: hookback registers without waiting for it, so that a large
+// cluster does not delay start, and only an eviction in the first moments
+// waits here.
+func (h *evictionHandler) waitSynced(ctx context.Context) bool {
+	if h.synced == nil || h.synced() {
+		return true
+	}
+	err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) { return h.synced(), nil })
+	return err == nil
 }
 
 // Handle implements admission.Handler.
@@ -58,6 +74,10 @@ func (h *evictionHandler) Handle(ctx context.Context, req admission.Request) adm
 	// nothing will be evicted, so log it as such and record no Event.
 	if req.IsDryRun() || (ev.DeleteOptions != nil && len(ev.DeleteOptions.DryRun) > 0) {
 		h.log.Info("eviction requested", "namespace", ns, "pod", name, "user", user, "dry_run", true)
+		return admission.Allowed("")
+	}
+	if !h.waitSynced(ctx) {
+		h.log.Warn("pod cache still loading at the apiserver's timeout; allowing without an Event", "namespace", ns, "pod", name, "user", user)
 		return admission.Allowed("")
 	}
 	pod, err := h.pods.Pods(ns).Get(name)

@@ -112,6 +112,9 @@ type Deps struct {
 	// Pods is a lister from a shared informer factory the caller starts;
 	// pod-eviction reads pods from it rather than a GET per request.
 	Pods corev1listers.PodLister
+	// PodsSynced reports whether Pods' informer has listed once; pod-eviction
+	// waits for it within a request's deadline. Nil: Pods is always synced.
+	PodsSynced func() bool
 }
 
 // builtin describes one built-in webhook: what Build needs to assemble it.
@@ -134,7 +137,7 @@ var builtins = []builtin{
 		return &sidecarHandler{image: o.SidecarImage, log: log, events: eventer{rec: rec, log: log}}
 	}},
 	{name: NamePodEviction, path: PathPodEviction, needsEvents: true, needsPodList: true, build: func(_ Options, d Deps, log *slog.Logger, rec events.EventRecorder) admission.Handler {
-		return &evictionHandler{pods: d.Pods, log: log, rec: rec}
+		return &evictionHandler{pods: d.Pods, synced: d.PodsSynced, log: log, rec: rec}
 	}},
 	{name: NameNodeStatus, path: PathNodeStatus, build: func(o Options, _ Deps, log *slog.Logger, _ events.EventRecorder) admission.Handler {
 		return &nodeStatusHandler{factor: o.CPUOversellFactor, log: log}
