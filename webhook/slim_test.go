@@ -7,8 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/randfill"
