@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 
@@ -87,7 +88,7 @@ func (e *env) memory(ctx context.Context) error {
 	if e.cfg.podStatus {
 		status = "given a Running status like a kubelet's (5 conditions, 2 container statuses, pod and host IPs) and no node, so no scheduler or kubelet works on them"
 	}
-	fmt.Fprintf(e.out, "%d pods created in one namespace (10 at a time, %s), each with 2 containers (env, ports, probes, resources, mounts), 7 labels, 4 annotations and a last-applied-configuration annotation; %s. hookback runs `--webhooks %s --controllers all`: the controllers and the eviction webhook share one cluster-wide pod informer whose transform (`controller.StripUnusedFields`) drops `managedFields` and the last-applied annotation. Figures are read from hookback's `/metrics` after ready, once two garbage collections have run since (the bench scrapes `/metrics` until `go_gc_duration_seconds_count` has gone up by 2, the scrapes' own allocations driving the collector) and a second's pause has let the sweeper free the garbage, so the heap is the live heap rather than whatever garbage the initial list left; hookback runs with `GODEBUG=gctrace=1` to cross-check it with the runtime's own figure (whole MiB). `heap_inuse` and RSS also hold the headroom the collector keeps (GOGC=100: the heap may grow to twice the live heap before the next collection) and, for RSS, memory not yet returned to the OS after the initial list.\n\n",
+	fmt.Fprintf(e.out, "%d pods created in one namespace (10 at a time, %s), each with 2 containers (env, ports, probes, resources, mounts), 7 labels, 4 annotations and a last-applied-configuration annotation; %s. hookback runs `--webhooks %s --controllers all`: the controllers and the eviction webhook share one cluster-wide pod informer whose transform (`controller.StripUnusedFields`) keeps only `controller.SlimPod`'s whitelist of each pod. Figures are read from hookback's `/metrics` after ready, once two garbage collections have run since (the bench scrapes `/metrics` until `go_gc_duration_seconds_count` has gone up by 2, the scrapes' own allocations driving the collector) and a second's pause has let the sweeper free the garbage, so the heap is the live heap rather than whatever garbage the initial list left; hookback runs with `GODEBUG=gctrace=1` to cross-check it with the runtime's own figure (whole MiB). `heap_inuse` and RSS also hold the headroom the collector keeps (GOGC=100: the heap may grow to twice the live heap before the next collection) and, for RSS, memory not yet returned to the OS after the initial list.\n\n",
 		e.cfg.pods, ms(created.Round(time.Millisecond)), status, memoryWebhooks)
 	fmt.Fprintf(e.out, "| | pods in the cluster | exec → ready | live heap (`go_memstats_heap_alloc_bytes` after GC) | live heap at the last GC (gctrace) | `go_memstats_heap_inuse_bytes` | RSS (`process_resident_memory_bytes`) |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range []struct {
@@ -327,12 +328,15 @@ func (e *env) podSizes(ctx context.Context, ns string) (podSizes, error) {
 			s.managedJSON += float64(len(mf))
 			s.managedEntries += float64(len(p.ManagedFields))
 			s.lastApplied += float64(len(p.Annotations["kubectl.kubernetes.io/last-applied-configuration"]))
-			if _, err := controller.StripUnusedFields(p); err != nil {
+			obj, err := controller.StripUnusedFields(p)
+			if err != nil {
 				return s, err
 			}
-			j, _ = json.Marshal(p)
+			slim := obj.(*corev1.Pod)
+			slim.APIVersion, slim.Kind = "v1", "Pod"
+			j, _ = json.Marshal(slim)
 			s.jsonStripped += float64(len(j))
-			s.protoStripped += float64(p.Size())
+			s.protoStripped += float64(slim.Size())
 			n++
 		}
 		if cont = l.Continue; cont == "" {
