@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -16,25 +17,34 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/webhook"
+	admissionreviewv1 "k8s.io/api/admission/v1"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 )
 
-// floorWebhook is the cheapest validating webhook there can be, to tell the
-// apiserver's share of a webhook call from hookback's: an HTTPS server in
-// the bench process that reads the review, echoes its UID and allows,
-// registered for pod CREATEs in one namespace.
+// floorWebhook is the cheapest webhook there can be, to tell the apiserver's
+// share of a webhook call from hookback's: an HTTPS server in the bench
+// process that reads the review, echoes its UID and allows, registered for
+// pod CREATEs in one namespace. The mutating floor also registers two
+// mutating webhooks answering, call for call, the precomputed patches
+// pod-lifespan and pod-sidecar send for the bench pod.
 type floorWebhook struct {
-	name  string
-	calls atomic.Int64
-	srv   *http.Server
+	name    string
+	calls   atomic.Int64
+	srv     *http.Server
+	patches map[string][]byte // path -> JSON patch
 }
 
-func (e *env) startFloor(ctx context.Context, namespace string) (*floorWebhook, error) {
+func (e *env) startFloor(ctx context.Context, namespace string, mutating bool) (*floorWebhook, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
@@ -59,8 +69,13 @@ func (e *env) startFloor(ctx context.Context, namespace string) (*floorWebhook, 
 		return nil, err
 	}
 	f := &floorWebhook{name: "hookback-bench-floor-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 36)}
+	if mutating {
+		if f.patches, err = builtinPatches(namespace); err != nil {
+			return nil, err
+		}
+	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("/validate", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -78,6 +93,11 @@ func (e *env) startFloor(ctx context.Context, namespace string) (*floorWebhook, 
 		}
 		f.calls.Add(1)
 		w.Header().Set("Content-Type", "application/json")
+		if patch, ok := f.patches[r.URL.Path]; ok {
+			fmt.Fprintf(w, `{"apiVersion":%q,"kind":"AdmissionReview","response":{"uid":%q,"allowed":true,"patchType":"JSONPatch","patch":%q}}`,
+				review.APIVersion, review.Request.UID, base64.StdEncoding.EncodeToString(patch))
+			return
+		}
 		fmt.Fprintf(w, `{"apiVersion":%q,"kind":"AdmissionReview","response":{"uid":%q,"allowed":true}}`, review.APIVersion, review.Request.UID)
 	})
 	f.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, TLSConfig: &tls.Config{
@@ -111,12 +131,79 @@ func (e *env) startFloor(ctx context.Context, namespace string) (*floorWebhook, 
 		_ = f.srv.Close()
 		return nil, err
 	}
+	if mutating {
+		if err := f.registerMutating(ctx, e, "https://"+ln.Addr().String(), ca, namespace); err != nil {
+			_ = f.stop(ctx, e)
+			return nil, err
+		}
+	}
 	return f, nil
 }
 
-// stop deletes the configuration first, then stops serving.
+// registerMutating registers the two mutating floor webhooks, in the order
+// and with the reinvocation policy of the shipped template.
+func (f *floorWebhook) registerMutating(ctx context.Context, e *env, base string, ca []byte, namespace string) error {
+	none, fail, timeout, never := admissionv1.SideEffectClassNone, admissionv1.Fail, int32(5), admissionv1.NeverReinvocationPolicy
+	scope := admissionv1.NamespacedScope
+	var hooks []admissionv1.MutatingWebhook
+	for _, path := range []string{"/mutate-pod-lifespan", "/mutate-pod-sidecar"} {
+		url := base + path
+		hooks = append(hooks, admissionv1.MutatingWebhook{
+			Name:         strings.TrimPrefix(path, "/mutate-") + ".floor.bench.hookback.dev",
+			ClientConfig: admissionv1.WebhookClientConfig{URL: &url, CABundle: ca},
+			Rules: []admissionv1.RuleWithOperations{{
+				Operations: []admissionv1.OperationType{admissionv1.Create},
+				Rule:       admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Scope: &scope},
+			}},
+			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": namespace}},
+			FailurePolicy:           &fail,
+			SideEffects:             &none,
+			TimeoutSeconds:          &timeout,
+			ReinvocationPolicy:      &never,
+			AdmissionReviewVersions: []string{"v1"},
+		})
+	}
+	_, err := e.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, &admissionv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: f.name, Labels: map[string]string{benchLabel: "true"}},
+		Webhooks:   hooks,
+	}, metav1.CreateOptions{})
+	return err
+}
+
+// builtinPatches runs hookback's pod-lifespan and pod-sidecar on the bench
+// pod once and keeps the patches they answer: what the mutating floor sends.
+func builtinPatches(namespace string) (map[string][]byte, error) {
+	raw, err := json.Marshal(benchPod(namespace, "floor", 0, podOptions{hookbackMarkers: true}))
+	if err != nil {
+		return nil, err
+	}
+	discard := func(string) events.EventRecorder { return &events.FakeRecorder{} }
+	hooks, err := webhook.Build([]string{webhook.NamePodLifespan, webhook.NamePodSidecar}, webhook.DefaultOptions(), webhook.Deps{Recorder: discard})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	for _, h := range hooks {
+		resp := h.Handler.Handle(context.Background(), admission.Request{AdmissionRequest: admissionreviewv1.AdmissionRequest{
+			UID: "floor", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
+			Namespace: namespace, Operation: admissionreviewv1.Create, Object: runtime.RawExtension{Raw: raw},
+		}})
+		if !resp.Allowed || len(resp.Patch) == 0 {
+			return nil, fmt.Errorf("%s did not patch the bench pod: %+v", h.Name, resp.Result)
+		}
+		out[h.Path] = resp.Patch
+	}
+	return out, nil
+}
+
+// stop deletes the configurations first, then stops serving.
 func (f *floorWebhook) stop(ctx context.Context, e *env) error {
 	err := e.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, f.name, metav1.DeleteOptions{})
+	if f.patches != nil {
+		if merr := e.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, f.name, metav1.DeleteOptions{}); err == nil {
+			err = merr
+		}
+	}
 	_ = f.srv.Close()
 	return err
 }

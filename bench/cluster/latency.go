@@ -49,6 +49,8 @@ func (e *env) latency(ctx context.Context) error {
 	vs := []*variant{
 		{name: "no webhook"},
 		{name: "floor: a constant allow-all validating webhook served by the bench (net/http + TLS)", flags: "floor"},
+		{name: "mutating floor: the same allow-all plus two mutating webhooks answering pod-lifespan's and pod-sidecar's precomputed patches", flags: "floor-mutating",
+			hooks: []string{"pod-name", "pod-lifespan", "pod-sidecar"}},
 		{name: "`pod-name` (1 validating)", flags: "pod-name", hooks: []string{"pod-name"}},
 		{name: "`pod-name,pod-lifespan,pod-sidecar` (1 validating + 2 mutating, patching)", flags: "pod-name,pod-lifespan,pod-sidecar", hooks: []string{"pod-name", "pod-lifespan", "pod-sidecar"}},
 		{name: "the same three, template edited to `reinvocationPolicy: IfNeeded`", flags: "pod-name,pod-lifespan,pod-sidecar", hooks: []string{"pod-name", "pod-lifespan", "pod-sidecar"},
@@ -69,8 +71,8 @@ func (e *env) latency(ctx context.Context) error {
 		if v.flags == "" {
 			continue
 		}
-		if v.flags == "floor" {
-			if v.floor, err = e.startFloor(ctx, ns.Name); err != nil {
+		if strings.HasPrefix(v.flags, "floor") {
+			if v.floor, err = e.startFloor(ctx, ns.Name, v.flags == "floor-mutating"); err != nil {
 				return err
 			}
 			defer func() {
@@ -262,9 +264,34 @@ func (e *env) latency(ctx context.Context) error {
 	base := vs[0]
 	fmt.Fprintf(e.out, "### Added latency to a pod create\n\n")
 	fmt.Fprintf(e.out, "%d server-side dry-run pod creates per variant (`dryRun: All`, sequential, after %d warm-up creates), the variants in a random order on every round, each in its own namespace; client-side round trip through client-go. The pod has 2 containers and a 1.5 KB last-applied annotation; with the mutating webhooks it comes back with 12 tolerations and a third container. *calls/create* counts the calls the webhook servers saw (the apiserver reinvokes `reinvocationPolicy: IfNeeded` webhooks once the other mutating webhook has changed the pod). *hookback's time per call* is its `hookback_admission_duration_seconds` histogram: from the request's headers to the reply written, reading the body included.\n\n", e.cfg.creates, e.cfg.warmup)
-	fmt.Fprintf(e.out, "| webhooks selecting the pod | calls/create | p50 | p90 | p99 | added p50 | added p99 | hookback's time per call, mean |\n|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(e.out, "| webhooks selecting the pod | calls/create | p50 | p90 | p99 | added p50 | added p99 | added p50 / floor's | added p99 / floor's | hookback's time per call, mean |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	// Each hookback variant against the floor that makes the same calls:
+	// one validating, or one validating and two patching.
+	floorOf := func(v *variant) *variant {
+		want := "floor"
+		if slices.Contains(v.hooks, "pod-sidecar") {
+			want = "floor-mutating"
+		}
+		for _, f := range vs {
+			if f.flags == want {
+				return f
+			}
+		}
+		return nil
+	}
 	for _, v := range vs {
-		calls, added50, added99, handler := "0", "—", "—", "—"
+		calls, added50, added99, handler, r50, r99 := "0", "—", "—", "—", "—", "—"
+		// The reinvoking variant makes more calls than any floor: no ratio.
+		if f := floorOf(v); v.proc != nil && f != nil && v.edit == nil {
+			ratio := func(q float64) string {
+				fl := quantile(f.samples, q) - quantile(base.samples, q)
+				if fl <= 0 {
+					return "n/a (floor within noise)"
+				}
+				return fmt.Sprintf("%.2f×", float64(quantile(v.samples, q)-quantile(base.samples, q))/float64(fl))
+			}
+			r50, r99 = ratio(.5), ratio(.99)
+		}
 		if v != base {
 			s := srv[v]
 			calls = fmt.Sprintf("%.2f", s.calls/float64(v.creates))
@@ -274,8 +301,8 @@ func (e *env) latency(ctx context.Context) error {
 				handler = fmt.Sprintf("%.0f µs", float64(s.handler)/float64(time.Microsecond))
 			}
 		}
-		fmt.Fprintf(e.out, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", v.name, calls,
-			ms(quantile(v.samples, .5)), ms(quantile(v.samples, .9)), ms(quantile(v.samples, .99)), added50, added99, handler)
+		fmt.Fprintf(e.out, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", v.name, calls,
+			ms(quantile(v.samples, .5)), ms(quantile(v.samples, .9)), ms(quantile(v.samples, .99)), added50, added99, r50, r99, handler)
 	}
 	fmt.Fprintln(e.out)
 	var notes []string
