@@ -109,17 +109,13 @@ func (e *env) startFloor(ctx context.Context, namespace string, mutating bool) (
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	none, fail, timeout := admissionv1.SideEffectClassNone, admissionv1.Fail, int32(5)
 	url := "https://" + ln.Addr().String() + "/validate"
-	scope := admissionv1.NamespacedScope
 	_, err = e.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, &admissionv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: f.name, Labels: map[string]string{benchLabel: "true"}},
 		Webhooks: []admissionv1.ValidatingWebhook{{
 			Name:         "floor.bench.hookback.dev",
 			ClientConfig: admissionv1.WebhookClientConfig{URL: &url, CABundle: ca},
-			Rules: []admissionv1.RuleWithOperations{{
-				Operations: []admissionv1.OperationType{admissionv1.Create},
-				Rule:       admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Scope: &scope},
-			}},
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": namespace}},
+			Rules:             podCreates(),
+			NamespaceSelector: inNamespace(namespace),
 			// Fail, not Ignore: a call that does not reach it must show.
 			FailurePolicy:           &fail,
 			SideEffects:             &none,
@@ -144,18 +140,14 @@ func (e *env) startFloor(ctx context.Context, namespace string, mutating bool) (
 // and with the reinvocation policy of the shipped template.
 func (f *floorWebhook) registerMutating(ctx context.Context, e *env, base string, ca []byte, namespace string) error {
 	none, fail, timeout, never := admissionv1.SideEffectClassNone, admissionv1.Fail, int32(5), admissionv1.NeverReinvocationPolicy
-	scope := admissionv1.NamespacedScope
 	var hooks []admissionv1.MutatingWebhook
 	for _, path := range []string{"/mutate-pod-lifespan", "/mutate-pod-sidecar"} {
 		url := base + path
 		hooks = append(hooks, admissionv1.MutatingWebhook{
 			Name:         strings.TrimPrefix(path, "/mutate-") + ".floor.bench.hookback.dev",
 			ClientConfig: admissionv1.WebhookClientConfig{URL: &url, CABundle: ca},
-			Rules: []admissionv1.RuleWithOperations{{
-				Operations: []admissionv1.OperationType{admissionv1.Create},
-				Rule:       admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Scope: &scope},
-			}},
-			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": namespace}},
+			Rules:                   podCreates(),
+			NamespaceSelector:       inNamespace(namespace),
 			FailurePolicy:           &fail,
 			SideEffects:             &none,
 			TimeoutSeconds:          &timeout,
@@ -206,4 +198,18 @@ func (f *floorWebhook) stop(ctx context.Context, e *env) error {
 	}
 	_ = f.srv.Close()
 	return err
+}
+
+// podCreates selects pod CREATEs.
+func podCreates() []admissionv1.RuleWithOperations {
+	scope := admissionv1.NamespacedScope
+	return []admissionv1.RuleWithOperations{{
+		Operations: []admissionv1.OperationType{admissionv1.Create},
+		Rule:       admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Scope: &scope},
+	}}
+}
+
+// inNamespace selects one namespace by name.
+func inNamespace(ns string) *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}
 }
