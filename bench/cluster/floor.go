@@ -112,8 +112,8 @@ func (e *env) startFloor(ctx context.Context, namespace string, mutating bool) (
 	_, err = e.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, &admissionv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: f.name, Labels: map[string]string{benchLabel: "true"}},
 		Webhooks: []admissionv1.ValidatingWebhook{{
-			Name:         "floor.bench.hookback.dev",
-			ClientConfig: admissionv1.WebhookClientConfig{URL: &url, CABundle: ca},
+			Name:              "floor.bench.hookback.dev",
+			ClientConfig:      admissionv1.WebhookClientConfig{URL: &url, CABundle: ca},
 			Rules:             podCreates(),
 			NamespaceSelector: inNamespace(namespace),
 			// Fail, not Ignore: a call that does not reach it must show.
@@ -144,8 +144,8 @@ func (f *floorWebhook) registerMutating(ctx context.Context, e *env, base string
 	for _, path := range []string{"/mutate-pod-lifespan", "/mutate-pod-sidecar"} {
 		url := base + path
 		hooks = append(hooks, admissionv1.MutatingWebhook{
-			Name:         strings.TrimPrefix(path, "/mutate-") + ".floor.bench.hookback.dev",
-			ClientConfig: admissionv1.WebhookClientConfig{URL: &url, CABundle: ca},
+			Name:                    strings.TrimPrefix(path, "/mutate-") + ".floor.bench.hookback.dev",
+			ClientConfig:            admissionv1.WebhookClientConfig{URL: &url, CABundle: ca},
 			Rules:                   podCreates(),
 			NamespaceSelector:       inNamespace(namespace),
 			FailurePolicy:           &fail,
