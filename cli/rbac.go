@@ -24,7 +24,9 @@ the selected built-ins: a ClusterRole for what is needed cluster-wide, a Role in
 --lease-namespace for the session Lease and the canary, and a binding of each to
 --subject. They are derived from the same declarations check verifies (docs/rbac.yaml
 is this command's output with every built-in). Your own webhooks need nothing more:
-hookback only forwards their reviews.` + examplesText(rbacExamples),
+hookback only forwards their reviews. Note that the exec-rbac controller makes the
+role include pods/exec cluster-wide: RBAC lets only a holder of a permission grant it
+(escalation prevention). Without exec-rbac (--controllers pod-name-label) it does not.` + examplesText(rbacExamples),
 		Flags:  withGlobal("webhooks", "controllers", "lease-namespace", "subject", "rbac-name"),
 		Action: runRBAC,
 	}
