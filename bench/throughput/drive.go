@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+var servers = []string{"hookback", "controller-runtime", "bare"}
+
+type result struct {
+	reqs    int64
+	elapsed time.Duration
+	lat     []time.Duration
+	cpu     time.Duration // the server process's user+system time
+	errors  int64
+}
+
+// drive runs every combination and prints the report.
+func drive(out io.Writer, duration time.Duration, rounds int) error {
+	dir, err := os.MkdirTemp("", "hookback-throughput-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	pool, err := writeCert(dir)
+	if err != nil {
+		return err
+	}
+	body, err := os.ReadFile(filepath.Join("..", "testdata", "admission", "pod-create.v1.json"))
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	type key struct {
+		proto string
+		conc  int
+		srv   string
+	}
+	all := map[key][]result{}
+	for _, proto := range []string{"h2", "http/1.1"} {
+		for _, conc := range []int{1, 8, 64} {
+			for r := range rounds {
+				order := slices.Clone(servers)
+				if r%2 == 1 {
+					slices.Reverse(order)
+				}
+				for _, s := range order {
+					res, err := runOnce(self, s, dir, pool, proto, conc, duration, body)
+					if err != nil {
+						return fmt.Errorf("%s %s c=%d: %w", s, proto, conc, err)
+					}
+					k := key{proto, conc, s}
+					all[k] = append(all[k], res)
+					fmt.Fprintf(os.Stderr, "%s %s c=%d: %.0f req/s\n", s, proto, conc, float64(res.reqs)/res.elapsed.Seconds())
+				}
+			}
+		}
+	}
+	fmt.Fprintf(out, "| protocol | concurrency | server | req/s | p50 | p99 | server CPU s / 10k req | errors | req/s vs controller-runtime | req/s vs bare |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, proto := range []string{"h2", "http/1.1"} {
+		for _, conc := range []int{1, 8, 64} {
+			rate := map[string]float64{}
+			merged := map[string]result{}
+			for _, s := range servers {
+				var m result
+				for _, r := range all[key{proto, conc, s}] {
+					m.reqs += r.reqs
+					m.elapsed += r.elapsed
+					m.cpu += r.cpu
+					m.errors += r.errors
+					m.lat = append(m.lat, r.lat...)
+				}
+				merged[s], rate[s] = m, float64(m.reqs)/m.elapsed.Seconds()
+			}
+			for _, s := range servers {
+				m := merged[s]
+				slices.Sort(m.lat)
+				fmt.Fprintf(out, "| %s | %d | %s | %.0f | %s | %s | %.2f | %d | %.2f× | %.2f× |\n", proto, conc, s, rate[s],
+					q(m.lat, .5), q(m.lat, .99), m.cpu.Seconds()/float64(m.reqs)*1e4, m.errors, rate[s]/rate["controller-runtime"], rate[s]/rate["bare"])
+			}
+		}
+	}
+	return nil
+}
+
+func q(lat []time.Duration, p float64) string {
+	if len(lat) == 0 {
+		return "—"
+	}
+	d := lat[int(p*float64(len(lat)-1))]
+	return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
+}
+
+// runOnce starts one server process, loads it for duration and stops it.
+func runOnce(self, kind, dir string, pool *x509.CertPool, proto string, conc int, duration time.Duration, body []byte) (result, error) {
+	cmd := exec.Command(self, "-serve", kind, "-dir", dir)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return result{}, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return result{}, err
+	}
+	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		return result{}, fmt.Errorf("read the server's address: %w", err)
+	}
+	url := "https://" + strings.TrimSpace(line) + "/validate?timeout=10s"
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, NextProtos: []string{proto}}, ForceAttemptHTTP2: proto == "h2",
+		MaxIdleConnsPerHost: conc, MaxConnsPerHost: conc}
+	if proto != "h2" {
+		tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	}
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	defer tr.CloseIdleConnections()
+	post := func() error {
+		resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"allowed":true`)) {
+			return fmt.Errorf("status %d: %.200s", resp.StatusCode, b)
+		}
+		if proto == "h2" && resp.ProtoMajor != 2 {
+			return fmt.Errorf("served over %s", resp.Proto)
+		}
+		return nil
+	}
+	// Ready and warm: every connection made before the clock starts.
+	deadline := time.Now().Add(10 * time.Second)
+	for post() != nil {
+		if time.Now().After(deadline) {
+			return result{}, fmt.Errorf("%s never answered: %w", kind, post())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cpu0, err := cpuTime(cmd.Process.Pid)
+	if err != nil {
+		return result{}, err
+	}
+	var res result
+	var mu sync.Mutex
+	var errs atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	end := start.Add(duration)
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var lat []time.Duration
+			for time.Now().Before(end) {
+				t := time.Now()
+				if err := post(); err != nil {
+					errs.Add(1)
+					continue
+				}
+				lat = append(lat, time.Since(t))
+			}
+			mu.Lock()
+			res.lat = append(res.lat, lat...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	res.elapsed = time.Since(start)
+	cpu1, err := cpuTime(cmd.Process.Pid)
+	if err != nil {
+		return result{}, err
+	}
+	res.reqs, res.errors, res.cpu = int64(len(res.lat)), errs.Load(), cpu1-cpu0
+	return res, nil
+}
+
+// cpuTime is a process's user plus system time, from /proc.
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name, which is in parentheses.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100, nil // USER_HZ
+}
+
+// writeCert writes a self-signed certificate for 127.0.0.1 and returns a
+// pool trusting it.
+func writeCert(dir string) (*x509.CertPool, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "bench"},
+		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return pool, nil
+}

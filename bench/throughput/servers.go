@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+	cradmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	hookback "github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/server"
+)
+
+// decide is the one decision every server makes: decode the pod, deny a
+// name with a banned word, allow the rest.
+func decide(raw []byte) (allowed bool, msg string, err error) {
+	var pod corev1.Pod
+	if err := json.Unmarshal(raw, &pod); err != nil {
+		return false, "", err
+	}
+	if strings.Contains(pod.Name, "offensive") {
+		return false, "pod name contains \"offensive\"", nil
+	}
+	return true, "", nil
+}
+
+// runServer serves path /validate on a free loopback port, prints the
+// address on stdout, and serves until SIGTERM.
+func runServer(kind, dir string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if path := os.Getenv("BENCH_CPUPROFILE"); path != "" {
+		f, err := os.Create(path + "." + kind)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	addr := ln.Addr().String()
+	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+	if err != nil {
+		return err
+	}
+	tlsConf := &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
+	switch kind {
+	case "hookback":
+		ln.Close()
+		h := hookback.HandlerFunc(func(_ context.Context, req hookback.Request) hookback.Response {
+			ok, msg, err := decide(req.Object.Raw)
+			switch {
+			case err != nil:
+				return hookback.Errored(http.StatusBadRequest, err)
+			case !ok:
+				return hookback.Denied(msg)
+			}
+			return hookback.Allowed("")
+		})
+		srv, err := server.NewServer(server.ServerOptions{Address: addr, HealthAddress: "127.0.0.1:0", TLS: tlsConf,
+			Webhooks: []hookback.Webhook{{Name: "bench", Path: "/validate", Handler: h}},
+			Log:      slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: server.NewMetrics()})
+		if err != nil {
+			return err
+		}
+		fmt.Println(addr)
+		return srv.Start(ctx)
+	case "controller-runtime":
+		ln.Close()
+		_, port, _ := net.SplitHostPort(addr)
+		p, _ := strconv.Atoi(port)
+		srv := crwebhook.NewServer(crwebhook.Options{Host: "127.0.0.1", Port: p, CertDir: dir, CertName: "tls.crt", KeyName: "tls.key"})
+		srv.Register("/validate", &cradmission.Webhook{Handler: cradmission.HandlerFunc(func(_ context.Context, req cradmission.Request) cradmission.Response {
+			ok, msg, err := decide(req.Object.Raw)
+			switch {
+			case err != nil:
+				return cradmission.Errored(http.StatusBadRequest, err)
+			case !ok:
+				return cradmission.Denied(msg)
+			}
+			return cradmission.Allowed("")
+		})})
+		fmt.Println(addr)
+		return srv.Start(ctx)
+	case "bare":
+		mux := http.NewServeMux()
+		mux.HandleFunc("/validate", bareHandler)
+		s := &http.Server{Handler: mux, TLSConfig: tlsConf, ReadHeaderTimeout: 10 * time.Second}
+		go func() { <-ctx.Done(); _ = s.Close() }()
+		fmt.Println(addr)
+		if err := s.ServeTLS(ln, "", ""); err != http.ErrServerClosed {
+			return err
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown server %q", kind)
+}
+
+// bareHandler gives the same answer with nothing around it: the floor.
+func bareHandler(w http.ResponseWriter, r *http.Request) {
+	var review admissionv1.AdmissionReview
+	if err := json.NewDecoder(io.LimitReader(r.Body, 7<<20)).Decode(&review); err != nil || review.Request == nil {
+		http.Error(w, "bad review", http.StatusBadRequest)
+		return
+	}
+	ok, msg, err := decide(review.Request.Object.Raw)
+	resp := &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: ok && err == nil}
+	if msg != "" {
+		resp.Result = &metav1.Status{Message: msg}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp})
+}
