@@ -19,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+
 	"github.com/hookback/hookback/controller"
 )
 
@@ -77,6 +79,10 @@ func (e *env) memory(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	cr, err := e.crCacheHeap(ctx)
+	if err != nil {
+		return err
+	}
 	sizes, err := e.podSizes(ctx, ns.Name)
 	if err != nil {
 		return err
@@ -107,7 +113,8 @@ func (e *env) memory(ctx context.Context) error {
 	fmt.Fprintf(e.out, "The same pod informer in the bench process (`runtime.GC()` forced before reading `runtime.MemStats.HeapAlloc`, %d pods cached):\n\n", with.pods)
 	fmt.Fprintf(e.out, "| informer | heap per cached pod |\n|---|---|\n")
 	fmt.Fprintf(e.out, "| plain `informers.NewSharedInformerFactory` | %s |\n", kb(without.perPod))
-	fmt.Fprintf(e.out, "| `controller.NewInformerFactory` (with `StripUnusedFields`) | %s (%+.0f%%) |\n\n", kb(with.perPod), 100*(with.perPod-without.perPod)/without.perPod)
+	fmt.Fprintf(e.out, "| `controller.NewInformerFactory` (with `StripUnusedFields`) | %s (%+.0f%%) |\n", kb(with.perPod), 100*(with.perPod-without.perPod)/without.perPod)
+	fmt.Fprintf(e.out, "| controller-runtime's cache with default options (what a manager whose controller watches pods holds) | %s (hookback's is %.2f× of it) |\n\n", kb(cr.perPod), with.perPod/cr.perPod)
 	fmt.Fprintf(e.out, "Average size of one of these pods as the apiserver returns it, and after `controller.StripUnusedFields`:\n\n")
 	fmt.Fprintf(e.out, "| | JSON | protobuf |\n|---|---|---|\n")
 	fmt.Fprintf(e.out, "| as returned (%.1f managedFields entries on average) | %s | %s |\n", sizes.managedEntries, kb(sizes.json), kb(sizes.proto))
@@ -288,6 +295,45 @@ func (e *env) informerHeap(ctx context.Context, transform bool) (informerHeap, e
 	stop()
 	f.Shutdown()
 	runtime.KeepAlive(inf)
+	return informerHeap{pods: n, perPod: (after - before) / float64(n)}, nil
+}
+
+// crCacheHeap is informerHeap for controller-runtime's cache with a
+// manager's default options: a pod informer with no transform.
+func (e *env) crCacheHeap(ctx context.Context) (informerHeap, error) {
+	heap := func() float64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return float64(ms.HeapAlloc)
+	}
+	before := heap()
+	ictx, stop := context.WithCancel(ctx)
+	defer stop()
+	c, err := crcache.New(e.rest, crcache.Options{})
+	if err != nil {
+		return informerHeap{}, err
+	}
+	inf, err := c.GetInformer(ictx, &corev1.Pod{})
+	if err != nil {
+		return informerHeap{}, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Start(ictx) }()
+	if !c.WaitForCacheSync(ictx) {
+		return informerHeap{}, fmt.Errorf("controller-runtime cache did not sync: %v", ctx.Err())
+	}
+	after := heap()
+	var pods corev1.PodList
+	if err := c.List(ictx, &pods); err != nil {
+		return informerHeap{}, err
+	}
+	n := len(pods.Items)
+	pods.Items = nil
+	runtime.KeepAlive(inf)
+	stop()
+	<-done
 	return informerHeap{pods: n, perPod: (after - before) / float64(n)}, nil
 }
 
