@@ -61,12 +61,12 @@ func redactAnswer(answer []byte) ([]byte, error) {
 		return nil, fmt.Errorf("decode answer: %w", err)
 	}
 	resp, _ := doc["response"].(map[string]any)
-	enc, _ := resp["patch"].(string)
-	if enc == "" {
+	b64, _ := resp["patch"].(string)
+	if b64 == "" {
 		return answer, nil
 	}
 	var raw []byte
-	if err := json.Unmarshal([]byte(`"`+enc+`"`), &raw); err != nil {
+	if err := json.Unmarshal([]byte(`"`+b64+`"`), &raw); err != nil {
 		return nil, fmt.Errorf("decode patch: %w", err)
 	}
 	var ops []map[string]any
@@ -79,11 +79,14 @@ func redactAnswer(answer []byte) ([]byte, error) {
 			op["value"] = redactValue(p, op["value"])
 		}
 	}
-	patch, err := json.Marshal(ops)
-	if err != nil {
+	// The marker stays readable: no \u003c escapes.
+	var patch bytes.Buffer
+	enc := json.NewEncoder(&patch)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(ops); err != nil {
 		return nil, fmt.Errorf("encode patch: %w", err)
 	}
-	resp["patch"] = patch
+	resp["patch"] = bytes.TrimRight(patch.Bytes(), "\n")
 	out, err := json.Marshal(doc)
 	if err != nil {
 		return nil, fmt.Errorf("encode answer: %w", err)
