@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/record"
@@ -62,7 +61,9 @@ func newFixture(t *testing.T, opts StoreOptions) *fixture {
 	t.Helper()
 	store := NewStore(opts)
 	srv, err := New(Options{Address: "127.0.0.1:0", Store: store, Sources: map[string]string{testHook.Name: SourceBuiltIn},
-		Replay: func(record.Entry) (http.Handler, error) { return admission.NewHTTPHandler(testHook, admission.HTTPOptions{}), nil }})
+		Replay: func(record.Entry) (http.Handler, error) {
+			return admission.NewHTTPHandler(testHook, admission.HTTPOptions{}), nil
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,5 +115,3 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
-
-var _ = time.Second
