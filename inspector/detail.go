@@ -53,7 +53,7 @@ func detailOf(e *entry, source string) detail {
 		d.DiffError = err.Error()
 		return d
 	}
-	d.Diff = sideBySide(d.Object, pretty(after))
+	d.Diff = fold(sideBySide(d.Object, pretty(after)))
 	return d
 }
 

@@ -8,7 +8,8 @@ import "strings"
 const maxDiffCells = 4 << 20
 
 // diffLine is one line of a side-by-side diff: Left is the line before,
-// Right the line after; Kind is "same", "del", "add" or "change".
+// Right the line after; Kind is "same", "del", "add" or "change", or "fold"
+// for a run of unchanged lines left out (Left says how many).
 type diffLine struct {
 	LeftNo, RightNo int
 	Left, Right     string
@@ -109,6 +110,38 @@ func pair(del, add []string, offA, offB int) []diffLine {
 			l.Kind = "del"
 		}
 		out = append(out, l)
+	}
+	return out
+}
+
+// diffContext is how many unchanged lines are shown around a change.
+const diffContext = 3
+
+// fold replaces runs of unchanged lines further than diffContext from any
+// change by one "fold" line.
+func fold(lines []diffLine) []diffLine {
+	near := make([]bool, len(lines))
+	for i, l := range lines {
+		if l.Kind == "same" {
+			continue
+		}
+		for j := max(0, i-diffContext); j <= min(len(lines)-1, i+diffContext); j++ {
+			near[j] = true
+		}
+	}
+	var out []diffLine
+	for i := 0; i < len(lines); {
+		if near[i] || lines[i].Kind != "same" {
+			out = append(out, lines[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(lines) && !near[j] {
+			j++
+		}
+		out = append(out, diffLine{Kind: "fold", Left: plural(j-i, "unchanged line")})
+		i = j
 	}
 	return out
 }

@@ -49,3 +49,27 @@ func TestSideBySide(t *testing.T) {
 		})
 	}
 }
+
+func TestFold(t *testing.T) {
+	var before, after strings.Builder
+	for i := 0; i < 20; i++ {
+		fmt.Fprintf(&before, "line %d\n", i)
+		if i == 10 {
+			after.WriteString("changed\n")
+			continue
+		}
+		fmt.Fprintf(&after, "line %d\n", i)
+	}
+	var kinds []string
+	for _, l := range fold(sideBySide(before.String(), after.String())) {
+		k := l.Kind
+		if k == "fold" {
+			k += "(" + l.Left + ")"
+		}
+		kinds = append(kinds, k)
+	}
+	want := "fold(7 unchanged lines) same same same change same same same fold(6 unchanged lines)"
+	if strings.Join(kinds, " ") != want {
+		t.Errorf("folded: %s\nwant:   %s", strings.Join(kinds, " "), want)
+	}
+}

@@ -94,7 +94,6 @@ type listPage struct {
 	After     uint64
 	Keep      int
 	Kept      int
-	Bytes     string
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
@@ -117,8 +116,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	if len(all) > 0 {
 		p.After = all[len(all)-1].id
 	}
-	n, b := s.opts.Store.usage()
-	p.Kept, p.Bytes = n, fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	p.Kept, _ = s.opts.Store.usage()
 	s.render(w, "list", p)
 }
 

@@ -101,8 +101,9 @@ func (r *Recorder) fileName(webhook string, review []byte) string {
 }
 
 // Redact replaces the values of data and stringData of a Secret in the
-// review's object and oldObject by Redacted, keeping their keys. Other
-// reviews come back as they are.
+// review's object and oldObject by Redacted, keeping their keys, and its
+// kubectl last-applied-configuration annotation (which holds them too).
+// Other reviews come back as they are.
 func Redact(review []byte) ([]byte, error) {
 	var doc map[string]any
 	if err := json.Unmarshal(review, &doc); err != nil {
@@ -116,16 +117,8 @@ func Redact(review []byte) ([]byte, error) {
 		req, _ := r.(map[string]any)
 		for _, o := range append(folded(req, "object"), folded(req, "oldObject")...) {
 			obj, _ := o.(map[string]any)
-			if !isSecret(obj) {
-				continue
-			}
-			for _, d := range append(folded(obj, "data"), folded(obj, "stringData")...) {
-				if m, ok := d.(map[string]any); ok {
-					for k := range m {
-						m[k] = Redacted
-					}
-					changed = true
-				}
+			if isSecret(obj) && redactSecret(obj) {
+				changed = true
 			}
 		}
 	}
@@ -140,6 +133,37 @@ func Redact(review []byte) ([]byte, error) {
 		return nil, fmt.Errorf("encode redacted review: %w", err)
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// lastApplied is the annotation `kubectl apply` writes: the whole manifest
+// as applied, a Secret's data (or stringData, in clear) included.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// redactSecret redacts a Secret's data and stringData values and its
+// last-applied-configuration annotation; it reports whether it changed obj.
+func redactSecret(obj map[string]any) bool {
+	changed := false
+	for _, d := range append(folded(obj, "data"), folded(obj, "stringData")...) {
+		if m, ok := d.(map[string]any); ok {
+			for k := range m {
+				m[k] = Redacted
+			}
+			changed = true
+		}
+	}
+	for _, md := range folded(obj, "metadata") {
+		meta, _ := md.(map[string]any)
+		for _, a := range folded(meta, "annotations") {
+			// Annotation keys are map keys: matched exactly.
+			if ann, ok := a.(map[string]any); ok {
+				if _, ok := ann[lastApplied]; ok {
+					ann[lastApplied] = Redacted
+					changed = true
+				}
+			}
+		}
+	}
+	return changed
 }
 
 // folded returns the values of m's keys equal to name ignoring case.
