@@ -2,6 +2,7 @@ package inspector
 
 import (
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -93,10 +94,9 @@ func (s *Store) RecordServed(x admission.Served) {
 		s.log.Warn("inspector keeps no body of a review it cannot redact", "webhook", x.Webhook, "error", err)
 		review, answer = nil, nil
 	}
-	// One allocation for both: the transport reuses its buffers.
-	buf := make([]byte, len(review)+len(answer))
-	copy(buf, review)
-	copy(buf[len(review):], answer)
+	// One allocation for both (the transport reuses its buffers); Concat
+	// does not zero what it copies over.
+	buf := slices.Concat(review, answer)
 	e := &entry{webhook: x.Webhook, path: x.Path, failure: x.Failure, start: x.Start, took: x.Took, upstream: x.Upstream,
 		review: buf[:len(review):len(review)], unredactable: err != nil}
 	if answer != nil {
@@ -237,13 +237,16 @@ type entry struct {
 	unredactable, tooBig bool
 
 	once sync.Once
-	sum  summary
+	sum  *summary
 }
 
 func (e *entry) size() int64 { return int64(len(e.review) + len(e.answer)) }
 
 // summary parses the entry on first use.
 func (e *entry) summary() *summary {
-	e.once.Do(func() { e.sum = summarize(e) })
-	return &e.sum
+	e.once.Do(func() {
+		sum := summarize(e)
+		e.sum = &sum
+	})
+	return e.sum
 }
