@@ -152,15 +152,39 @@ func TestInspector(t *testing.T) {
 	}
 	ctx := browser(t, chromium)
 	dir := screenshots(t)
+	base := "http://" + addr
 
-	// The list, filtered to the test's namespace, open before anything happens.
-	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+addr+"/?namespace="+ns),
+	patchedID, secretID := inspectLiveRows(t, ctx, base, ns, session)
+	screenshot(t, ctx, dir, "inspector-list.png")
+	inspectKeyboard(t, ctx, secretID)
+	inspectPatchAndReplay(t, ctx, patchedID, dir)
+	inspectRedaction(t, ctx, base, secretID)
+
+	// A narrow window in dark mode still reads.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), colorScheme("dark"),
+		chromedp.Navigate(base+"/?namespace="+ns), chromedp.WaitVisible(chromedp.CSS("#rows tr.review"))); err != nil {
+		t.Fatalf("narrow dark list: %v", err)
+	}
+	screenshot(t, ctx, dir, "inspector-narrow-dark.png")
+	if wide, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`)); wide {
+		t.Error("the list scrolls sideways in a 390px window")
+	}
+}
+
+// secretValue is the test Secret's password: it must never reach the page.
+const secretValue = "s3cr3t-inspector-e2e"
+
+// inspectLiveRows opens the list filtered to ns, creates a denied pod (the
+// built-in pod-name), a pod the upstream patches and a Secret with kubectl,
+// and sees each row appear without a reload. It returns the patched pod's
+// and the Secret's review ids.
+func inspectLiveRows(t *testing.T, ctx context.Context, base, ns, session string) (patchedID, secretID string) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/?namespace="+ns),
 		chromedp.Poll[chromedp.Void](`document.getElementById('live').textContent === 'live'`),
 		chromedp.Evaluate[chromedp.Void](`window.hookbackNoReload = true`)); err != nil {
 		t.Fatalf("open the inspector: %v", err)
 	}
-
-	// A denied pod (built-in pod-name), a pod the upstream patches, a Secret.
 	if out, err := kubectl(t, "", "run", "offensive-pod", "-n", ns, "--image=registry.example/app:e2e"); err == nil || !strings.Contains(out, "offensive") {
 		t.Fatalf("kubectl run offensive-pod: %v: %s (want the denial)", err, out)
 	}
@@ -168,28 +192,35 @@ func TestInspector(t *testing.T) {
 	if out, err := kubectl(t, "", "run", "patched-pod", "-n", ns, "--image=registry.example/app:e2e", "--labels=e2e-upstream="+session); err != nil {
 		t.Fatalf("kubectl run patched-pod: %v: %s", err, out)
 	}
-	patchedID := rowID(t, ctx, "patched", ns+"/patched-pod", "mpod.example.com", "upstream", "1 op")
-	const secretValue = "s3cr3t-inspector-e2e"
+	patchedID = rowID(t, ctx, "patched", ns+"/patched-pod", "mpod.example.com", "upstream", "1 op")
 	secret := fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: db-credentials\n  namespace: %s\n  labels:\n    e2e-upstream: %q\nstringData:\n  password: %s\n", ns, session, secretValue)
 	if out, err := kubectl(t, secret, "apply", "-f", "-"); err != nil {
 		t.Fatalf("kubectl apply the Secret: %v: %s", err, out)
 	}
-	secretID := rowID(t, ctx, "allowed", ns+"/db-credentials", "vpod.example.com", "secrets")
+	secretID = rowID(t, ctx, "allowed", ns+"/db-credentials", "vpod.example.com", "secrets")
 	if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.hookbackNoReload === true`)); err != nil || !ok {
 		t.Errorf("the page was reloaded (%v)", err)
 	}
-	screenshot(t, ctx, dir, "inspector-list.png")
+	return patchedID, secretID
+}
 
-	// Keyboard: j focuses the newest review's link.
+// inspectKeyboard: j focuses the newest review's link.
+func inspectKeyboard(t *testing.T, ctx context.Context, newestID string) {
+	t.Helper()
 	if err := chromedp.Do(ctx, chromedp.KeyEvent("j")); err != nil {
 		t.Fatal(err)
 	}
-	if focused, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.closest('tr') ? document.activeElement.closest('tr').dataset.id : ''`)); err != nil || focused != secretID {
-		t.Errorf("j focused review %q (%v), want the newest, %s", focused, err, secretID)
+	focused, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.closest('tr') ? document.activeElement.closest('tr').dataset.id : ''`))
+	if err != nil || focused != newestID {
+		t.Errorf("j focused review %q (%v), want the newest, %s", focused, err, newestID)
 	}
+}
 
-	// The patched pod's detail: operations, and the diff before/after.
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`tr[data-id="`+patchedID+`"] a.open`)),
+// inspectPatchAndReplay opens the patched review: its operations, the diff
+// before/after, then a replay to the same upstream, unchanged.
+func inspectPatchAndReplay(t *testing.T, ctx context.Context, id, dir string) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`tr[data-id="`+id+`"] a.open`)),
 		chromedp.WaitVisible(chromedp.CSS("table.diff"))); err != nil {
 		t.Fatalf("open the patched review: %v", err)
 	}
@@ -202,8 +233,6 @@ func TestInspector(t *testing.T) {
 		t.Errorf("the diff's added lines lack the label: %q", added)
 	}
 	screenshot(t, ctx, dir, "inspector-detail.png")
-
-	// Replay to the same upstream: unchanged.
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#replay button")),
 		chromedp.WaitVisible(chromedp.CSS("#replay-verdict"))); err != nil {
 		t.Fatalf("replay: %v", err)
@@ -213,10 +242,12 @@ func TestInspector(t *testing.T) {
 		t.Errorf("replay verdict %q, want unchanged", verdict)
 	}
 	screenshot(t, ctx, dir, "inspector-replay.png")
+}
 
-	// The Secret: its data is nowhere in the DOM, the marker is.
-	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+addr+"/reviews/"+secretID),
-		chromedp.WaitVisible(chromedp.CSS("#object"))); err != nil {
+// inspectRedaction: the Secret's data is nowhere in the DOM, the marker is.
+func inspectRedaction(t *testing.T, ctx context.Context, base, id string) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/reviews/"+id), chromedp.WaitVisible(chromedp.CSS("#object"))); err != nil {
 		t.Fatalf("open the Secret's review: %v", err)
 	}
 	dom, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.documentElement.outerHTML`))
@@ -230,15 +261,5 @@ func TestInspector(t *testing.T) {
 	}
 	if !strings.Contains(dom, "&lt;redacted by hookback&gt;") {
 		t.Error("the Secret's page does not show the redaction marker")
-	}
-
-	// A narrow window in dark mode still reads.
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), colorScheme("dark"),
-		chromedp.Navigate("http://"+addr+"/?namespace="+ns), chromedp.WaitVisible(chromedp.CSS("#rows tr.review"))); err != nil {
-		t.Fatalf("narrow dark list: %v", err)
-	}
-	screenshot(t, ctx, dir, "inspector-narrow-dark.png")
-	if wide, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`)); wide {
-		t.Error("the list scrolls sideways in a 390px window")
 	}
 }

@@ -106,6 +106,9 @@ func IsLoopback(address string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// Close releases the listener of a server that will not be started.
+func (s *Server) Close() error { return s.ln.Close() }
+
 // Addr is the bound address.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 

@@ -101,6 +101,9 @@ func Run(ctx context.Context, cfg Config) error {
 		Recorder:      rec,
 	})
 	if err != nil {
+		if insp != nil {
+			_ = insp.Close()
+		}
 		return err
 	}
 	recorders.Start()
