@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/record"
 )
@@ -364,5 +367,25 @@ func TestNewRefusesExposureUnlessAsked(t *testing.T) {
 				srv.ln.Close()
 			}
 		})
+	}
+}
+
+// The Events a webhook recorded while deciding show on its review's page.
+func TestDetailShowsEvents(t *testing.T) {
+	f := newFixture(t, StoreOptions{})
+	rec := f.store.Tap(testHook.Name, &events.FakeRecorder{})
+	tapped := admission.HandlerFunc(func(ctx context.Context, req admission.Request) admission.Response {
+		rec.Eventf(&corev1.ObjectReference{Kind: "Pod", Namespace: req.Namespace, Name: req.Name}, nil,
+			corev1.EventTypeWarning, "SidecarSkipped", "InjectSidecar", "missing annotation %s", "xxl-agent/job-name")
+		return admission.Allowed("")
+	})
+	f.serve = admission.NewHTTPHandler(admission.Webhook{Name: testHook.Name, Path: testHook.Path, Handler: tapped},
+		admission.HTTPOptions{Recorder: f.store})
+	f.admit(podReview("u-ev", "team-a", "ev-pod"))
+	_, body := f.get(fmt.Sprintf("/reviews/%d", f.lastID()))
+	for _, want := range []string{"<strong>Warning</strong> SidecarSkipped (InjectSidecar) on Pod team-a/ev-pod: missing annotation xxl-agent/job-name"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("%q missing in:\n%s", want, body)
+		}
 	}
 }
