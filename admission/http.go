@@ -58,6 +58,35 @@ type Recorder interface {
 	Record(webhook, path string, review, answer []byte)
 }
 
+// Served is one admission as the transport served it, for a
+// ServedRecorder. Review and Answer are only valid during RecordServed.
+type Served struct {
+	// Webhook and Path are the webhook that answered and where it is served.
+	Webhook, Path string
+	// Review is the AdmissionReview as received.
+	Review []byte
+	// Answer is the AdmissionReview sent back; nil when the call failed.
+	Answer []byte
+	// Failure is the message of a failed call (HTTP 500, see CallFailed).
+	Failure string
+	// Start is when the request arrived; Took is how long hookback took to
+	// decide, Upstream the part of it spent waiting on an upstream server.
+	Start          time.Time
+	Took, Upstream time.Duration
+}
+
+// ServedRecorder is a Recorder that also wants the timing of each
+// admission and the calls that failed (the inspector). When
+// HTTPOptions.Recorder implements it, the transport calls RecordServed
+// instead of Record, for every answer sent and every failed call.
+//
+// Contract: as Record's: RecordServed runs on the request's path, must not
+// block for long, must not keep s.Review or s.Answer past its return, and
+// must never fail the admission.
+type ServedRecorder interface {
+	RecordServed(s Served)
+}
+
 // admissionHTTP is the transport for one webhook: method, content type, body
 // cap, decoding either review version, the typed reply, logging and metrics.
 type admissionHTTP struct {
@@ -67,6 +96,7 @@ type admissionHTTP struct {
 	log     *slog.Logger
 	obs     Observer
 	rec     Recorder
+	served  ServedRecorder
 	maxBody int64
 }
 
@@ -82,6 +112,7 @@ func NewHTTPHandler(w Webhook, opts HTTPOptions) http.Handler {
 	if a.maxBody <= 0 {
 		a.maxBody = DefaultMaxBodyBytes
 	}
+	a.served, _ = a.rec.(ServedRecorder)
 	return a
 }
 
@@ -129,7 +160,7 @@ func (a *admissionHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 	}
 	resp := a.call(ctx, req)
-	a.reply(w, review.TypeMeta, req, resp, time.Since(start))
+	a.reply(w, review.TypeMeta, req, resp, start)
 }
 
 // decodeReview accepts admission.k8s.io/v1 and v1beta1: their JSON shapes are
@@ -171,10 +202,15 @@ func (a *admissionHTTP) call(ctx context.Context, req Request) (resp Response) {
 	return a.handler.Handle(ctx, req)
 }
 
-func (a *admissionHTTP) reply(w http.ResponseWriter, tm metav1.TypeMeta, req Request, resp Response, took time.Duration) {
+func (a *admissionHTTP) reply(w http.ResponseWriter, tm metav1.TypeMeta, req Request, resp Response, start time.Time) {
+	took := time.Since(start)
 	if resp.callFailed {
 		http.Error(w, resp.Result.Message, http.StatusInternalServerError)
 		a.logAdmission(req, resp, took)
+		if a.served != nil {
+			a.served.RecordServed(Served{Webhook: a.name, Path: a.path, Review: req.Raw, Failure: resp.Result.Message,
+				Start: start, Took: took, Upstream: resp.Upstream})
+		}
 		return
 	}
 	out := admissionv1.AdmissionReview{TypeMeta: tm, Response: &admissionv1.AdmissionResponse{
@@ -197,7 +233,11 @@ func (a *admissionHTTP) reply(w http.ResponseWriter, tm metav1.TypeMeta, req Req
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(body)
 	a.logAdmission(req, resp, took)
-	if a.rec != nil {
+	switch {
+	case a.served != nil:
+		a.served.RecordServed(Served{Webhook: a.name, Path: a.path, Review: req.Raw, Answer: body,
+			Start: start, Took: took, Upstream: resp.Upstream})
+	case a.rec != nil:
 		a.rec.Record(a.name, a.path, req.Raw, body)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -188,6 +189,65 @@ func TestAdmissionHTTPRawRecordAndUpstream(t *testing.T) {
 			}
 			if !strings.Contains(logs.String(), "upstream=3ms") || !strings.Contains(logs.String(), " own=") {
 				t.Errorf("log line lacks upstream and own time: %s", logs.String())
+			}
+		})
+	}
+}
+
+type servedRecorder struct {
+	memRecorder
+	served []Served
+}
+
+func (s *servedRecorder) RecordServed(x Served) {
+	x.Review, x.Answer = bytes.Clone(x.Review), bytes.Clone(x.Answer)
+	s.served = append(s.served, x)
+}
+
+// A ServedRecorder gets every answered review with its timing, and the
+// failed calls too, instead of Record.
+func TestAdmissionHTTPServedRecorder(t *testing.T) {
+	tests := []struct {
+		name        string
+		handler     Handler
+		wantCode    int
+		wantAnswer  bool
+		wantFailure string
+	}{
+		{name: "answered", handler: HandlerFunc(func(context.Context, Request) Response {
+			r := Allowed("")
+			r.Upstream = time.Millisecond
+			return r
+		}), wantCode: 200, wantAnswer: true},
+		{name: "failed call", handler: HandlerFunc(func(context.Context, Request) Response {
+			r := CallFailed(errors.New("upstream answered garbage"))
+			r.Upstream = time.Millisecond
+			return r
+		}), wantCode: 500, wantFailure: "upstream answered garbage"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &servedRecorder{}
+			body := fixture(t, "pod-create.v1.json")
+			h := NewHTTPHandler(Webhook{Name: "w", Path: "/w", Handler: tt.handler}, HTTPOptions{Recorder: rec})
+			req := httptest.NewRequest(http.MethodPost, "/w", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			w := httptest.NewRecorder()
+			before := time.Now()
+			h.ServeHTTP(w, req)
+			if w.Code != tt.wantCode {
+				t.Fatalf("code = %d", w.Code)
+			}
+			if len(rec.got) != 0 || len(rec.served) != 1 {
+				t.Fatalf("Record called %d times, RecordServed %d", len(rec.got), len(rec.served))
+			}
+			x := rec.served[0]
+			if x.Webhook != "w" || x.Path != "/w" || !bytes.Equal(x.Review, body) || x.Failure != tt.wantFailure ||
+				(x.Answer != nil) != tt.wantAnswer || x.Upstream != time.Millisecond || x.Took <= 0 || x.Start.Before(before) {
+				t.Errorf("served = %+v", x)
+			}
+			if tt.wantAnswer && !bytes.Equal(x.Answer, w.Body.Bytes()) {
+				t.Errorf("answer %s, sent %s", x.Answer, w.Body.Bytes())
 			}
 		})
 	}

@@ -264,3 +264,15 @@ func TestFlagsAfterArguments(t *testing.T) {
 		})
 	}
 }
+
+func TestInspectorFlags(t *testing.T) {
+	_, _, err := run(t, "start", "--state-dir", t.TempDir(), "--inspector-address", "0.0.0.0:8082", "--inspector-keep", "0")
+	if err == nil || !strings.HasPrefix(err.Error(), "exit 2: ") {
+		t.Fatalf("err = %v, want exit 2", err)
+	}
+	for _, want := range []string{"--inspector-address 0.0.0.0:8082", "--inspector-expose", "--inspector-keep 0"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/webhook"
 )
 
@@ -29,9 +30,9 @@ func newFlag(name string) cli.Flag {
 	d := webhook.DefaultOptions()
 	usage, value := flagText[name], flagDefault(name)
 	switch name {
-	case "port", "acme-http-port":
+	case "port", "acme-http-port", "inspector-keep":
 		return &cli.IntFlag{Name: name, EnvVars: envVar(name), Value: value.(int), Usage: usage}
-	case "no-verify", "all", "bundle", "upstream-insecure", "keep-failure-policy":
+	case "no-verify", "all", "bundle", "upstream-insecure", "keep-failure-policy", "inspector-expose":
 		return &cli.BoolFlag{Name: name, EnvVars: envVar(name), Usage: usage}
 	case "verify-timeout", "lease-duration", "timeout", "request-timeout", "acme-renew-check-interval":
 		return &cli.DurationFlag{Name: name, EnvVars: envVar(name), Value: value.(time.Duration), Usage: usage,
@@ -86,6 +87,10 @@ func flagDefault(name string) any {
 		return "all"
 	case "health-address":
 		return "127.0.0.1:8081"
+	case "inspector-address":
+		return inspector.DefaultAddress
+	case "inspector-keep":
+		return inspector.DefaultKeep
 	case "lease-namespace":
 		return "default"
 	case "state-dir":
@@ -145,6 +150,9 @@ var flagText = map[string]string{
 	"upstream-insecure":         "do not verify an https upstream's certificate (loopback upstreams only)",
 	"keep-failure-policy":       "your webhooks: keep each failurePolicy (default: Ignore, so a stopped debugger never blocks the cluster)",
 	"record-dir":                "write every review and the answer sent into this directory, one JSON file each (Secrets' data redacted)",
+	"inspector-address":         "host:port of the inspector, a local page of the last reviews, live (\"\" disables it; loopback unless --inspector-expose)",
+	"inspector-expose":          "allow an --inspector-address beyond loopback: whoever reaches it sees every review (Secrets' data redacted) and can replay them",
+	"inspector-keep":            "how many of the last reviews the inspector keeps in memory (also bounded to 64 MiB)",
 	"all":                       "remove every session, alive or not",
 	"bundle":                    "print the base64 caBundle instead of PEM",
 	"webhook":                   "built-in webhook to run (" + strings.Join(webhook.Names(), ", ") + ")",
@@ -160,7 +168,8 @@ var serveFlagNames = []string{"advertise-address", "port", "session", "template"
 
 // startFlagNames are serveFlagNames plus what only a running session needs.
 var startFlagNames = append(append([]string{}, serveFlagNames...),
-	"bind-address", "health-address", "no-verify", "verify-timeout", "lease-duration", "record-dir")
+	"bind-address", "health-address", "no-verify", "verify-timeout", "lease-duration", "record-dir",
+	"inspector-address", "inspector-expose", "inspector-keep")
 
 // lookup finds the context in c's lineage where name was set (the
 // subcommand's flags first, then the app's global ones), else c itself,

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/session"
@@ -161,6 +162,7 @@ type StartOptions struct {
 	ServeOptions
 	RecordDir                    string
 	BindAddress, HealthAddress   string
+	Inspector                    session.InspectorConfig
 	NoVerify                     bool
 	VerifyTimeout, LeaseDuration time.Duration
 }
@@ -168,7 +170,9 @@ type StartOptions struct {
 func startOptions(c *cli.Context) StartOptions {
 	return StartOptions{ServeOptions: serveOptions(c), RecordDir: c.String("record-dir"), BindAddress: c.String("bind-address"),
 		HealthAddress: c.String("health-address"), NoVerify: c.Bool("no-verify"),
-		VerifyTimeout: c.Duration("verify-timeout"), LeaseDuration: c.Duration("lease-duration")}
+		VerifyTimeout: c.Duration("verify-timeout"), LeaseDuration: c.Duration("lease-duration"),
+		Inspector: session.InspectorConfig{Address: c.String("inspector-address"), Expose: c.Bool("inspector-expose"),
+			Keep: c.Int("inspector-keep"), Fallback: !c.IsSet("inspector-address")}}
 }
 
 // Validate reports every problem at once.
@@ -180,6 +184,12 @@ func (o StartOptions) Validate() error {
 	if o.LeaseDuration < time.Second {
 		errs = append(errs, fmt.Errorf("--lease-duration %s: want at least 1s", o.LeaseDuration))
 	}
+	if o.Inspector.Keep < 1 {
+		errs = append(errs, fmt.Errorf("--inspector-keep %d: want at least 1", o.Inspector.Keep))
+	}
+	if a := o.Inspector.Address; a != "" && !o.Inspector.Expose && !inspector.IsLoopback(a) {
+		errs = append(errs, fmt.Errorf("--inspector-address %s: want a loopback host:port such as %s, or pass --inspector-expose", a, inspector.DefaultAddress))
+	}
 	return errors.Join(errs...)
 }
 
@@ -187,7 +197,7 @@ func (o StartOptions) config(ext Extension, log *slog.Logger, out io.Writer) ses
 	cfg := o.ServeOptions.config(ext, log)
 	cfg.BindAddress, cfg.HealthAddress = o.BindAddress, o.HealthAddress
 	cfg.RequireVerified, cfg.VerifyTimeout, cfg.LeaseDuration = !o.NoVerify, o.VerifyTimeout, o.LeaseDuration
-	cfg.Out, cfg.RecordDir = out, o.RecordDir
+	cfg.Out, cfg.RecordDir, cfg.Inspector = out, o.RecordDir, o.Inspector
 	// make run points this at the local control plane's kubectl when none
 	// is on PATH, so the banner's suggestions work as printed.
 	cfg.Kubectl = os.Getenv("HOOKBACK_KUBECTL")

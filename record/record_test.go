@@ -20,6 +20,10 @@ func TestRedact(t *testing.T) {
 			review: `{"request":{"object":{"apiVersion":"v1","kind":"Secret","data":{"k":"c2VjcmV0"},"stringData":{"p":"hunter2"}},` +
 				`"oldObject":{"apiVersion":"v1","kind":"Secret","data":{"k":"b2xk"}}}}`,
 			gone: []string{"c2VjcmV0", "hunter2", "b2xk"}, kept: []string{`"k":"` + Redacted, `"p":"` + Redacted}},
+		{name: "kubectl apply's copy of a secret",
+			review: `{"request":{"object":{"kind":"Secret","metadata":{"annotations":{"kubectl.kubernetes.io/last-applied-configuration":` +
+				`"{\"stringData\":{\"p\":\"hunter2\"}}","other":"kept"}},"data":{"p":"aHVudGVyMg=="}}}}`,
+			gone: []string{"hunter2", "aHVudGVyMg=="}, kept: []string{`\"p\":\"` + Redacted, `"other":"kept"`}},
 		{name: "a configmap is left alone", review: `{"request":{"object":{"apiVersion":"v1","kind":"ConfigMap","data":{"k":"visible"}}}}`,
 			kept: []string{`"k":"visible"`}},
 		{name: "kubectl apply's copy of the secret",

@@ -23,18 +23,7 @@ type Target func(e Entry) (http.Handler, error)
 // replayed is the redacted review.
 func Replay(ctx context.Context, entries []NamedEntry, target Target, w io.Writer) (changed int, err error) {
 	for _, e := range entries {
-		h, err := target(e.Entry)
-		if err != nil {
-			return changed, fmt.Errorf("%s: %w", e.File, err)
-		}
-		req := httptest.NewRequestWithContext(ctx, http.MethodPost, e.Path, bytes.NewReader(e.Review))
-		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != http.StatusOK {
-			return changed, fmt.Errorf("%s: the review was refused (HTTP %d): %s", e.File, rec.Code, strings.TrimSpace(rec.Body.String()))
-		}
-		diffs, err := Compare(e.Answer, rec.Body.Bytes())
+		_, diffs, err := ReplayOne(ctx, e.Entry, target)
 		if err != nil {
 			return changed, fmt.Errorf("%s: %w", e.File, err)
 		}
@@ -46,6 +35,31 @@ func Replay(ctx context.Context, entries []NamedEntry, target Target, w io.Write
 		fmt.Fprintf(w, "changed  %s: %s\n", e.File, strings.Join(diffs, "; "))
 	}
 	return changed, nil
+}
+
+// ReplayOne sends e's review to target and returns the new answer and what
+// changed against the recorded one (Compare); an entry without a recorded
+// answer (the call had failed) compares as "answer none -> ...".
+func ReplayOne(ctx context.Context, e Entry, target Target) (answer []byte, diffs []string, err error) {
+	h, err := target(e)
+	if err != nil {
+		return nil, nil, err
+	}
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, e.Path, bytes.NewReader(e.Review))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		return nil, nil, fmt.Errorf("the review was refused (HTTP %d): %s", rec.Code, strings.TrimSpace(rec.Body.String()))
+	}
+	if len(e.Answer) == 0 {
+		return rec.Body.Bytes(), []string{"answer none -> " + strings.TrimSpace(rec.Body.String())}, nil
+	}
+	diffs, err = Compare(e.Answer, rec.Body.Bytes())
+	if err != nil {
+		return nil, nil, err
+	}
+	return rec.Body.Bytes(), diffs, nil
 }
 
 // answer is what Compare looks at in an AdmissionReview answer.

@@ -55,6 +55,9 @@ type Config struct {
 	User UserWebhooks
 	// RecordDir, when set, keeps every review and answer there.
 	RecordDir string
+	// Inspector is the local page of the last reviews; a zero value
+	// disables it.
+	Inspector InspectorConfig
 	// ReloadInterval is the backstop re-read period of watched files.
 	ReloadInterval time.Duration
 	// Out receives the ready banner.
@@ -84,6 +87,9 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.User.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Inspector.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	paths := map[string]string{}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/webhook"
 )
@@ -40,8 +41,12 @@ type parts struct {
 
 // buildParts builds the selected built-ins and the extra webhooks on the
 // shared informer factory and event recorders.
-func buildParts(cfg Config, cl *Cluster, factory informers.SharedInformerFactory, recorders *eventRecorders, reg prometheus.Registerer) (*parts, error) {
+func buildParts(cfg Config, cl *Cluster, factory informers.SharedInformerFactory, recorders *eventRecorders, reg prometheus.Registerer, store *inspector.Store) (*parts, error) {
 	deps := webhook.Deps{Log: cfg.Log, Recorder: recorders.For}
+	if store != nil {
+		// The inspector shows, with each review, the Events it caused.
+		deps.Recorder = func(name string) events.EventRecorder { return store.Tap(name, recorders.For(name)) }
+	}
 	if slices.Contains(cfg.Webhooks, webhook.NamePodEviction) {
 		deps.Pods = factory.Core().V1().Pods().Lister()
 		deps.PodsSynced = factory.Core().V1().Pods().Informer().HasSynced

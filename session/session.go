@@ -20,6 +20,7 @@ import (
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/server"
 )
@@ -72,13 +73,18 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	p, err := buildParts(cfg, cl, factory, recorders, metrics.Registry)
+	store := newInspectorStore(cfg)
+	p, err := buildParts(cfg, cl, factory, recorders, metrics.Registry, store)
 	if err != nil {
 		return err
 	}
 	canary := registration.NewCanary()
 	hooks := append(append(p.webhooks, user.hooks...), admission.Webhook{Name: "canary", Path: registration.CanaryPath, Handler: canary})
-	rec, err := newRecorder(cfg)
+	rec, err := newRecorder(cfg, store)
+	if err != nil {
+		return err
+	}
+	insp, err := newInspector(cfg, store, hooks, user, factory)
 	if err != nil {
 		return err
 	}
@@ -94,13 +100,16 @@ func Run(ctx context.Context, cfg Config) error {
 		Recorder:      rec,
 	})
 	if err != nil {
+		if insp != nil {
+			_ = insp.Close()
+		}
 		return err
 	}
 	recorders.Start()
 	factory.Start(infCtx.Done())
 
 	r := newRun(cfg, cl, srv, canary, crt, p, URL(decision.Host, cfg.Port))
-	r.user = user
+	r.user, r.inspector = user, insp
 	return r.run(ctx, started)
 }
 
@@ -115,6 +124,7 @@ type run struct {
 	parts     *parts
 	user      *userWebhooks
 	url       string
+	inspector *inspector.Server
 	registrar *registration.Registrar
 	heartbeat *registration.Heartbeat
 	leaseRef  string
@@ -144,8 +154,11 @@ func (r *run) run(ctx context.Context, started time.Time) (err error) {
 	// Controllers too: they stop after deregistration (shutdown).
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	runnables := r.parts.runnables()
-	errc := make(chan error, 1+len(runnables))
+	errc := make(chan error, 2+len(runnables))
 	r.srv.Go(func() { errc <- r.server.Start(srvCtx) })
+	if r.inspector != nil {
+		r.srv.Go(func() { errc <- r.inspector.Start(srvCtx) })
+	}
 	defer func() {
 		r.shutdown(stopBackground, func() { stopServer(); r.srv.Wait() })
 		close(errc)

@@ -1,0 +1,117 @@
+package inspector
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/record"
+)
+
+// review builds an AdmissionReview v1 for a CREATE of obj (a JSON object).
+func review(uid, namespace, name, kind, resource, obj string) []byte {
+	return []byte(fmt.Sprintf(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":%q,`+
+		`"kind":{"group":"","version":"v1","kind":%q},"resource":{"group":"","version":"v1","resource":%q},`+
+		`"name":%q,"namespace":%q,"operation":"CREATE","userInfo":{"username":"alice"},"object":%s,"dryRun":false}}`,
+		uid, kind, resource, name, namespace, obj))
+}
+
+func podReview(uid, namespace, name string) []byte {
+	return review(uid, namespace, name, "Pod", "pods",
+		fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":%q},"spec":{"containers":[{"name":"web","image":"nginx"}]}}`, name, namespace))
+}
+
+const secretData = "c3VwZXItc2VjcmV0LXZhbHVl" // super-secret-value
+
+func secretReview(uid, namespace, name string) []byte {
+	return review(uid, namespace, name, "Secret", "secrets",
+		fmt.Sprintf(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":%q,"namespace":%q},"data":{"password":%q}}`, name, namespace, secretData))
+}
+
+// decide is the test webhook: it denies pods named bad-*, labels pods
+// named patch-* and allows the rest.
+var decide = admission.HandlerFunc(func(_ context.Context, req admission.Request) admission.Response {
+	switch {
+	case strings.HasPrefix(req.Name, "bad-"):
+		return admission.Denied("pod name is bad")
+	case strings.HasPrefix(req.Name, "patch-"):
+		return admission.Patched("", admission.Add("/metadata/labels", map[string]string{"seen": "yes"})).WithWarnings("labelled")
+	}
+	return admission.Allowed("")
+})
+
+var testHook = admission.Webhook{Name: "test-hook", Path: "/test", Handler: decide}
+
+// fixture is a store fed through the real transport, and a server over it.
+type fixture struct {
+	t     *testing.T
+	store *Store
+	srv   *Server
+	http  *httptest.Server
+	serve http.Handler
+}
+
+func newFixture(t *testing.T, opts StoreOptions) *fixture {
+	t.Helper()
+	store := NewStore(opts)
+	srv, err := New(Options{Address: "127.0.0.1:0", Store: store, Sources: map[string]string{testHook.Name: SourceBuiltIn},
+		Replay: func(record.Entry) (http.Handler, error) {
+			return admission.NewHTTPHandler(testHook, admission.HTTPOptions{}), nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.ln.Close() })
+	f := &fixture{t: t, store: store, srv: srv, serve: admission.NewHTTPHandler(testHook, admission.HTTPOptions{Recorder: store})}
+	f.http = httptest.NewServer(srv.Handler())
+	t.Cleanup(f.http.Close)
+	return f
+}
+
+// admit sends a review through the transport that feeds the store.
+func (f *fixture) admit(body []byte) {
+	f.t.Helper()
+	req := httptest.NewRequest(http.MethodPost, testHook.Path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	f.serve.ServeHTTP(w, req)
+	if w.Code != http.StatusOK {
+		f.t.Fatalf("admission answered %d: %s", w.Code, w.Body)
+	}
+}
+
+// get fetches path and returns status and body.
+func (f *fixture) get(path string) (int, string) {
+	f.t.Helper()
+	resp, err := http.Get(f.http.URL + path)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	_, _ = b.ReadFrom(resp.Body)
+	return resp.StatusCode, b.String()
+}
+
+func (f *fixture) lastID() uint64 {
+	all := f.store.since(0)
+	if len(all) == 0 {
+		f.t.Fatal("the store is empty")
+	}
+	return all[len(all)-1].id
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

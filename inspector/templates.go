@@ -1,0 +1,19 @@
+package inspector
+
+import (
+	"fmt"
+	"html/template"
+)
+
+// parseTemplates parses the embedded pages. Each page is a named template
+// ("list", "detail", "replay-page", "gone") and "row" and "replay" are the
+// fragments the script inserts.
+func parseTemplates() (*template.Template, error) {
+	t, err := template.New("inspector").Funcs(template.FuncMap{
+		"sub": func(a, b int) int { return a - b },
+	}).ParseFS(assets, "assets/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("parse inspector pages: %w", err)
+	}
+	return t, nil
+}

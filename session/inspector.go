@@ -1,0 +1,115 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/inspector"
+	"github.com/hookback/hookback/record"
+	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/webhook"
+)
+
+// InspectorConfig is the local admission inspector (--inspector-*).
+type InspectorConfig struct {
+	// Address is host:port of the page; empty disables the inspector.
+	Address string
+	// Expose allows an Address beyond loopback.
+	Expose bool
+	// Keep is how many reviews are kept; zero means inspector.DefaultKeep.
+	Keep int
+	// Fallback serves on a free loopback port when Address is busy: set
+	// when Address is the default, which another hookback may hold.
+	Fallback bool
+}
+
+func (c InspectorConfig) validate() error {
+	var errs []error
+	if c.Keep < 0 {
+		errs = append(errs, fmt.Errorf("--inspector-keep %d: want 0 (the default) or more", c.Keep))
+	}
+	if c.Address != "" && !c.Expose && !inspector.IsLoopback(c.Address) {
+		errs = append(errs, fmt.Errorf("--inspector-address %s is not a loopback address (host:port): pass --inspector-expose to serve reviews beyond this machine", c.Address))
+	}
+	return errors.Join(errs...)
+}
+
+// newInspectorStore is the store the inspector reads, or nil when it is
+// disabled.
+func newInspectorStore(cfg Config) *inspector.Store {
+	if cfg.Inspector.Address == "" {
+		return nil
+	}
+	return inspector.NewStore(inspector.StoreOptions{Keep: cfg.Inspector.Keep, Log: cfg.Log})
+}
+
+// newInspector binds the inspector's page over store. Replay goes to the
+// same handlers as the cluster's calls (upstream forwarders, extra
+// webhooks), except the built-ins: they are built again with an events
+// recorder that drops Events, so a replay leaves no trace in the cluster.
+func newInspector(cfg Config, store *inspector.Store, hooks []admission.Webhook, user *userWebhooks, factory informers.SharedInformerFactory) (*inspector.Server, error) {
+	if store == nil {
+		return nil, nil
+	}
+	replayHooks, err := replayWebhooks(cfg, hooks, factory)
+	if err != nil {
+		return nil, err
+	}
+	sources := map[string]string{}
+	for _, h := range hooks {
+		if h.Path != registration.CanaryPath {
+			sources[h.Name] = inspector.SourceBuiltIn
+		}
+	}
+	for _, h := range user.hooks {
+		sources[h.Name] = inspector.SourceUpstream
+	}
+	opts := inspector.Options{Address: cfg.Inspector.Address, Expose: cfg.Inspector.Expose, Store: store,
+		Sources: sources, Log: cfg.Log, Replay: replayTarget(replayHooks, cfg)}
+	srv, err := inspector.New(opts)
+	if err != nil && cfg.Inspector.Fallback {
+		cfg.Log.Warn("the inspector's default address is busy (another hookback?): serving it on a free port", "address", opts.Address, "error", err)
+		opts.Address = "127.0.0.1:0"
+		srv, err = inspector.New(opts)
+	}
+	return srv, err
+}
+
+// replayWebhooks are the handlers a replay goes to, by path.
+func replayWebhooks(cfg Config, hooks []admission.Webhook, factory informers.SharedInformerFactory) (map[string]admission.Webhook, error) {
+	deps := webhook.Deps{Log: cfg.Log, Recorder: func(string) events.EventRecorder { return &events.FakeRecorder{} }}
+	if slices.Contains(cfg.Webhooks, webhook.NamePodEviction) {
+		deps.Pods = factory.Core().V1().Pods().Lister()
+	}
+	builtins, err := webhook.Build(cfg.Webhooks, cfg.WebhookOptions, deps)
+	if err != nil {
+		return nil, fmt.Errorf("build the built-ins for replay: %w", err)
+	}
+	out := map[string]admission.Webhook{}
+	for _, h := range hooks {
+		out[h.Path] = h
+	}
+	for _, h := range builtins {
+		out[h.Path] = h
+	}
+	delete(out, registration.CanaryPath)
+	return out, nil
+}
+
+// replayTarget serves a replayed review through hookback's transport, as
+// `hookback replay` does, recording nothing.
+func replayTarget(hooks map[string]admission.Webhook, cfg Config) record.Target {
+	return func(e record.Entry) (http.Handler, error) {
+		h, ok := hooks[e.Path]
+		if !ok {
+			return nil, fmt.Errorf("no webhook serves %s in this session", e.Path)
+		}
+		return admission.NewHTTPHandler(h, admission.HTTPOptions{Log: cfg.Log}), nil
+	}
+}

@@ -1,0 +1,66 @@
+package session
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/registration"
+)
+
+type fakeDir struct{ got []string }
+
+func (f *fakeDir) Record(webhook, _ string, _, _ []byte) { f.got = append(f.got, webhook) }
+
+type fakeStore struct{ got []string }
+
+func (f *fakeStore) RecordServed(x admission.Served) { f.got = append(f.got, x.Webhook) }
+
+// The canary is never recorded; --record-dir gets answered calls, the
+// inspector every call.
+func TestSessionRecorder(t *testing.T) {
+	tests := []struct {
+		name      string
+		served    admission.Served
+		wantDir   int
+		wantStore int
+	}{
+		{name: "answered", served: admission.Served{Webhook: "w", Path: "/w", Answer: []byte("{}")}, wantDir: 1, wantStore: 1},
+		{name: "failed call", served: admission.Served{Webhook: "w", Path: "/w", Failure: "bad upstream"}, wantDir: 0, wantStore: 1},
+		{name: "canary", served: admission.Served{Webhook: "canary", Path: registration.CanaryPath, Answer: []byte("{}")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir, store := &fakeDir{}, &fakeStore{}
+			sessionRecorder{dir: dir, store: store}.RecordServed(tt.served)
+			if len(dir.got) != tt.wantDir || len(store.got) != tt.wantStore {
+				t.Errorf("dir got %v, store got %v", dir.got, store.got)
+			}
+		})
+	}
+	if rec, err := newRecorder(Config{}, nil); rec != nil || err != nil {
+		t.Errorf("no --record-dir and no inspector: recorder %v, %v; want none", rec, err)
+	}
+}
+
+func TestInspectorConfigValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     InspectorConfig
+		wantErr string
+	}{
+		{name: "disabled", cfg: InspectorConfig{}},
+		{name: "loopback", cfg: InspectorConfig{Address: "127.0.0.1:8082", Keep: 10}},
+		{name: "every interface", cfg: InspectorConfig{Address: ":8082"}, wantErr: "--inspector-expose"},
+		{name: "exposed", cfg: InspectorConfig{Address: "0.0.0.0:8082", Expose: true}},
+		{name: "negative keep", cfg: InspectorConfig{Address: "127.0.0.1:8082", Keep: -1}, wantErr: "--inspector-keep"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.validate()
+			if (err == nil) != (tt.wantErr == "") || err != nil && !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("validate = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
