@@ -144,7 +144,9 @@ func TestInspector(t *testing.T) {
 	session := sessionFor(t)
 	addr := "127.0.0.1:" + itoa(freePort(t))
 	p := startEnv(t, append(os.Environ(), "KUBECONFIG="+env.kubeconfig), "--session", session,
-		"--webhooks", "pod-name", "--controllers", "none", "--webhook-config", userManifests(t, session),
+		// A banned word of its own: its pod-name sees every namespace, and
+		// must not deny the pods of tests running beside it.
+		"--webhooks", "pod-name", "--banned-words", bannedWord, "--controllers", "none", "--webhook-config", userManifests(t, session),
 		"--upstream", up.URL, "--inspector-address", addr)
 	p.ready(t)
 	if !strings.Contains(p.stdout.String(), "inspect:  http://"+addr+"/") {
@@ -171,6 +173,9 @@ func TestInspector(t *testing.T) {
 	}
 }
 
+// bannedWord is what the inspector test's pod-name denies.
+const bannedWord = "inspectme"
+
 // secretValue is the test Secret's password: it must never reach the page.
 const secretValue = "s3cr3t-inspector-e2e"
 
@@ -185,10 +190,11 @@ func inspectLiveRows(t *testing.T, ctx context.Context, base, ns, session string
 		chromedp.Evaluate[chromedp.Void](`window.hookbackNoReload = true`)); err != nil {
 		t.Fatalf("open the inspector: %v", err)
 	}
-	if out, err := kubectl(t, "", "run", "offensive-pod", "-n", ns, "--image=registry.example/app:e2e"); err == nil || !strings.Contains(out, "offensive") {
-		t.Fatalf("kubectl run offensive-pod: %v: %s (want the denial)", err, out)
+	denied := bannedWord + "-pod"
+	if out, err := kubectl(t, "", "run", denied, "-n", ns, "--image=registry.example/app:e2e"); err == nil || !strings.Contains(out, bannedWord) {
+		t.Fatalf("kubectl run %s: %v: %s (want the denial)", denied, err, out)
 	}
-	rowID(t, ctx, "denied", ns+"/offensive-pod", "pod-name", `pod name contains "offensive"`)
+	rowID(t, ctx, "denied", ns+"/"+denied, "pod-name", `pod name contains "`+bannedWord+`"`)
 	if out, err := kubectl(t, "", "run", "patched-pod", "-n", ns, "--image=registry.example/app:e2e", "--labels=e2e-upstream="+session); err != nil {
 		t.Fatalf("kubectl run patched-pod: %v: %s", err, out)
 	}
