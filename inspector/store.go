@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/record"
 )
 
 // Defaults of StoreOptions.
@@ -89,7 +90,7 @@ func (s *Store) Record(webhook, path string, review, answer []byte) {
 // (redacted when it may hold a Secret) and the answer into the ring, and
 // wakes the open pages.
 func (s *Store) RecordServed(x admission.Served) {
-	review, answer, err := redactExchange(x.Review, x.Answer)
+	review, answer, err := record.RedactExchange(x.Review, x.Answer)
 	if err != nil {
 		s.log.Warn("inspector keeps no body of a review it cannot redact", "webhook", x.Webhook, "error", err)
 		review, answer = nil, nil

@@ -51,11 +51,11 @@ func NewRecorder(dir string, log *slog.Logger) (*Recorder, error) {
 	return &Recorder{dir: dir, log: log}, nil
 }
 
-// Record implements admission.Recorder: the review (redacted) and the answer
-// go into one file, mode 0600. A failure is logged, never returned: the
+// Record implements admission.Recorder: the review and the answer, both
+// redacted (RedactExchange), go into one file, mode 0600. A failure is logged, never returned: the
 // admission has already been answered.
 func (r *Recorder) Record(webhook, path string, review, answer []byte) {
-	red, err := Redact(review)
+	red, answer, err := RedactExchange(review, answer)
 	if err != nil {
 		r.log.Warn("review not recorded: cannot redact it", "webhook", webhook, "error", err)
 		return

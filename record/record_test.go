@@ -3,6 +3,7 @@ package record
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -121,5 +122,30 @@ func TestComparePatches(t *testing.T) {
 	var v any
 	if json.Unmarshal([]byte(a), &v) != nil {
 		t.Fatal("bad fixture")
+	}
+}
+
+// TestRecordRedactsSecretPatches: a webhook that writes a Secret's data
+// must not leak it into --record-dir either.
+func TestRecordRedactsSecretPatches(t *testing.T) {
+	dir := t.TempDir()
+	r, err := NewRecorder(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"U-2","operation":"CREATE","namespace":"a","name":"s",` +
+		`"object":{"apiVersion":"v1","kind":"Secret","data":{"p":"b2xk"}}}}`
+	patch := base64.StdEncoding.EncodeToString([]byte(`[{"op":"add","path":"/data/token","value":"c2VjcmV0LXRva2Vu"}]`))
+	answer := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"U-2","allowed":true,"patchType":"JSONPatch","patch":"` + patch + `"}}`
+	r.Record("w", "/w", []byte(review), []byte(answer))
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if len(files) != 1 {
+		t.Fatalf("files = %v", files)
+	}
+	b, _ := os.ReadFile(files[0])
+	for _, leak := range []string{"b2xk", "c2VjcmV0LXRva2Vu", patch} {
+		if strings.Contains(string(b), leak) {
+			t.Errorf("recorded file holds %q: %s", leak, b)
+		}
 	}
 }

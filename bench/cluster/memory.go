@@ -269,14 +269,7 @@ type informerHeap struct {
 // without hookback's transform, and returns the live heap it holds per
 // cached pod.
 func (e *env) informerHeap(ctx context.Context, transform bool) (informerHeap, error) {
-	heap := func() float64 {
-		runtime.GC()
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return float64(ms.HeapAlloc)
-	}
-	before := heap()
+	before := liveHeap()
 	ictx, stop := context.WithCancel(ctx)
 	var f informers.SharedInformerFactory
 	if transform {
@@ -290,7 +283,7 @@ func (e *env) informerHeap(ctx context.Context, transform bool) (informerHeap, e
 		stop()
 		return informerHeap{}, fmt.Errorf("pod informer did not sync: %v", ctx.Err())
 	}
-	after := heap()
+	after := liveHeap()
 	n := len(inf.GetStore().ListKeys())
 	stop()
 	f.Shutdown()
@@ -301,14 +294,7 @@ func (e *env) informerHeap(ctx context.Context, transform bool) (informerHeap, e
 // crCacheHeap is informerHeap for controller-runtime's cache with a
 // manager's default options: a pod informer with no transform.
 func (e *env) crCacheHeap(ctx context.Context) (informerHeap, error) {
-	heap := func() float64 {
-		runtime.GC()
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return float64(ms.HeapAlloc)
-	}
-	before := heap()
+	before := liveHeap()
 	ictx, stop := context.WithCancel(ctx)
 	defer stop()
 	c, err := crcache.New(e.rest, crcache.Options{})
@@ -324,7 +310,7 @@ func (e *env) crCacheHeap(ctx context.Context) (informerHeap, error) {
 	if !c.WaitForCacheSync(ictx) {
 		return informerHeap{}, fmt.Errorf("controller-runtime cache did not sync: %v", ctx.Err())
 	}
-	after := heap()
+	after := liveHeap()
 	var pods corev1.PodList
 	if err := c.List(ictx, &pods); err != nil {
 		return informerHeap{}, err
@@ -335,6 +321,15 @@ func (e *env) crCacheHeap(ctx context.Context) (informerHeap, error) {
 	stop()
 	<-done
 	return informerHeap{pods: n, perPod: (after - before) / float64(n)}, nil
+}
+
+// liveHeap is the heap after two forced collections.
+func liveHeap() float64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return float64(ms.HeapAlloc)
 }
 
 func cacheSynced(ctx context.Context, f informers.SharedInformerFactory) bool {

@@ -1,31 +1,29 @@
-package inspector
+package record
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
-
-	"github.com/hookback/hookback/record"
 )
 
 // mayHoldSecret is the hot path's test: false proves the review carries no
-// Secret, so it is kept as received without being parsed. record.Redact
+// Secret, so it is kept as received without being parsed. Redact
 // redacts an object whose kind decodes to "Secret"; in JSON that string is
 // either written as is or with \u escapes.
 func mayHoldSecret(review []byte) bool {
 	return bytes.Contains(review, []byte("Secret")) || bytes.Contains(review, []byte(`\u`))
 }
 
-// redactExchange redacts a review that may hold a Secret (record.Redact),
+// RedactExchange redacts a review that may hold a Secret (Redact),
 // and the answer's patch values under /data and /stringData when the object
 // is a Secret: a webhook that writes a Secret's data must not leak it either.
 // Other reviews come back as they are.
-func redactExchange(review, answer []byte) ([]byte, []byte, error) {
+func RedactExchange(review, answer []byte) ([]byte, []byte, error) {
 	if !mayHoldSecret(review) {
 		return review, answer, nil
 	}
-	red, err := record.Redact(review)
+	red, err := Redact(review)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -40,7 +38,7 @@ func redactExchange(review, answer []byte) ([]byte, []byte, error) {
 }
 
 // isSecretReview reports whether the review's object or oldObject is a
-// Secret. Keys match ignoring case, as in record.Redact.
+// Secret. Keys match ignoring case, as in Redact.
 func isSecretReview(review []byte) bool {
 	var rv struct {
 		Request struct {
@@ -54,7 +52,7 @@ func isSecretReview(review []byte) bool {
 }
 
 // redactAnswer replaces the values of patch operations on a Secret's data or
-// stringData by record.Redacted.
+// stringData by Redacted.
 func redactAnswer(answer []byte) ([]byte, error) {
 	var doc map[string]any
 	if err := json.Unmarshal(answer, &doc); err != nil {
@@ -114,17 +112,17 @@ func secretDataPath(p string) bool {
 func redactValue(path string, v any) any {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return record.Redacted
+		return Redacted
 	}
 	whole := path == "" || path == "/"
 	for k, sub := range m {
 		if !whole {
-			m[k] = record.Redacted
+			m[k] = Redacted
 			continue
 		}
 		if dm, ok := sub.(map[string]any); ok && (strings.EqualFold(k, "data") || strings.EqualFold(k, "stringData")) {
 			for dk := range dm {
-				dm[dk] = record.Redacted
+				dm[dk] = Redacted
 			}
 		}
 	}
