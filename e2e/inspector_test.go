@@ -146,7 +146,7 @@ func TestInspector(t *testing.T) {
 	p := startEnv(t, append(os.Environ(), "KUBECONFIG="+env.kubeconfig), "--session", session,
 		// A banned word of its own: its pod-name sees every namespace, and
 		// must not deny the pods of tests running beside it.
-		"--webhooks", "pod-name", "--banned-words", bannedWord, "--controllers", "none", "--webhook-config", userManifests(t, session),
+		"--webhooks", "pod-name,pod-lifespan", "--banned-words", bannedWord, "--controllers", "none", "--webhook-config", userManifests(t, session),
 		"--upstream", up.URL, "--inspector-address", addr)
 	p.ready(t)
 	if !strings.Contains(p.stdout.String(), "inspect:  http://"+addr+"/") {
@@ -161,6 +161,7 @@ func TestInspector(t *testing.T) {
 	inspectKeyboard(t, ctx, secretID)
 	inspectPatchAndReplay(t, ctx, patchedID, dir)
 	inspectRedaction(t, ctx, base, secretID)
+	inspectEvents(t, ctx, base, ns)
 
 	// A narrow window in dark mode still reads.
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), colorScheme("dark"),
@@ -248,6 +249,31 @@ func inspectPatchAndReplay(t *testing.T, ctx context.Context, id, dir string) {
 		t.Errorf("replay verdict %q, want unchanged", verdict)
 	}
 	screenshot(t, ctx, dir, "inspector-replay.png")
+}
+
+// inspectEvents: a pod whose lifespan label is not a number is let through
+// by pod-lifespan with a Warning Event, and its review's page shows it.
+func inspectEvents(t *testing.T, ctx context.Context, base, ns string) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/?namespace="+ns), chromedp.WaitVisible(chromedp.CSS("#rows tr.review"))); err != nil {
+		t.Fatalf("open the list: %v", err)
+	}
+	if out, err := kubectl(t, "", "run", "lifespan-pod", "-n", ns, "--image=registry.example/app:e2e", "--labels=acme.com/lifespan-requested=forever"); err != nil {
+		t.Fatalf("kubectl run lifespan-pod: %v: %s", err, out)
+	}
+	id := rowID(t, ctx, "allowed", ns+"/lifespan-pod", "pod-lifespan")
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/reviews/"+id), chromedp.WaitVisible(chromedp.CSS("#h-events"))); err != nil {
+		t.Fatalf("open the lifespan pod's review: %v", err)
+	}
+	events, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("ul.events")))
+	if err != nil {
+		t.Fatalf("no Events listed on the lifespan pod's review: %v", err)
+	}
+	for _, want := range []string{"Warning", "LifespanInvalid", "lifespan-pod", "forever"} {
+		if !strings.Contains(events, want) {
+			t.Errorf("the review's Events %q lack %q", events, want)
+		}
+	}
 }
 
 // inspectRedaction: the Secret's data is nowhere in the DOM, the marker is.

@@ -6,8 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -387,5 +389,34 @@ func TestDetailShowsEvents(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("%q missing in:\n%s", want, body)
 		}
+	}
+}
+
+// TestListPages: a page shows pageRows reviews, newest first, and links the
+// older ones, filters kept; an older page is not live and links back.
+func TestListPages(t *testing.T) {
+	f := newFixture(t, StoreOptions{})
+	for i := range pageRows + 30 {
+		f.admit(podReview(fmt.Sprintf("u-%d", i), "team-a", fmt.Sprintf("pod-%d", i)))
+	}
+	count := func(body string) int { return strings.Count(body, `<tr class="review`) }
+	code, first := f.get("/?namespace=team-a")
+	if code != http.StatusOK || count(first) != pageRows {
+		t.Fatalf("first page: %d, %d rows, want %d", code, count(first), pageRows)
+	}
+	if !strings.Contains(first, fmt.Sprintf("pod-%d<", pageRows+29)) || strings.Contains(first, "pod-29<") {
+		t.Errorf("the first page is not the newest %d", pageRows)
+	}
+	m := regexp.MustCompile(`id="older" href="([^"]+)"`).FindStringSubmatch(first)
+	if m == nil || !strings.Contains(m[1], "namespace=team-a") || !strings.Contains(first, `data-live="true"`) {
+		t.Fatalf("first page: no older link with the filter, or not live:\n%s", first)
+	}
+	code, older := f.get(html.UnescapeString(m[1]))
+	if code != http.StatusOK || count(older) != 30 || !strings.Contains(older, "pod-29<") || !strings.Contains(older, "pod-0<") {
+		t.Fatalf("older page: %d, %d rows, want pod-29 down to pod-0", code, count(older))
+	}
+	if !strings.Contains(older, `data-live="false"`) || !strings.Contains(older, `id="older" href="/?before=0&amp;namespace=team-a" hidden`) ||
+		!strings.Contains(older, `href="/?namespace=team-a">Newest reviews (live)`) {
+		t.Errorf("older page: live, or its links are wrong:\n%s", older[strings.Index(older, "<nav"):])
 	}
 }

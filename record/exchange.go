@@ -73,8 +73,8 @@ func redactAnswer(answer []byte) ([]byte, error) {
 	}
 	for _, op := range ops {
 		p, _ := op["path"].(string)
-		if _, ok := op["value"]; ok && secretDataPath(p) {
-			op["value"] = redactValue(p, op["value"])
+		if v, ok := op["value"]; ok {
+			op["value"] = redactPatchValue(p, v)
 		}
 	}
 	// The marker stays readable: no \u003c escapes.
@@ -92,12 +92,39 @@ func redactAnswer(answer []byte) ([]byte, error) {
 	return out, nil
 }
 
-// secretDataPath reports whether a JSON pointer is a Secret's data or
-// stringData, or inside them, or the whole object (which holds them).
-func secretDataPath(p string) bool {
-	if p == "" || p == "/" {
-		return true
+// lastAppliedPath is the JSON pointer to kubectl's last-applied copy.
+var lastAppliedPath = "/metadata/annotations/" + strings.ReplaceAll(lastApplied, "/", "~1")
+
+// redactPatchValue redacts what a patch operation writes at path in a
+// Secret: its data, or kubectl's last-applied copy of it, written alone or
+// inside the metadata or annotations that hold it.
+func redactPatchValue(path string, v any) any {
+	switch {
+	case path == "" || path == "/":
+		if m, ok := v.(map[string]any); ok {
+			redactSecret(m)
+			return m
+		}
+		return Redacted
+	case secretDataPath(path):
+		return redactValue(v)
+	case path == lastAppliedPath:
+		return redactLastApplied(v)
+	case strings.EqualFold(path, "/metadata/annotations"):
+		if m, ok := v.(map[string]any); ok {
+			redactAnnotations(m)
+		}
+	case strings.EqualFold(path, "/metadata"):
+		if m, ok := v.(map[string]any); ok {
+			redactMetadata(m)
+		}
 	}
+	return v
+}
+
+// secretDataPath reports whether a JSON pointer is a Secret's data or
+// stringData, or inside them.
+func secretDataPath(p string) bool {
 	for _, top := range []string{"/data", "/stringData"} {
 		if strings.EqualFold(p, top) || len(p) > len(top) && strings.EqualFold(p[:len(top)+1], top+"/") {
 			return true
@@ -106,25 +133,15 @@ func secretDataPath(p string) bool {
 	return false
 }
 
-// redactValue redacts a value written at path: the whole object keeps all
-// but its data's values, data as a whole keeps its keys, anything inside is
-// replaced.
-func redactValue(path string, v any) any {
+// redactValue redacts a value written at or under /data or /stringData:
+// data as a whole keeps its keys, anything inside is replaced.
+func redactValue(v any) any {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return Redacted
 	}
-	whole := path == "" || path == "/"
-	for k, sub := range m {
-		if !whole {
-			m[k] = Redacted
-			continue
-		}
-		if dm, ok := sub.(map[string]any); ok && (strings.EqualFold(k, "data") || strings.EqualFold(k, "stringData")) {
-			for dk := range dm {
-				dm[dk] = Redacted
-			}
-		}
+	for k := range m {
+		m[k] = Redacted
 	}
 	return m
 }

@@ -155,28 +155,54 @@ func redactSecret(obj map[string]any) bool {
 		}
 	}
 	for _, md := range folded(obj, "metadata") {
-		meta, _ := md.(map[string]any)
-		for _, a := range folded(meta, "annotations") {
-			anns, _ := a.(map[string]any)
-			v, ok := anns[lastApplied].(string)
-			if !ok {
-				continue
-			}
-			anns[lastApplied] = Redacted
-			var applied map[string]any
-			if json.Unmarshal([]byte(v), &applied) == nil {
-				redactSecret(applied)
-				var buf bytes.Buffer
-				enc := json.NewEncoder(&buf)
-				enc.SetEscapeHTML(false)
-				if enc.Encode(applied) == nil {
-					anns[lastApplied] = buf.String()
-				}
-			}
+		if meta, ok := md.(map[string]any); ok && redactMetadata(meta) {
 			changed = true
 		}
 	}
 	return changed
+}
+
+// redactMetadata redacts kubectl's last-applied copy in a Secret's metadata.
+func redactMetadata(meta map[string]any) bool {
+	changed := false
+	for _, a := range folded(meta, "annotations") {
+		if anns, ok := a.(map[string]any); ok && redactAnnotations(anns) {
+			changed = true
+		}
+	}
+	return changed
+}
+
+// redactAnnotations redacts kubectl's last-applied copy in a Secret's
+// annotations.
+func redactAnnotations(anns map[string]any) bool {
+	v, ok := anns[lastApplied]
+	if !ok {
+		return false
+	}
+	anns[lastApplied] = redactLastApplied(v)
+	return true
+}
+
+// redactLastApplied is kubectl's last-applied copy of a Secret with its
+// data redacted, or Redacted when it is not a JSON object.
+func redactLastApplied(v any) any {
+	s, ok := v.(string)
+	if !ok {
+		return Redacted
+	}
+	var applied map[string]any
+	if json.Unmarshal([]byte(s), &applied) != nil || applied == nil {
+		return Redacted
+	}
+	redactSecret(applied)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(applied) != nil {
+		return Redacted
+	}
+	return buf.String()
 }
 
 // folded returns the values of m's keys equal to name ignoring case.

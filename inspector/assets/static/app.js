@@ -5,22 +5,50 @@
 (function () {
   function liveRows() {
     var table = document.getElementById("reviews");
-    if (!table || !window.EventSource) return;
+    if (!table || table.dataset.live !== "true" || !window.EventSource) return;
     var rows = document.getElementById("rows");
     var empty = document.getElementById("empty");
     var live = document.getElementById("live");
-    var keep = parseInt(table.dataset.keep, 10) || 500;
+    var older = document.getElementById("older");
+    // One page of rows: new ones push the oldest onto the next page.
+    var keep = parseInt(table.dataset.keep, 10) || 100;
     var q = table.dataset.query;
     var src = new EventSource("/stream?after=" + encodeURIComponent(table.dataset.after) + (q ? "&" + q : ""));
     src.onopen = function () { live.textContent = "live"; live.classList.add("on"); };
     src.onerror = function () { live.textContent = "reconnecting\u2026"; live.classList.remove("on"); };
+    // Rows that arrive together go in together, once per frame: at a
+    // hundred admissions a second, one insert per event would keep the
+    // browser laying out the table all the time, and its CPU is the
+    // machine's that hookback answers the apiserver with.
+    var pending = [];
+    var fresh = [];
+    function flush() {
+      var html = pending.reverse().join("");
+      pending = [];
+      for (var i = 0; i < fresh.length; i++) fresh[i].classList.remove("fresh");
+      var before = rows.children.length;
+      rows.insertAdjacentHTML("afterbegin", html);
+      var added = rows.children.length - before;
+      fresh = Array.prototype.slice.call(rows.children, 0, Math.min(added, 20));
+      for (var j = 0; j < fresh.length; j++) fresh[j].classList.add("fresh");
+      if (rows.children.length > keep) {
+        var cut = document.createRange();
+        cut.setStartBefore(rows.children[keep]);
+        cut.setEndAfter(rows.lastElementChild);
+        cut.deleteContents();
+        if (older) {
+          older.href = "/?before=" + encodeURIComponent(rows.lastElementChild.dataset.id) + (q ? "&" + q : "");
+          older.hidden = false;
+        }
+      }
+      if (empty) empty.hidden = true;
+    }
     src.addEventListener("review", function (ev) {
       // The row is HTML rendered (and escaped) by the server's template.
-      rows.insertAdjacentHTML("afterbegin", ev.data);
-      var tr = rows.firstElementChild;
-      if (tr) tr.classList.add("fresh");
-      while (rows.children.length > keep) rows.removeChild(rows.lastElementChild);
-      if (empty) empty.hidden = true;
+      if (!pending.length) window.requestAnimationFrame(flush);
+      pending.push(ev.data);
+      // A hidden tab runs no frames: keep only what the list would show.
+      if (pending.length > keep) pending.splice(0, pending.length - keep);
     });
   }
 
