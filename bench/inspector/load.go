@@ -3,19 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/hookback/hookback/bench/internal/loopcert"
 )
 
 // load sends pod CREATE reviews to one webhook path over one HTTP/2
@@ -121,24 +117,9 @@ func (l *load) run(ctx context.Context, rate int, d time.Duration) (map[string]i
 
 // selfSigned is a throwaway serving certificate for 127.0.0.1.
 func selfSigned() (*tls.Config, *x509.CertPool, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	c, err := loopcert.New("bench-inspector")
 	if err != nil {
 		return nil, nil, err
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "bench-inspector"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, nil, err
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	conf := &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, NextProtos: []string{"h2", "http/1.1"}}
-	return conf, pool, nil
+	return &tls.Config{Certificates: []tls.Certificate{c.TLS()}, NextProtos: []string{"h2", "http/1.1"}}, c.Pool, nil
 }
