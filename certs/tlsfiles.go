@@ -61,6 +61,10 @@ type FileCerts struct {
 	changed chan<- struct{}
 	// applied is the caBundle the session last reported written.
 	applied string
+	// trust is the timer that serves a staged pair; Stop stops it, so no
+	// swap happens into a stopped cache.
+	trust   *time.Timer
+	stopped bool
 }
 
 var _ Staged = (*FileCerts)(nil)
@@ -163,17 +167,20 @@ func (f *FileCerts) serve(ctx context.Context, p *filePair, bundle string) error
 // its own watch. The narrowed caBundle is then reported as a change.
 func (f *FileCerts) Applied(caBundle string) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.applied = caBundle
 	p := f.pending
-	f.mu.Unlock()
-	if p == nil || caBundle != p.union {
+	if p == nil || caBundle != p.union || f.stopped {
 		return
 	}
-	time.AfterFunc(f.opts.TrustDelay, func() {
+	if f.trust != nil {
+		f.trust.Stop()
+	}
+	f.trust = time.AfterFunc(f.opts.TrustDelay, func() {
 		f.mu.Lock()
-		if f.pending != p {
+		if f.pending != p || f.stopped {
 			f.mu.Unlock()
-			return // replaced by a newer read meanwhile
+			return // replaced by a newer read meanwhile, or stopped
 		}
 		f.pending = nil
 		err := f.serve(context.Background(), p, base64.StdEncoding.EncodeToString(p.caPEM))
@@ -279,4 +286,12 @@ func (f *FileCerts) Watch(ctx context.Context, changed chan<- struct{}) (func(),
 }
 
 // Stop ends the cache's maintenance.
-func (f *FileCerts) Stop() { f.cache.Stop() }
+func (f *FileCerts) Stop() {
+	f.mu.Lock()
+	f.stopped = true
+	if f.trust != nil {
+		f.trust.Stop()
+	}
+	f.mu.Unlock()
+	f.cache.Stop()
+}

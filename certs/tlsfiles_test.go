@@ -200,3 +200,58 @@ func TestFileCertsCARotationIsStaged(t *testing.T) {
 	cancel()
 	wait()
 }
+
+// TestFileCertsStopEndsAStagedSwap: a pair staged for a CA rotation is not
+// swapped in once the FileCerts is stopped, whether Stop came before the
+// session reported the union applied or while its timer ran.
+func TestFileCertsStopEndsAStagedSwap(t *testing.T) {
+	for _, stopFirst := range []bool{true, false} {
+		t.Run(map[bool]string{true: "stop, then applied", false: "applied, then stop"}[stopFirst], func(t *testing.T) {
+			dir := t.TempDir()
+			ca1, err := LoadOrCreateCA(filepath.Join(dir, "ca1"), "old CA")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ca2, err := LoadOrCreateCA(filepath.Join(dir, "ca2"), "new CA")
+			if err != nil {
+				t.Fatal(err)
+			}
+			caFile, certFile, keyFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+			if err := writeFileAtomic(caFile, ca1.CertPEM, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			writePair(t, ca1, certFile, keyFile)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			fc, err := NewFileCerts(ctx, FileTLSOptions{CertFile: certFile, KeyFile: keyFile, CAFile: caFile,
+				Host: "127.0.0.1", Interval: time.Hour, TrustDelay: 50 * time.Millisecond, Log: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fc.Applied(fc.CABundle())
+			writePair(t, ca2, certFile, keyFile)
+			if err := writeFileAtomic(caFile, ca2.CertPEM, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := fc.reload(ctx); err != nil {
+				t.Fatal(err)
+			}
+			union := fc.CABundle()
+			if stopFirst {
+				fc.Stop()
+				fc.Applied(union)
+			} else {
+				fc.Applied(union)
+				fc.Stop()
+			}
+			// Past the trust delay, a swap would have replaced the bundle.
+			deadline := time.Now().Add(500 * time.Millisecond)
+			for time.Now().Before(deadline) {
+				if fc.CABundle() != union {
+					t.Fatal("a staged pair was swapped in after Stop")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+}
