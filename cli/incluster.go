@@ -40,7 +40,10 @@ func inClusterOptions(c *cli.Context) InClusterOptions {
 		o.Image = defaultImage(Version)
 	}
 	for _, name := range serveFlagNames {
-		if c.IsSet(name) && !slices.Contains(inClusterApplies, name) {
+		// Only the command line: HOOKBACK_* variables kept for laptop
+		// sessions must not stop a render for the cluster.
+		fromEnv := os.Getenv(envVar(name)[0]) != ""
+		if c.IsSet(name) && !fromEnv && !slices.Contains(inClusterApplies, name) {
 			o.Inapplicable = append(o.Inapplicable, name)
 		}
 	}

@@ -81,3 +81,10 @@ func TestDefaultImage(t *testing.T) {
 		})
 	}
 }
+
+func TestRenderInClusterIgnoresLaptopEnvironment(t *testing.T) {
+	t.Setenv("HOOKBACK_STATE_DIR", t.TempDir())
+	if _, _, err := run(t, "render", "--in-cluster"); err != nil {
+		t.Errorf("render --in-cluster with HOOKBACK_STATE_DIR set: %v", err)
+	}
+}
