@@ -100,8 +100,11 @@ func TestInClusterGrantsEveryDeclaredPermission(t *testing.T) {
 					t.Errorf("not granted: %+v", p)
 				}
 			}
-			if p := (admission.Permission{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: o.Namespace}); !granted(byNS[o.Namespace], p) {
-				t.Errorf("leader election: %+v not granted in %s", p, o.Namespace)
+			for _, verb := range []string{"get", "create", "update"} {
+				p := admission.Permission{Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Namespace: o.Namespace}
+				if !granted(byNS[o.Namespace], p) {
+					t.Errorf("leader election: %+v not granted in %s", p, o.Namespace)
+				}
 			}
 		})
 	}
