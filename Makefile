@@ -4,7 +4,7 @@ BIN := bin/hookback
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/hookback/hookback/cli.Version=$(VERSION)
 
-.PHONY: all build run test vet unit fuzz-short fuzz e2e bench cluster-up cluster-down clean
+.PHONY: all build run test vet unit fuzz-short fuzz e2e bench cluster-up cluster-down clean image image-check
 
 all: build
 
@@ -41,6 +41,25 @@ e2e:
 
 bench:
 	hack/bench
+
+## image: the container image (Dockerfile), with docker or podman.
+IMAGE ?= hookback:$(VERSION)
+CONTAINER_ENGINE ?= $(shell command -v docker 2>/dev/null || command -v podman 2>/dev/null)
+
+image:
+	@if [ -z "$(CONTAINER_ENGINE)" ]; then \
+		echo "make image: no container engine found (looked for docker and podman on PATH; or set CONTAINER_ENGINE)" >&2; exit 1; fi
+	$(CONTAINER_ENGINE) build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
+
+## image-check: the image's build stage (hack/image-build) run here, without an
+## engine: the binary must be static and report VERSION.
+image-check:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	hack/image-build "$$tmp/hookback" '$(VERSION)' && \
+	$(GO) version -m "$$tmp/hookback" | grep -q 'CGO_ENABLED=0' || { echo "make image-check: binary is not static (CGO_ENABLED=0 missing)" >&2; exit 1; }; \
+	if command -v file >/dev/null; then file "$$tmp/hookback" | grep -q 'statically linked' || { echo "make image-check: file does not say statically linked" >&2; exit 1; }; fi; \
+	got=$$("$$tmp/hookback" --version) && [ "$$got" = "hookback version $(VERSION)" ] || { echo "make image-check: --version printed '$$got', want 'hookback version $(VERSION)'" >&2; exit 1; }; \
+	echo "image-check: static binary, --version: $$got"
 
 cluster-up:
 	hack/cluster/up

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/deploy"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/webhook"
 )
@@ -30,9 +31,9 @@ func newFlag(name string) cli.Flag {
 	d := webhook.DefaultOptions()
 	usage, value := flagText[name], flagDefault(name)
 	switch name {
-	case "port", "acme-http-port", "inspector-keep":
+	case "port", "acme-http-port", "inspector-keep", "replicas":
 		return &cli.IntFlag{Name: name, EnvVars: envVar(name), Value: value.(int), Usage: usage}
-	case "no-verify", "all", "bundle", "upstream-insecure", "keep-failure-policy", "inspector-expose":
+	case "no-verify", "all", "bundle", "upstream-insecure", "keep-failure-policy", "inspector-expose", "in-cluster", "cert-manager":
 		return &cli.BoolFlag{Name: name, EnvVars: envVar(name), Usage: usage}
 	case "verify-timeout", "lease-duration", "timeout", "request-timeout", "acme-renew-check-interval":
 		return &cli.DurationFlag{Name: name, EnvVars: envVar(name), Value: value.(time.Duration), Usage: usage,
@@ -107,6 +108,10 @@ func flagDefault(name string) any {
 		return "group:hookback-developers"
 	case "rbac-name":
 		return "hookback-developer"
+	case "namespace":
+		return deploy.DefaultNamespace
+	case "replicas":
+		return deploy.DefaultReplicas
 	}
 	return ""
 }
@@ -158,6 +163,11 @@ var flagText = map[string]string{
 	"webhook":                   "built-in webhook to run (" + strings.Join(webhook.Names(), ", ") + ")",
 	"subject":                   "who the bindings name: user:NAME, group:NAME or serviceaccount:NAMESPACE/NAME",
 	"rbac-name":                 "name of the ClusterRole, Role and bindings",
+	"in-cluster":                "print everything to deploy hookback in the cluster instead (Namespace, RBAC, Deployment, Service, webhook configurations with service references)",
+	"namespace":                 "in-cluster: namespace to deploy into, also the leader election Lease's",
+	"image":                     "in-cluster: hookback image (default: ghcr.io/hookback/hookback:<this version>, :latest for a dev build)",
+	"replicas":                  "in-cluster: replicas of the Deployment",
+	"cert-manager":              "in-cluster: annotate the webhook configurations for cert-manager's cainjector (Certificate NAMESPACE/hookback)",
 }
 
 // serveFlagNames decide the URL and the configurations: start and render.

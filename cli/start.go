@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/hookback/hookback/session"
@@ -36,6 +38,7 @@ var renderExamples = []Example{
 	{Command: "hookback render"},
 	{Command: "hookback render --advertise-address 192.0.2.10 --webhooks pod-name", Comment: "nothing is dialled: render only prints"},
 	{Command: "hookback render --template my-webhooks.yaml.tmpl | kubectl apply --dry-run=server -f -"},
+	{Command: "hookback render --in-cluster --namespace webhooks --image registry.example/hookback:v1 --webhooks pod-name --controllers none", Comment: "the in-cluster install (docs/in-cluster.md)"},
 }
 
 func renderCommand(ext Extension) *cli.Command {
@@ -45,9 +48,20 @@ func renderCommand(ext Extension) *cli.Command {
 		Description: `render renders the template exactly as start would (names suffixed with the session,
 hookback's labels added, the caBundle of the certificate start would serve) and prints
 the YAML on stdout. Without --advertise-address it asks the kubeconfig which address
-start would pick.` + examplesText(renderExamples),
-		Flags: withGlobal(serveFlagNames...),
+start would pick. With --in-cluster it prints instead everything to deploy hookback in the
+cluster: Namespace, ServiceAccount, the roles check verifies, Deployment, PodDisruptionBudget,
+Service, and the same webhook configurations with clientConfig.service references
+(docs/in-cluster.md).` + examplesText(renderExamples),
+		Flags: withGlobal(append(append([]string{}, serveFlagNames...), inClusterFlagNames...)...),
 		Action: func(c *cli.Context) error {
+			if c.Bool("in-cluster") {
+				return runRenderInCluster(c, ext)
+			}
+			for _, name := range inClusterFlagNames {
+				if c.IsSet(name) {
+					return usage(fmt.Errorf("--%s needs --in-cluster", name))
+				}
+			}
 			o := serveOptions(c)
 			if err := o.Validate(); err != nil {
 				return usage(err)

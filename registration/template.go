@@ -65,6 +65,19 @@ type RenderOptions struct {
 // v1 webhook configurations pointing at served paths, suffixes names with the
 // session and adds hookback's labels.
 func Render(name string, tmpl []byte, data TemplateData, opts RenderOptions) (*Registration, error) {
+	objs, err := execute(name, tmpl, data, opts.Paths)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		prepare(o, data.Session, opts.LeaseRef)
+	}
+	return &Registration{Objects: objs}, nil
+}
+
+// execute runs the template and checks what it rendered: webhook
+// configurations only, each defined once, pointing at served paths.
+func execute(name string, tmpl []byte, data TemplateData, paths []string) ([]*unstructured.Unstructured, error) {
 	t, err := template.New(name).Option("missingkey=error").Funcs(template.FuncMap{
 		"enabled": func(n string) bool { return slices.Contains(data.Enabled, n) },
 		"dict":    dict,
@@ -82,17 +95,17 @@ func Render(name string, tmpl []byte, data TemplateData, opts RenderOptions) (*R
 	}
 	seen := map[string]bool{}
 	for _, o := range objs {
-		if err := checkConfiguration(o, opts.Paths); err != nil {
+		if err := checkConfiguration(o, paths); err != nil {
 			return nil, errkind.New(ErrTemplate, fmt.Errorf("bad webhook template: %s: %w", name, err))
 		}
-		prepare(o, data.Session, opts.LeaseRef)
+		// Keyed before prepare's suffix, which is the same for every object.
 		key := o.GetKind() + "/" + o.GetName()
 		if seen[key] {
 			return nil, errkind.New(ErrTemplate, fmt.Errorf("bad webhook template: %s: %s defined twice", name, key))
 		}
 		seen[key] = true
 	}
-	return &Registration{Objects: objs}, nil
+	return objs, nil
 }
 
 // dict builds a map from key, value pairs, to pass several values to a

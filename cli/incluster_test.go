@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRenderInClusterGolden runs `hookback render --in-cluster` as a user
+// would; UPDATE_GOLDEN=1 go test -run TestRenderInCluster ./cli rewrites
+// the files.
+func TestRenderInClusterGolden(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"render-in-cluster", nil},
+		{"render-in-cluster-custom", []string{"--namespace", "webhooks", "--image", "registry.example/hookback:v1",
+			"--replicas", "3", "--webhooks", "pod-name,pod-eviction", "--controllers", "pod-name-label", "--cert-manager"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _, err := run(t, append([]string{"render", "--in-cluster"}, tt.args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("..", "testdata", "golden", tt.name+".yaml")
+			if os.Getenv("UPDATE_GOLDEN") != "" {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(want) != got {
+				t.Errorf("differs from %s (UPDATE_GOLDEN=1 go test -run TestRenderInCluster ./cli):\n%s", golden, got)
+			}
+		})
+	}
+}
+
+func TestRenderInClusterReportsEveryProblem(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"bad values", []string{"render", "--in-cluster", "--replicas", "0", "--namespace", "Not_Valid", "--webhooks", "nope", "--image", "a b"},
+			[]string{"--replicas 0", `--namespace "Not_Valid"`, `unknown webhook "nope"`, `--image "a b"`}},
+		{"laptop flags", []string{"render", "--in-cluster", "--advertise-address", "192.0.2.10", "--tls-mode", "acme"},
+			[]string{"--advertise-address decides a laptop session only", "--tls-mode decides a laptop session only"}},
+		{"in-cluster flags alone", []string{"render", "--image", "x"}, []string{"--image needs --in-cluster"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, _, err := run(t, tt.args...)
+			if err == nil || !strings.HasPrefix(err.Error(), "exit 2: ") {
+				t.Fatalf("err = %v, want exit 2", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+			if out != "" {
+				t.Errorf("printed output despite the error: %s", out)
+			}
+		})
+	}
+}
+
+func TestDefaultImage(t *testing.T) {
+	for version, want := range map[string]string{"dev": "ghcr.io/hookback/hookback:latest", "v1.2.0": "ghcr.io/hookback/hookback:v1.2.0"} {
+		t.Run(version, func(t *testing.T) {
+			if got := defaultImage(version); got != want {
+				t.Errorf("defaultImage(%q) = %q, want %q", version, got, want)
+			}
+		})
+	}
+}
+
+func TestRenderInClusterIgnoresLaptopEnvironment(t *testing.T) {
+	t.Setenv("HOOKBACK_STATE_DIR", t.TempDir())
+	if _, _, err := run(t, "render", "--in-cluster"); err != nil {
+		t.Errorf("render --in-cluster with HOOKBACK_STATE_DIR set: %v", err)
+	}
+}

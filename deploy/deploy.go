@@ -1,0 +1,221 @@
+// Package deploy builds the manifests of hookback installed in the cluster:
+// what `hookback render --in-cluster` prints. The webhook configurations
+// come from the same template start registers and the roles from the same
+// permission declarations check verifies, so the laptop and the cluster
+// cannot drift apart. Everything is labelled part-of hookback, never
+// managed-by: the install belongs to whoever applies it, and a laptop
+// session's cleanup must never delete it.
+package deploy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+
+	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/session"
+	"github.com/hookback/hookback/webhook"
+)
+
+// Fixed names and ports of the install.
+const (
+	Name             = "hookback"
+	DefaultNamespace = "hookback-system"
+	DefaultReplicas  = 2
+	WebhookPort      = 8443
+	MetricsPort      = 8080
+	ServicePort      = 443
+	// AnnotationInjectCA asks cert-manager's cainjector to fill the caBundle.
+	AnnotationInjectCA = "cert-manager.io/inject-ca-from"
+)
+
+// Options say what to install and where.
+type Options struct {
+	Namespace string
+	Image     string
+	Replicas  int32
+	// Webhooks and Controllers are resolved built-in names (session.Select).
+	Webhooks, Controllers []string
+	// Template is the webhook configuration template, as start uses it.
+	Template []byte
+	// CertManager annotates the configurations for cert-manager's
+	// cainjector, from a Certificate named hookback in Namespace.
+	CertManager bool
+}
+
+// Validate reports every problem at once.
+func (o Options) Validate() error {
+	var errs []error
+	for _, msg := range validation.IsDNS1123Label(o.Namespace) {
+		errs = append(errs, fmt.Errorf("namespace %q: %s", o.Namespace, msg))
+	}
+	if o.Image == "" {
+		errs = append(errs, errors.New("the image is empty"))
+	}
+	if o.Replicas < 1 {
+		errs = append(errs, fmt.Errorf("replicas %d: want at least 1", o.Replicas))
+	}
+	if len(o.Template) == 0 {
+		errs = append(errs, errors.New("the webhook template is empty"))
+	}
+	return errors.Join(errs...)
+}
+
+// Labels are on every object of the install.
+func Labels() map[string]string {
+	return map[string]string{"app.kubernetes.io/name": Name, "app.kubernetes.io/part-of": registration.ManagedByValue}
+}
+
+// InCluster returns every object to apply, in apply order: Namespace,
+// ServiceAccount, roles and bindings, Deployment, PodDisruptionBudget,
+// Service, webhook configurations.
+func InCluster(o Options) ([]runtime.Object, error) {
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("render in-cluster: %w", err)
+	}
+	roles, err := rbac(o)
+	if err != nil {
+		return nil, fmt.Errorf("render in-cluster: %w", err)
+	}
+	hooks, err := webhookConfigurations(o)
+	if err != nil {
+		return nil, fmt.Errorf("render in-cluster: %w", err)
+	}
+	out := []runtime.Object{namespace(o), serviceAccount(o)}
+	out = append(out, roles...)
+	out = append(out, deployment(o), podDisruptionBudget(o), service(o))
+	return append(out, hooks...), nil
+}
+
+func meta(o Options, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: o.Namespace, Labels: Labels()}
+}
+
+func namespace(o Options) *corev1.Namespace {
+	m := meta(o, o.Namespace)
+	m.Namespace = ""
+	return &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: m}
+}
+
+func serviceAccount(o Options) *corev1.ServiceAccount {
+	return &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: meta(o, Name)}
+}
+
+// sessionConfig is the run the pods make, for the declarations: the Lease
+// of leader election lives in the install's namespace.
+func sessionConfig(o Options) session.Config {
+	// Webhook options change what a handler does, never its name or path.
+	return session.Config{LeaseNamespace: o.Namespace, Webhooks: o.Webhooks, Controllers: o.Controllers,
+		WebhookOptions: webhook.DefaultOptions()}
+}
+
+// rbac is the least-privilege roles of `hookback rbac`, bound to the
+// install's ServiceAccount.
+func rbac(o Options) ([]runtime.Object, error) {
+	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: o.Namespace, Name: Name}
+	r, err := session.RBAC(sessionConfig(o), Name, []rbacv1.Subject{subject})
+	if err != nil {
+		return nil, err
+	}
+	out := []runtime.Object{r.ClusterRole, r.ClusterRoleBinding}
+	r.ClusterRole.Labels, r.ClusterRoleBinding.Labels = Labels(), Labels()
+	for i := range r.Roles {
+		r.Roles[i].Labels, r.RoleBindings[i].Labels = Labels(), Labels()
+		out = append(out, r.Roles[i], r.RoleBindings[i])
+	}
+	return out, nil
+}
+
+// webhookConfigurations renders start's template with service references.
+func webhookConfigurations(o Options) ([]runtime.Object, error) {
+	served, err := session.ServedWebhooks(sessionConfig(o))
+	if err != nil {
+		return nil, err
+	}
+	names, paths := make([]string, len(served)), make([]string, len(served))
+	for i, h := range served {
+		names[i], paths[i] = h.Name, h.Path
+	}
+	reg, err := registration.RenderService("webhook-url.yaml.tmpl", o.Template, registration.TemplateData{Enabled: names}, paths,
+		registration.ServiceRef{Namespace: o.Namespace, Name: Name, Port: ServicePort}, Labels())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]runtime.Object, 0, len(reg.Objects))
+	for _, obj := range reg.Objects {
+		if o.CertManager {
+			ann := obj.GetAnnotations()
+			if ann == nil {
+				ann = map[string]string{}
+			}
+			ann[AnnotationInjectCA] = o.Namespace + "/" + Name
+			obj.SetAnnotations(ann)
+		}
+		out = append(out, obj)
+	}
+	return out, nil
+}
+
+// caBundleNote heads each webhook configuration in YAML.
+const caBundleNote = `# No caBundle: cert-manager's cainjector fills it (render with --cert-manager for
+# the cert-manager.io/inject-ca-from annotation), or hookback serve from the CA
+# it keeps in a Secret.
+`
+
+// YAML is objs as a multi-document stream behind header (comment lines
+// without "# "), without the empty status and creationTimestamp the typed
+// objects marshal.
+func YAML(header string, objs []runtime.Object) ([]byte, error) {
+	var buf bytes.Buffer
+	for _, line := range strings.Split(strings.TrimRight(header, "\n"), "\n") {
+		if header != "" {
+			buf.WriteString(strings.TrimRight("# "+line, " ") + "\n")
+		}
+	}
+	for _, obj := range objs {
+		b, err := clean(obj)
+		if err != nil {
+			return nil, fmt.Errorf("encode %T: %w", obj, err)
+		}
+		buf.WriteString("---\n")
+		if k := obj.GetObjectKind().GroupVersionKind().Kind; k == registration.KindMutatingHook || k == registration.KindValidatingHook {
+			buf.WriteString(caBundleNote)
+		}
+		buf.Write(b)
+	}
+	return buf.Bytes(), nil
+}
+
+func clean(obj runtime.Object) ([]byte, error) {
+	j, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(j, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "status")
+	dropCreationTimestamp(m)
+	if spec, ok := m["spec"].(map[string]any); ok {
+		if tmpl, ok := spec["template"].(map[string]any); ok {
+			dropCreationTimestamp(tmpl)
+		}
+	}
+	return yaml.Marshal(m)
+}
+
+func dropCreationTimestamp(m map[string]any) {
+	if md, ok := m["metadata"].(map[string]any); ok {
+		delete(md, "creationTimestamp")
+	}
+}

@@ -1,0 +1,202 @@
+package deploy
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/session"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func template(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile("../webhook-url.yaml.tmpl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func all(t *testing.T) (hooks, ctls []string) {
+	t.Helper()
+	hooks, err := session.SelectWebhooks([]string{"all"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctls, err = session.SelectControllers([]string{"all"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hooks, ctls
+}
+
+func cases(t *testing.T) map[string]Options {
+	hooks, ctls := all(t)
+	return map[string]Options{
+		"default": {Namespace: DefaultNamespace, Image: "ghcr.io/hookback/hookback:latest", Replicas: DefaultReplicas,
+			Webhooks: hooks, Controllers: ctls, Template: template(t)},
+		"custom": {Namespace: "webhooks", Image: "registry.example/hookback:v1.2.3", Replicas: 3,
+			Webhooks: []string{"pod-name", "pod-lifespan"}, Controllers: nil, Template: template(t), CertManager: true},
+	}
+}
+
+// TestInClusterGolden compares the rendering with testdata/NAME.yaml;
+// go test ./deploy -update rewrites them.
+func TestInClusterGolden(t *testing.T) {
+	for name, o := range cases(t) {
+		t.Run(name, func(t *testing.T) {
+			objs, err := InCluster(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := YAML("test rendering", objs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", name+".yaml")
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (go test ./deploy -update writes it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("rendering differs from %s (go test ./deploy -update rewrites it)\n--- got\n%s", path, got)
+			}
+		})
+	}
+}
+
+// TestInClusterGrantsEveryDeclaredPermission checks the rendered roles
+// against each declaration of the selected built-ins, as an authorizer would.
+func TestInClusterGrantsEveryDeclaredPermission(t *testing.T) {
+	for name, o := range cases(t) {
+		t.Run(name, func(t *testing.T) {
+			objs, err := InCluster(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			perms, err := session.Permissions(sessionConfig(o))
+			if err != nil {
+				t.Fatal(err)
+			}
+			byNS := rulesByNamespace(objs)
+			for _, p := range perms {
+				if !granted(byNS[""], p) && !granted(byNS[p.Namespace], p) {
+					t.Errorf("not granted: %+v", p)
+				}
+			}
+			for _, verb := range []string{"get", "create", "update"} {
+				p := admission.Permission{Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Namespace: o.Namespace}
+				if !granted(byNS[o.Namespace], p) {
+					t.Errorf("leader election: %+v not granted in %s", p, o.Namespace)
+				}
+			}
+		})
+	}
+}
+
+func rulesByNamespace(objs []runtime.Object) map[string][]rbacv1.PolicyRule {
+	out := map[string][]rbacv1.PolicyRule{}
+	for _, obj := range objs {
+		switch r := obj.(type) {
+		case *rbacv1.ClusterRole:
+			out[""] = append(out[""], r.Rules...)
+		case *rbacv1.Role:
+			out[r.Namespace] = append(out[r.Namespace], r.Rules...)
+		}
+	}
+	return out
+}
+
+func granted(rules []rbacv1.PolicyRule, p admission.Permission) bool {
+	res := p.Resource
+	if p.Subresource != "" {
+		res += "/" + p.Subresource
+	}
+	for _, r := range rules {
+		if slices.Contains(r.Verbs, p.Verb) && slices.Contains(r.APIGroups, p.Group) && slices.Contains(r.Resources, res) &&
+			(len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, p.Name)) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestDeploymentSecurityContext checks every hardening field is set, so a
+// refactor cannot quietly drop one.
+func TestDeploymentSecurityContext(t *testing.T) {
+	objs, err := InCluster(cases(t)["default"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d *appsv1.Deployment
+	for _, obj := range objs {
+		if dd, ok := obj.(*appsv1.Deployment); ok {
+			d = dd
+		}
+	}
+	if d == nil {
+		t.Fatal("no Deployment")
+	}
+	pod := d.Spec.Template.Spec
+	sc := pod.Containers[0].SecurityContext
+	checks := []struct {
+		name string
+		ok   bool
+	}{
+		{"pod runAsNonRoot", pod.SecurityContext.RunAsNonRoot != nil && *pod.SecurityContext.RunAsNonRoot},
+		{"pod seccomp RuntimeDefault", pod.SecurityContext.SeccompProfile != nil && pod.SecurityContext.SeccompProfile.Type == "RuntimeDefault"},
+		{"runAsNonRoot", sc.RunAsNonRoot != nil && *sc.RunAsNonRoot},
+		{"runAsUser 65532", sc.RunAsUser != nil && *sc.RunAsUser == 65532},
+		{"readOnlyRootFilesystem", sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem},
+		{"allowPrivilegeEscalation false", sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation},
+		{"capabilities drop ALL", sc.Capabilities != nil && slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"})},
+		{"seccomp RuntimeDefault", sc.SeccompProfile != nil && sc.SeccompProfile.Type == "RuntimeDefault"},
+		{"automountServiceAccountToken", pod.AutomountServiceAccountToken != nil && *pod.AutomountServiceAccountToken},
+	}
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) {
+			if !c.ok {
+				t.Errorf("%s not set", c.name)
+			}
+		})
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		o    Options
+		errs int
+	}{
+		{"valid", Options{Namespace: "ns", Image: "i", Replicas: 1, Template: []byte("x")}, 0},
+		{"everything wrong", Options{Namespace: "Bad_NS", Replicas: 0}, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.o.Validate()
+			n := 0
+			if err != nil {
+				n = len(err.(interface{ Unwrap() []error }).Unwrap())
+			}
+			if n != tt.errs {
+				t.Errorf("Validate() = %v, want %d problems", err, tt.errs)
+			}
+		})
+	}
+}

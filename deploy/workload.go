@@ -1,0 +1,119 @@
+package deploy
+
+import (
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+// nonRootUID is distroless's nonroot user, the image's USER.
+const nonRootUID = 65532
+
+func selector() *metav1.LabelSelector { return &metav1.LabelSelector{MatchLabels: Labels()} }
+
+// list is a --webhooks or --controllers value; "none" because an empty
+// flag would mean the default, all.
+func list(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ",")
+}
+
+func deployment(o Options) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: meta(o, Name),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(o.Replicas),
+			Selector: selector(),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: Labels()},
+				Spec:       podSpec(o),
+			},
+		},
+	}
+}
+
+func podSpec(o Options) corev1.PodSpec {
+	return corev1.PodSpec{
+		ServiceAccountName:           Name,
+		AutomountServiceAccountToken: ptr.To(true),
+		SecurityContext: &corev1.PodSecurityContext{
+			RunAsNonRoot:   ptr.To(true),
+			RunAsUser:      ptr.To[int64](nonRootUID),
+			RunAsGroup:     ptr.To[int64](nonRootUID),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		// Spread so that one node's loss leaves a replica serving.
+		TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
+			MaxSkew: 1, TopologyKey: corev1.LabelHostname,
+			WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: selector(),
+		}},
+		Containers: []corev1.Container{container(o)},
+		// The root filesystem is read-only; anything the process writes
+		// goes here.
+		Volumes: []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+	}
+}
+
+func container(o Options) corev1.Container {
+	probe := func(path string) *corev1.Probe {
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: path, Port: intstr.FromString("metrics")}}, PeriodSeconds: 10}
+	}
+	return corev1.Container{
+		Name:  Name,
+		Image: o.Image,
+		Args:  []string{"serve", "--webhooks", list(o.Webhooks), "--controllers", list(o.Controllers)},
+		Ports: []corev1.ContainerPort{
+			{Name: "https", ContainerPort: WebhookPort, Protocol: corev1.ProtocolTCP},
+			{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP},
+		},
+		Env: []corev1.EnvVar{
+			{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+			{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+		},
+		ReadinessProbe: probe("/readyz"),
+		LivenessProbe:  probe("/healthz"),
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
+		},
+		SecurityContext: &corev1.SecurityContext{
+			RunAsNonRoot:             ptr.To(true),
+			RunAsUser:                ptr.To[int64](nonRootUID),
+			ReadOnlyRootFilesystem:   ptr.To(true),
+			AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		VolumeMounts: []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
+	}
+}
+
+func podDisruptionBudget(o Options) *policyv1.PodDisruptionBudget {
+	return &policyv1.PodDisruptionBudget{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
+		ObjectMeta: meta(o, Name),
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: selector()},
+	}
+}
+
+func service(o Options) *corev1.Service {
+	return &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: meta(o, Name),
+		Spec: corev1.ServiceSpec{
+			Selector: Labels(),
+			Ports: []corev1.ServicePort{{Name: "https", Port: ServicePort,
+				TargetPort: intstr.FromString("https"), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+}
