@@ -1,10 +1,7 @@
 package deploy
 
 import (
-	"bytes"
-	"flag"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -16,8 +13,6 @@ import (
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/session"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 func template(t *testing.T) []byte {
 	t.Helper()
@@ -41,6 +36,8 @@ func all(t *testing.T) (hooks, ctls []string) {
 	return hooks, ctls
 }
 
+// cases are the renderings the tests check; the output itself is
+// golden-tested once, through the command (cli TestRenderInCluster).
 func cases(t *testing.T) map[string]Options {
 	hooks, ctls := all(t)
 	return map[string]Options{
@@ -48,36 +45,6 @@ func cases(t *testing.T) map[string]Options {
 			Webhooks: hooks, Controllers: ctls, Template: template(t)},
 		"custom": {Namespace: "webhooks", Image: "registry.example/hookback:v1.2.3", Replicas: 3,
 			Webhooks: []string{"pod-name", "pod-lifespan"}, Controllers: nil, Template: template(t), CertManager: true},
-	}
-}
-
-// TestInClusterGolden compares the rendering with testdata/NAME.yaml;
-// go test ./deploy -update rewrites them.
-func TestInClusterGolden(t *testing.T) {
-	for name, o := range cases(t) {
-		t.Run(name, func(t *testing.T) {
-			objs, err := InCluster(o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := YAML("test rendering", objs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			path := filepath.Join("testdata", name+".yaml")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (go test ./deploy -update writes it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("rendering differs from %s (go test ./deploy -update rewrites it)\n--- got\n%s", path, got)
-			}
-		})
 	}
 }
 
