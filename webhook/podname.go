@@ -12,6 +12,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // podNameHandler denies pods whose name or generateName contains a banned
@@ -52,26 +53,60 @@ func (h *podNameHandler) Handle(_ context.Context, req admission.Request) admiss
 	if req.SubResource != "" || !isPod(req) {
 		return admission.Allowed("")
 	}
-	pod, err := decodePod(req)
+	meta, err := h.decode(req)
 	if err != nil {
 		// A validating webhook cannot judge what it cannot read; 400 tells
 		// the client its object is the problem.
 		h.log.Warn("cannot decode pod", "error", err)
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	if req.Operation == admissionv1.Update && h.updateAllowed(req, pod) {
-		return admission.Allowed("")
+	if meta == nil {
+		return admission.Allowed("") // an UPDATE let through whatever the name
 	}
-	name := pod.Name
+	name := meta.Name
 	if name == "" {
 		name = req.Name
 	}
-	for _, candidate := range []string{name, pod.GenerateName} {
+	for _, candidate := range []string{name, meta.GenerateName} {
 		if word, ok := h.banned(candidate); ok {
 			return admission.Denied(fmt.Sprintf("pod name contains %q", word))
 		}
 	}
 	return admission.Allowed("")
+}
+
+// podNames is all a CREATE is judged on. Decoding only these fields, not
+// a whole typed pod, is most of the call's time saved: through the
+// apiserver, building the typed pod took 300 µs of a 20 KB pod's call on
+// the 2-core machine of docs/performance.md.
+type podNames struct {
+	Metadata struct {
+		Name         string `json:"name"`
+		GenerateName string `json:"generateName"`
+	} `json:"metadata"`
+}
+
+// decode returns the names to judge, or nil when an UPDATE is let through
+// whatever its name (updateAllowed).
+func (h *podNameHandler) decode(req admission.Request) (*metav1.ObjectMeta, error) {
+	if req.Operation == admissionv1.Update {
+		pod, err := decodePod(req)
+		if err != nil {
+			return nil, err
+		}
+		if h.updateAllowed(req, pod) {
+			return nil, nil
+		}
+		return &pod.ObjectMeta, nil
+	}
+	if len(req.Object.Raw) == 0 {
+		return nil, errNoObject
+	}
+	var p podNames
+	if err := json.Unmarshal(req.Object.Raw, &p); err != nil {
+		return nil, fmt.Errorf("decode pod: %w", err)
+	}
+	return &metav1.ObjectMeta{Name: p.Metadata.Name, GenerateName: p.Metadata.GenerateName}, nil
 }
 
 // updateAllowed reports whether an UPDATE of pod is let through whatever its

@@ -1,0 +1,41 @@
+package webhook
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hookback/hookback/admission"
+)
+
+// BenchmarkPodName is pod-name's whole call through hookback's transport,
+// on a small pod and a 20 KB one.
+func BenchmarkPodName(b *testing.B) {
+	hooks, err := Build([]string{NamePodName}, DefaultOptions(), Deps{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := admission.NewHTTPHandler(hooks[0], admission.HTTPOptions{})
+	for _, f := range []string{"pod-create.v1.json", "pod-large.v1.json"} {
+		body, err := os.ReadFile(filepath.Join("..", "testdata", "admission", f))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(f, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				req := httptest.NewRequest(http.MethodPost, "/validate?timeout=10s", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("status %d: %s", rec.Code, rec.Body.Bytes())
+				}
+			}
+		})
+	}
+}
