@@ -45,6 +45,7 @@ type config struct {
 	starts      int
 	edits       int
 	pods        int
+	labels      int
 	concurrency int
 	podStatus   bool
 	settle      time.Duration
@@ -64,6 +65,12 @@ type env struct {
 }
 
 func main() {
+	if addr := os.Getenv(crManagerEnv); addr != "" {
+		if err := runCRManager(addr); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	var c config
 	flag.StringVar(&c.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster to measure against")
 	flag.StringVar(&c.binary, "hookback", "", "path of the hookback binary to measure (required)")
@@ -74,7 +81,8 @@ func main() {
 	flag.IntVar(&c.warmup, "warmup", 30, "latency: unmeasured dry-run creates per variant first")
 	flag.IntVar(&c.starts, "starts", 10, "start: warm runs of `hookback start` (one cold run comes first)")
 	flag.IntVar(&c.edits, "edits", 10, "reload: template edits")
-	flag.IntVar(&c.pods, "pods", 3000, "memory: pods to create")
+	flag.IntVar(&c.pods, "pods", 3000, "memory, manager: pods to create")
+	flag.IntVar(&c.labels, "labels", 50, "manager: pods each controller labels, one at a time")
 	flag.IntVar(&c.concurrency, "concurrency", 10, "memory: concurrent pod creates")
 	flag.BoolVar(&c.podStatus, "pod-status", true, "memory: give the pods a Running status (two container statuses, IPs, conditions) so they are as large as running pods")
 	flag.DurationVar(&c.settle, "settle", 30*time.Second, "memory: how long to wait at most for hookback's heap to settle")
@@ -162,6 +170,8 @@ func run(c config) (err error) {
 			serr = e.reload(ctx)
 		case "memory":
 			serr = e.memory(ctx)
+		case "manager":
+			serr = e.manager(ctx)
 		case "":
 		default:
 			serr = fmt.Errorf("unknown section %q", s)

@@ -81,19 +81,26 @@ func (e *env) startHookback(sess, stateDir string, extraEnv []string, args ...st
 	if err != nil {
 		return nil, err
 	}
+	health := "127.0.0.1:" + strconv.Itoa(hport)
+	full := append([]string{"start", "--session", sess, "--port", strconv.Itoa(port),
+		"--health-address", health, "--state-dir", stateDir}, args...)
+	return e.startProc(sess, health, e.cfg.binary, full, extraEnv)
+}
+
+// startProc runs binary with args, its stderr to logs/sess.log and its
+// stdout kept; health is where it serves /metrics (and /readyz).
+func (e *env) startProc(sess, health, binary string, args, extraEnv []string) (*proc, error) {
 	p := &proc{
 		session: sess,
-		health:  "127.0.0.1:" + strconv.Itoa(hport),
+		health:  health,
 		logPath: filepath.Join(e.cfg.workdir, "logs", sess+".log"),
 		done:    make(chan struct{}),
 	}
-	full := append([]string{"start", "--session", sess, "--port", strconv.Itoa(port),
-		"--health-address", p.health, "--state-dir", stateDir}, args...)
 	logf, err := os.Create(p.logPath)
 	if err != nil {
 		return nil, err
 	}
-	p.cmd = exec.Command(e.cfg.binary, full...)
+	p.cmd = exec.Command(binary, args...)
 	p.cmd.Env = append(append(os.Environ(), "KUBECONFIG="+e.cfg.kubeconfig), extraEnv...)
 	p.cmd.Stderr = logf
 	out, err := p.cmd.StdoutPipe()
