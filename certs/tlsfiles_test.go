@@ -132,28 +132,10 @@ func TestFileCertsReload(t *testing.T) {
 // certificate keeps serving under a caBundle of both CAs until the session
 // reports that bundle applied; then the new one serves under the new CA.
 func TestFileCertsCARotationIsStaged(t *testing.T) {
-	dir := t.TempDir()
-	ca1, err := LoadOrCreateCA(filepath.Join(dir, "ca1"), "old CA")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca2, err := LoadOrCreateCA(filepath.Join(dir, "ca2"), "new CA")
-	if err != nil {
-		t.Fatal(err)
-	}
-	caFile := filepath.Join(dir, "ca.crt")
-	if err := writeFileAtomic(caFile, ca1.CertPEM, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	first := writePair(t, ca1, certFile, keyFile)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	fc, err := NewFileCerts(ctx, FileTLSOptions{CertFile: certFile, KeyFile: keyFile, CAFile: caFile,
-		Host: "127.0.0.1", Interval: time.Hour, TrustDelay: 10 * time.Millisecond, Log: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRotation(t, ctx, 10*time.Millisecond)
+	fc, ca1, ca2, caFile, certFile, keyFile, first := r.fc, r.ca1, r.ca2, r.caFile, r.certFile, r.keyFile, r.first
 	defer fc.Stop()
 	fc.Applied(fc.CABundle())
 	addr := serveHandshakes(t, fc.TLSConfig())
@@ -207,27 +189,10 @@ func TestFileCertsCARotationIsStaged(t *testing.T) {
 func TestFileCertsStopEndsAStagedSwap(t *testing.T) {
 	for _, stopFirst := range []bool{true, false} {
 		t.Run(map[bool]string{true: "stop, then applied", false: "applied, then stop"}[stopFirst], func(t *testing.T) {
-			dir := t.TempDir()
-			ca1, err := LoadOrCreateCA(filepath.Join(dir, "ca1"), "old CA")
-			if err != nil {
-				t.Fatal(err)
-			}
-			ca2, err := LoadOrCreateCA(filepath.Join(dir, "ca2"), "new CA")
-			if err != nil {
-				t.Fatal(err)
-			}
-			caFile, certFile, keyFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-			if err := writeFileAtomic(caFile, ca1.CertPEM, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			writePair(t, ca1, certFile, keyFile)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			fc, err := NewFileCerts(ctx, FileTLSOptions{CertFile: certFile, KeyFile: keyFile, CAFile: caFile,
-				Host: "127.0.0.1", Interval: time.Hour, TrustDelay: 50 * time.Millisecond, Log: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := newRotation(t, ctx, 50*time.Millisecond)
+			fc, ca2, caFile, certFile, keyFile := r.fc, r.ca2, r.caFile, r.certFile, r.keyFile
 			fc.Applied(fc.CABundle())
 			writePair(t, ca2, certFile, keyFile)
 			if err := writeFileAtomic(caFile, ca2.CertPEM, 0o644); err != nil {
@@ -254,4 +219,36 @@ func TestFileCertsStopEndsAStagedSwap(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rotation is a FileCerts serving a pair of ca1 from files, and ca2 ready
+// to rotate to.
+type rotation struct {
+	fc                        *FileCerts
+	ca1, ca2                  *CA
+	caFile, certFile, keyFile string
+	first                     *big.Int // the serial of the pair served
+}
+
+func newRotation(t *testing.T, ctx context.Context, trustDelay time.Duration) *rotation {
+	t.Helper()
+	dir := t.TempDir()
+	r := &rotation{caFile: filepath.Join(dir, "ca.crt"), certFile: filepath.Join(dir, "tls.crt"), keyFile: filepath.Join(dir, "tls.key")}
+	var err error
+	if r.ca1, err = LoadOrCreateCA(filepath.Join(dir, "ca1"), "old CA"); err != nil {
+		t.Fatal(err)
+	}
+	if r.ca2, err = LoadOrCreateCA(filepath.Join(dir, "ca2"), "new CA"); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFileAtomic(r.caFile, r.ca1.CertPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.first = writePair(t, r.ca1, r.certFile, r.keyFile)
+	r.fc, err = NewFileCerts(ctx, FileTLSOptions{CertFile: r.certFile, KeyFile: r.keyFile, CAFile: r.caFile,
+		Host: "127.0.0.1", Interval: time.Hour, TrustDelay: trustDelay, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

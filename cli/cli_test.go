@@ -48,7 +48,14 @@ func TestRenderCommandGolden(t *testing.T) {
 	if !strings.Contains(got, "CA-BUNDLE") {
 		t.Fatalf("rendered output lacks the state dir's CA bundle:\n%s", got)
 	}
-	golden := filepath.Join("..", "testdata", "golden", "render-cli.yaml")
+	checkGolden(t, "render-cli", got)
+}
+
+// checkGolden compares got with testdata/golden/NAME.yaml, which
+// UPDATE_GOLDEN=1 rewrites.
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	golden := filepath.Join("..", "testdata", "golden", name+".yaml")
 	if os.Getenv("UPDATE_GOLDEN") != "" {
 		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
@@ -59,7 +66,7 @@ func TestRenderCommandGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	if string(want) != got {
-		t.Errorf("hookback render differs from %s (UPDATE_GOLDEN=1 go test -run TestRenderCommandGolden ./cli):\n%s", golden, got)
+		t.Errorf("differs from %s (UPDATE_GOLDEN=1 go test -run %s ./cli rewrites it):\n%s", golden, t.Name(), got)
 	}
 }
 

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -25,19 +23,7 @@ func TestRenderInClusterGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("..", "testdata", "golden", tt.name+".yaml")
-			if os.Getenv("UPDATE_GOLDEN") != "" {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(want) != got {
-				t.Errorf("differs from %s (UPDATE_GOLDEN=1 go test -run TestRenderInCluster ./cli):\n%s", golden, got)
-			}
+			checkGolden(t, tt.name, got)
 		})
 	}
 }
