@@ -118,6 +118,11 @@ The Deployment runs hookback serve, which this version does not implement yet.`,
 	if err != nil {
 		return fmt.Errorf("render in-cluster: %w", err)
 	}
-	_, err = c.App.Writer.Write(out)
+	if _, err := c.App.Writer.Write(out); err != nil {
+		return err
+	}
+	// On stderr too: someone piping this into kubectl apply does not read
+	// the YAML's header.
+	_, err = fmt.Fprintln(c.App.ErrWriter, "Warning: the Deployment runs `hookback serve`, which this version does not implement yet: its pods will not start (docs/in-cluster.md). The webhook configurations fail open.")
 	return err
 }

@@ -19,9 +19,12 @@ func TestRenderInClusterGolden(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, _, err := run(t, append([]string{"render", "--in-cluster"}, tt.args...)...)
+			got, stderr, err := run(t, append([]string{"render", "--in-cluster"}, tt.args...)...)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if !strings.Contains(stderr, "does not implement yet") {
+				t.Errorf("no warning on stderr that serve is missing: %q", stderr)
 			}
 			checkGolden(t, tt.name, got)
 		})
