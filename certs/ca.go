@@ -69,24 +69,38 @@ func loadCA(certPath, keyPath string) (*CA, error) {
 	if err != nil {
 		return nil, err
 	}
+	ca, err := ParseCA(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("read CA %q: %w: delete %s and %s to make a new CA", certPath, err, certPath, keyPath)
+	}
+	return ca, nil
+}
+
+// ParseCA reads a CA from its PEM certificate and EC key, refusing one that
+// has expired.
+func ParseCA(certPEM, keyPEM []byte) (*CA, error) {
 	cb, _ := pem.Decode(certPEM)
 	kb, _ := pem.Decode(keyPEM)
 	if cb == nil || kb == nil {
-		return nil, fmt.Errorf("read CA %q: not PEM: delete %s and %s to make a new CA", certPath, certPath, keyPath)
+		return nil, errors.New("not PEM")
 	}
 	cert, err := x509.ParseCertificate(cb.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("parse CA certificate %q: %w", certPath, err)
+		return nil, fmt.Errorf("parse CA certificate: %w", err)
 	}
 	key, err := x509.ParseECPrivateKey(kb.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("parse CA key %q: %w", keyPath, err)
+		return nil, fmt.Errorf("parse CA key: %w", err)
 	}
 	if time.Now().After(cert.NotAfter) {
-		return nil, fmt.Errorf("CA %q expired on %s: delete it and its key to make a new one", certPath, cert.NotAfter.Format(time.DateOnly))
+		return nil, fmt.Errorf("the CA expired on %s", cert.NotAfter.Format(time.DateOnly))
 	}
 	return &CA{Cert: cert, Key: key, CertPEM: certPEM}, nil
 }
+
+// NewCA makes a CA valid for ten years; keyPEM is its EC key, for the caller
+// to keep.
+func NewCA(commonName string) (ca *CA, keyPEM []byte, err error) { return newCA(commonName) }
 
 func newCA(commonName string) (*CA, []byte, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

@@ -42,6 +42,11 @@ type TLSOptions struct {
 	StateDir string
 	// Host is the advertised IP or DNS name the certificate must cover.
 	Host string
+	// Names are more names the certificate covers, each with its own leaf
+	// (a Service's short and long DNS names).
+	Names []string
+	// CA issues the leaves; nil: the local CA in StateDir.
+	CA *CA
 	// LeafLifetime is how long a serving certificate lives; certmagic renews
 	// it when a third is left.
 	LeafLifetime time.Duration
@@ -67,16 +72,19 @@ func NewSelfSigned(ctx context.Context, opts TLSOptions) (*SelfSigned, error) {
 	if opts.RenewCheckInterval == 0 {
 		opts.RenewCheckInterval = time.Hour
 	}
-	ca, err := LoadOrCreateCA(opts.StateDir, localCAName)
-	if err != nil {
-		return nil, err
+	ca := opts.CA
+	if ca == nil {
+		var err error
+		if ca, err = LoadOrCreateCA(opts.StateDir, localCAName); err != nil {
+			return nil, err
+		}
 	}
 	cache, cfg := newCertmagic(opts.Log, opts.RenewCheckInterval, certmagic.Config{
 		Storage:           &certmagic.FileStorage{Path: filepath.Join(opts.StateDir, "certmagic")},
 		Issuers:           []certmagic.Issuer{&caIssuer{ca: ca, lifetime: opts.LeafLifetime}},
 		DefaultServerName: opts.Host,
 	})
-	if err := cfg.ManageSync(ctx, []string{opts.Host}); err != nil {
+	if err := cfg.ManageSync(ctx, append([]string{opts.Host}, opts.Names...)); err != nil {
 		cache.Stop()
 		return nil, fmt.Errorf("obtain serving certificate for %s: %w", opts.Host, err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/controller"
-	"github.com/hookback/hookback/deploy"
+	"github.com/hookback/hookback/incluster"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/webhook"
 )
@@ -35,7 +35,7 @@ func newFlag(name string) cli.Flag {
 		return &cli.IntFlag{Name: name, EnvVars: envVar(name), Value: value.(int), Usage: usage}
 	case "no-verify", "all", "bundle", "upstream-insecure", "keep-failure-policy", "inspector-expose", "in-cluster", "cert-manager":
 		return &cli.BoolFlag{Name: name, EnvVars: envVar(name), Usage: usage}
-	case "verify-timeout", "lease-duration", "timeout", "request-timeout", "acme-renew-check-interval":
+	case "verify-timeout", "lease-duration", "timeout", "request-timeout", "acme-renew-check-interval", "shutdown-delay", "wait":
 		return &cli.DurationFlag{Name: name, EnvVars: envVar(name), Value: value.(time.Duration), Usage: usage,
 			Hidden: name == "acme-renew-check-interval"}
 	case "webhook-config", "upstream":
@@ -76,6 +76,10 @@ func flagDefault(name string) any {
 		return 30 * time.Second
 	case "request-timeout":
 		return 10 * time.Second
+	case "shutdown-delay":
+		return incluster.DefaultShutdownDelay
+	case "wait":
+		return time.Minute
 	case "timeout":
 		return time.Duration(0)
 	case "acme-renew-check-interval":
@@ -109,9 +113,9 @@ func flagDefault(name string) any {
 	case "rbac-name":
 		return "hookback-developer"
 	case "namespace":
-		return deploy.DefaultNamespace
+		return incluster.DefaultNamespace
 	case "replicas":
-		return deploy.DefaultReplicas
+		return incluster.DefaultReplicas
 	}
 	return ""
 }
@@ -164,7 +168,10 @@ var flagText = map[string]string{
 	"subject":                   "who the bindings name: user:NAME, group:NAME or serviceaccount:NAMESPACE/NAME",
 	"rbac-name":                 "name of the ClusterRole, Role and bindings",
 	"in-cluster":                "print everything to deploy hookback in the cluster instead (Namespace, RBAC, Deployment, Service, webhook configurations with service references)",
-	"namespace":                 "in-cluster: namespace to deploy into, also the leader election Lease's",
+	"namespace":                 "in-cluster: the install's namespace (its Service, the CA Secret, the leader election Lease)",
+	"wait":                      "uninstall: how long to wait for the install's pods to stop before cleaning up what they wrote",
+	"identity":                  "serve: this replica's name in the leader election Lease (default: $POD_NAME, else host-pid)",
+	"shutdown-delay":            "serve: how long a stopping replica keeps answering, not ready, while the Service's endpoints drop it",
 	"image":                     "in-cluster: hookback image (default: ghcr.io/hookback/hookback:<this version>, :latest for a dev build)",
 	"replicas":                  "in-cluster: replicas of the Deployment",
 	"cert-manager":              "in-cluster: annotate the webhook configurations for cert-manager's cainjector (Certificate NAMESPACE/hookback)",

@@ -23,8 +23,8 @@ func TestRenderInClusterGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(stderr, "does not implement yet") {
-				t.Errorf("no warning on stderr that serve is missing: %q", stderr)
+			if stderr != "" {
+				t.Errorf("stderr: %q, want nothing", stderr)
 			}
 			checkGolden(t, tt.name, got)
 		})

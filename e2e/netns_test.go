@@ -224,6 +224,7 @@ func subnetInUse(t *testing.T, host string) bool {
 type nsProc struct {
 	name string
 	log  string
+	cmd  *exec.Cmd
 	done chan struct{}
 }
 
@@ -247,6 +248,7 @@ func (n *netns) run(t *testing.T, path string, args ...string) *nsProc {
 		f.Close()
 		t.Fatalf("start %s in netns %s: %v", p.name, n.name, err)
 	}
+	p.cmd = cmd
 	go func() { _ = cmd.Wait(); f.Close(); close(p.done) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -261,6 +263,17 @@ func (n *netns) run(t *testing.T, path string, args ...string) *nsProc {
 		}
 	})
 	return p
+}
+
+// stop sends sig and waits for the process to exit.
+func (p *nsProc) stop(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(deadline):
+		t.Fatalf("%s did not exit within %s of %s:\n%s", p.name, deadline, sig, tail(p.log, 20))
+	}
 }
 
 func (p *nsProc) exited() bool {

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"log/slog"
 
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/controller"
 	"github.com/hookback/hookback/kubeconfig"
@@ -98,16 +101,24 @@ func Cleanup(ctx context.Context, cfg CleanupConfig) ([]string, error) {
 	removed, err := r.Cleanup(ctx, registration.CleanupOptions{
 		All: cfg.All, Sessions: cfg.Sessions, Stale: true, DefaultLeaseNamespace: cfg.LeaseNamespace,
 	})
-	namespaces, lerr := r.LeaseNamespaces(ctx, cfg.LeaseNamespace)
-	if lerr != nil {
-		return removed, errors.Join(err, lerr)
+	return removed, errors.Join(err, CleanupShared(ctx, cs, dyn, cfg.LeaseNamespace, cfg.Log))
+}
+
+// CleanupShared undoes what the parts wrote outside any configuration (exec
+// RBAC, node CPU), for every part no live session still uses: the last
+// step of cleanup and of `hookback uninstall`.
+func CleanupShared(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, leaseNamespace string, log *slog.Logger) error {
+	r := &registration.Registrar{Client: cs, Dynamic: dyn, Log: log}
+	namespaces, err := r.LeaseNamespaces(ctx, leaseNamespace)
+	if err != nil {
+		return err
 	}
-	live, lerr := registration.LiveParts(ctx, cs, namespaces, "")
-	if lerr != nil {
-		return removed, errors.Join(err, lerr)
+	live, err := registration.LiveParts(ctx, cs, namespaces, "")
+	if err != nil {
+		return err
 	}
-	shared := SharedCleanups(cs, cfg.Log, webhook.Names(), controller.Names())
-	return removed, errors.Join(err, registration.RunCleanups(ctx, shared, live, cfg.Log))
+	shared := SharedCleanups(cs, log, webhook.Names(), controller.Names())
+	return registration.RunCleanups(ctx, shared, live, log)
 }
 
 // ProbeUpstreams reports, per upstream URL, whether it accepts connections

@@ -1,4 +1,4 @@
-package deploy
+package incluster
 
 import (
 	"strings"
@@ -8,6 +8,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
@@ -59,7 +61,7 @@ func podSpec(o Options) corev1.PodSpec {
 		Containers: []corev1.Container{container(o)},
 		// The root filesystem is read-only; anything the process writes
 		// goes here.
-		Volumes: []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		Volumes: volumes(o),
 	}
 }
 
@@ -71,7 +73,7 @@ func container(o Options) corev1.Container {
 	return corev1.Container{
 		Name:  Name,
 		Image: o.Image,
-		Args:  []string{"serve", "--webhooks", list(o.Webhooks), "--controllers", list(o.Controllers)},
+		Args:  args(o),
 		Ports: []corev1.ContainerPort{
 			{Name: "https", ContainerPort: WebhookPort, Protocol: corev1.ProtocolTCP},
 			{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP},
@@ -94,7 +96,59 @@ func container(o Options) corev1.Container {
 			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
-		VolumeMounts: []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
+		VolumeMounts: mounts(o),
+	}
+}
+
+// Where the cert-manager Secret is mounted.
+const (
+	tlsDir        = "/etc/hookback/tls"
+	tlsSecretName = "hookback-tls"
+)
+
+func args(o Options) []string {
+	a := []string{"serve", "--namespace", o.Namespace, "--webhooks", list(o.Webhooks), "--controllers", list(o.Controllers)}
+	if o.CertManager {
+		a = append(a, "--tls-cert-file", tlsDir+"/tls.crt", "--tls-key-file", tlsDir+"/tls.key")
+	}
+	return a
+}
+
+func mounts(o Options) []corev1.VolumeMount {
+	m := []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}}
+	if o.CertManager {
+		m = append(m, corev1.VolumeMount{Name: "tls", MountPath: tlsDir, ReadOnly: true})
+	}
+	return m
+}
+
+func volumes(o Options) []corev1.Volume {
+	v := []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	if o.CertManager {
+		v = append(v, corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: tlsSecretName}}})
+	}
+	return v
+}
+
+// certManager are a self-signed Issuer and the serving Certificate for the
+// Service's names; cainjector copies its CA into the configurations'
+// caBundle (AnnotationInjectCA).
+func certManager(o Options) []runtime.Object {
+	obj := func(kind, name string, spec map[string]any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "cert-manager.io/v1", "kind": kind, "spec": spec}}
+		u.SetName(name)
+		u.SetNamespace(o.Namespace)
+		u.SetLabels(Labels())
+		return u
+	}
+	names := make([]any, 0, 3)
+	for _, n := range DNSNames(Name, o.Namespace) {
+		names = append(names, n)
+	}
+	return []runtime.Object{
+		obj("Issuer", Name+"-selfsigned", map[string]any{"selfSigned": map[string]any{}}),
+		obj("Certificate", Name, map[string]any{"secretName": tlsSecretName, "dnsNames": names,
+			"issuerRef": map[string]any{"kind": "Issuer", "name": Name + "-selfsigned"}}),
 	}
 }
 

@@ -1,11 +1,13 @@
-// Package deploy builds the manifests of hookback installed in the cluster:
-// what `hookback render --in-cluster` prints. The webhook configurations
-// come from the same template start registers and the roles from the same
-// permission declarations check verifies, so the laptop and the cluster
-// cannot drift apart. Everything is labelled part-of hookback, never
-// managed-by: the install belongs to whoever applies it, and a laptop
-// session's cleanup must never delete it.
-package deploy
+// Package incluster is hookback installed in the cluster: the manifests
+// `hookback render --in-cluster` prints, `hookback serve` (the process its
+// pods run) and `hookback uninstall`. The webhook configurations come from
+// the same template start registers, the handlers are the same built-ins,
+// and the roles are built from permission declarations the same way check
+// verifies them, so the laptop and the cluster cannot drift apart.
+// Everything is labelled part-of hookback, never managed-by: the install
+// belongs to whoever applies it, and a laptop session's cleanup must never
+// delete it.
+package incluster
 
 import (
 	"bytes"
@@ -17,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
@@ -47,8 +50,10 @@ type Options struct {
 	Webhooks, Controllers []string
 	// Template is the webhook configuration template, as start uses it.
 	Template []byte
-	// CertManager annotates the configurations for cert-manager's
-	// cainjector, from a Certificate named hookback in Namespace.
+	// CertManager serves cert-manager's certificate instead of the shared
+	// CA's: a self-signed Issuer and a Certificate named hookback in
+	// Namespace, mounted into the pods, its CA injected into the
+	// configurations by cert-manager's cainjector.
 	CertManager bool
 }
 
@@ -93,6 +98,9 @@ func InCluster(o Options) ([]runtime.Object, error) {
 	out := []runtime.Object{namespace(o), serviceAccount(o)}
 	out = append(out, roles...)
 	out = append(out, deployment(o), podDisruptionBudget(o), service(o))
+	if o.CertManager {
+		out = append(out, certManager(o)...)
+	}
 	return append(out, hooks...), nil
 }
 
@@ -118,14 +126,15 @@ func sessionConfig(o Options) session.Config {
 		WebhookOptions: webhook.DefaultOptions()}
 }
 
-// rbac is the least-privilege roles of `hookback rbac`, bound to the
-// install's ServiceAccount.
+// rbac is the least-privilege roles of serve (ServePermissions), bound to
+// the install's ServiceAccount.
 func rbac(o Options) ([]runtime.Object, error) {
 	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: o.Namespace, Name: Name}
-	r, err := session.RBAC(sessionConfig(o), Name, []rbacv1.Subject{subject})
+	perms, err := ServePermissions(o.Namespace, !o.CertManager, o.Webhooks, o.Controllers)
 	if err != nil {
 		return nil, err
 	}
+	r := registration.NewRBAC(perms, Name, []rbacv1.Subject{subject})
 	out := []runtime.Object{r.ClusterRole, r.ClusterRoleBinding}
 	r.ClusterRole.Labels, r.ClusterRoleBinding.Labels = Labels(), Labels()
 	for i := range r.Roles {
@@ -152,6 +161,9 @@ func webhookConfigurations(o Options) ([]runtime.Object, error) {
 	}
 	out := make([]runtime.Object, 0, len(reg.Objects))
 	for _, obj := range reg.Objects {
+		if err := excludeNamespace(obj, o.Namespace); err != nil {
+			return nil, err
+		}
 		if o.CertManager {
 			ann := obj.GetAnnotations()
 			if ann == nil {
@@ -218,4 +230,41 @@ func dropCreationTimestamp(m map[string]any) {
 	if md, ok := m["metadata"].(map[string]any); ok {
 		delete(md, "creationTimestamp")
 	}
+}
+
+// excludeNamespace keeps the install's own namespace out of every webhook's
+// namespaceSelector: under failurePolicy Fail, hookback's pods must never
+// wait on hookback to be admitted.
+func excludeNamespace(o *unstructured.Unstructured, ns string) error {
+	hooks, _, err := unstructured.NestedSlice(o.Object, "webhooks")
+	if err != nil {
+		return fmt.Errorf("%s %q: %w", o.GetKind(), o.GetName(), err)
+	}
+	for _, h := range hooks {
+		hm, ok := h.(map[string]any)
+		if !ok {
+			continue
+		}
+		sel, _ := hm["namespaceSelector"].(map[string]any)
+		if sel == nil {
+			sel = map[string]any{}
+			hm["namespaceSelector"] = sel
+		}
+		exprs, _ := sel["matchExpressions"].([]any)
+		done := false
+		for _, e := range exprs {
+			em, _ := e.(map[string]any)
+			if em["key"] == corev1.LabelMetadataName && em["operator"] == string(metav1.LabelSelectorOpNotIn) {
+				vals, _ := em["values"].([]any)
+				em["values"] = append(vals, ns)
+				done = true
+				break
+			}
+		}
+		if !done {
+			sel["matchExpressions"] = append(exprs, map[string]any{"key": corev1.LabelMetadataName,
+				"operator": string(metav1.LabelSelectorOpNotIn), "values": []any{ns}})
+		}
+	}
+	return unstructured.SetNestedSlice(o.Object, hooks, "webhooks")
 }

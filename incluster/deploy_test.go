@@ -1,4 +1,4 @@
-package deploy
+package incluster
 
 import (
 	"os"
@@ -57,7 +57,7 @@ func TestInClusterGrantsEveryDeclaredPermission(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			perms, err := session.Permissions(sessionConfig(o))
+			perms, err := ServePermissions(o.Namespace, !o.CertManager, o.Webhooks, o.Controllers)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,9 +68,22 @@ func TestInClusterGrantsEveryDeclaredPermission(t *testing.T) {
 				}
 			}
 			for _, verb := range []string{"get", "create", "update"} {
-				p := admission.Permission{Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Namespace: o.Namespace}
+				p := admission.Permission{Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Namespace: o.Namespace, Name: LeaseName}
 				if !granted(byNS[o.Namespace], p) {
 					t.Errorf("leader election: %+v not granted in %s", p, o.Namespace)
+				}
+			}
+			// A pod never deregisters nor runs a laptop session's canary:
+			// those grants would only widen what a compromised pod can do.
+			for _, p := range []admission.Permission{
+				{Verb: "delete", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"},
+				{Verb: "delete", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"},
+				{Verb: "create", Resource: "configmaps", Namespace: o.Namespace},
+				{Verb: "delete", Group: "coordination.k8s.io", Resource: "leases", Namespace: o.Namespace, Name: LeaseName},
+				{Verb: "get", Resource: "secrets", Namespace: o.Namespace, Name: "someone-elses"},
+			} {
+				if granted(byNS[""], p) || granted(byNS[p.Namespace], p) {
+					t.Errorf("granted although serve never needs it: %s", p)
 				}
 			}
 		})

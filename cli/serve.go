@@ -1,0 +1,159 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/hookback/hookback/incluster"
+	"github.com/hookback/hookback/session"
+	"github.com/hookback/hookback/webhook"
+)
+
+var serveExamples = []Example{
+	{Command: "hookback serve --namespace hookback-system", Comment: "what the Deployment of render --in-cluster runs"},
+	{Command: "hookback serve --webhooks pod-name --controllers none --tls-cert-file /etc/hookback/tls/tls.crt --tls-key-file /etc/hookback/tls/tls.key",
+		Comment: "cert-manager's certificate; its cainjector sets the caBundle"},
+}
+
+// serveFlagNamesPod are serve's flags.
+var serveFlagNamesPod = []string{"namespace", "identity", "port", "bind-address", "health-address", "template",
+	"webhooks", "controllers", "banned-words", "sidecar-image", "cpu-oversell-factor",
+	"tls-cert-file", "tls-key-file", "ca-file", "lease-duration", "shutdown-delay"}
+
+// PodOptions are serve's flags: the mode for a pod of the install.
+type PodOptions struct {
+	GlobalOptions
+	Namespace, Identity, BindAddress, HealthAddress, Template string
+	Port                                                      int
+	Webhooks, Controllers                                     []string
+	Webhook                                                   webhook.Options
+	CertFile, KeyFile, CAFile                                 string
+	LeaseDuration, ShutdownDelay                              time.Duration
+}
+
+func podOptions(c *cli.Context) PodOptions {
+	o := PodOptions{GlobalOptions: globalOptions(c), Namespace: c.String("namespace"), Identity: c.String("identity"),
+		BindAddress: c.String("bind-address"), HealthAddress: c.String("health-address"), Template: c.String("template"),
+		Port: c.Int("port"), Webhooks: strings.Split(c.String("webhooks"), ","), Controllers: strings.Split(c.String("controllers"), ","),
+		Webhook: webhook.Options{BannedWords: c.StringSlice("banned-words"), SidecarImage: c.String("sidecar-image"),
+			CPUOversellFactor: c.Float64("cpu-oversell-factor")},
+		CertFile: c.String("tls-cert-file"), KeyFile: c.String("tls-key-file"), CAFile: c.String("ca-file"),
+		LeaseDuration: c.Duration("lease-duration"), ShutdownDelay: c.Duration("shutdown-delay")}
+	if o.Identity == "" {
+		o.Identity = os.Getenv("POD_NAME")
+	}
+	return o
+}
+
+// Validate reports every problem at once.
+func (o PodOptions) Validate() error {
+	errs := []error{o.GlobalOptions.Validate()}
+	if _, err := session.SelectWebhooks(o.Webhooks); err != nil {
+		errs = append(errs, fmt.Errorf("--webhooks: %w", err))
+	}
+	if _, err := session.SelectControllers(o.Controllers); err != nil {
+		errs = append(errs, fmt.Errorf("--controllers: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// config is the incluster.ServeConfig; call after Validate. Its own
+// Validate reports the rest.
+func (o PodOptions) config(ext Extension) (incluster.ServeConfig, error) {
+	hooks, _ := session.SelectWebhooks(o.Webhooks)
+	ctls, _ := session.SelectControllers(o.Controllers)
+	tmpl := ext.Template
+	if o.Template != "" {
+		b, err := os.ReadFile(o.Template)
+		if err != nil {
+			return incluster.ServeConfig{}, fmt.Errorf("read --template: %w", err)
+		}
+		tmpl = b
+	}
+	return incluster.ServeConfig{Kubeconfig: o.kubeconfig(), Namespace: o.Namespace, Identity: o.Identity,
+		BindAddress: o.BindAddress, Port: o.Port, HealthAddress: o.HealthAddress, Template: tmpl,
+		Webhooks: hooks, Controllers: ctls, WebhookOptions: o.Webhook,
+		CertFile: o.CertFile, KeyFile: o.KeyFile, CAFile: o.CAFile,
+		LeaseDuration: o.LeaseDuration, ShutdownDelay: o.ShutdownDelay}, nil
+}
+
+func serveCommand(ext Extension) *cli.Command {
+	fl := withGlobal(serveFlagNamesPod...)
+	for _, f := range fl {
+		switch f := f.(type) {
+		case *cli.StringFlag:
+			if f.Name == "health-address" {
+				f.Value = incluster.DefaultHealthAddress
+			}
+		case *cli.DurationFlag:
+			if f.Name == "lease-duration" {
+				f.Value = incluster.DefaultLeaseDuration
+			}
+		}
+	}
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "run in a pod of the in-cluster install: serve the webhooks, register them by Service, lead the controllers",
+		Description: `serve is the mode for the pods of hookback render --in-cluster (docs/in-cluster.md). It
+uses the in-cluster config, serves the webhooks on --port and /healthz, /readyz, /metrics
+on --health-address, applies the webhook configurations with clientConfig.service
+references to the Service hookback and the caBundle of a CA it keeps in the Secret
+hookback-ca (or of --tls-cert-file from cert-manager), and runs the controllers only while
+it holds the Lease hookback: every replica serves, one leads. It never deregisters on
+exit; hookback uninstall removes the install.` + examplesText(serveExamples),
+		Flags: fl,
+		Action: func(c *cli.Context) error {
+			o := podOptions(c)
+			if err := o.Validate(); err != nil {
+				return usage(err)
+			}
+			cfg, err := o.config(ext)
+			if err != nil {
+				return usage(err)
+			}
+			if err := cfg.Validate(); err != nil {
+				return usage(err)
+			}
+			cfg.Log = o.logger(c.App.ErrWriter)
+			return incluster.Serve(c.Context, cfg)
+		},
+	}
+}
+
+var uninstallExamples = []Example{
+	{Command: "hookback uninstall --namespace hookback-system"},
+}
+
+func uninstallCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "uninstall",
+		Usage: "remove the in-cluster install, and the node CPU and exec RBAC its built-ins wrote",
+		Description: `uninstall deletes what render --in-cluster installed in --namespace (everything labelled
+app.kubernetes.io/part-of=hookback,app.kubernetes.io/name=hookback): the webhook
+configurations first, so the apiserver stops calling; then the Deployment, waiting for its
+pods; then restores node CPU and removes exec RBAC unless a live laptop session still
+runs those parts; then the rest, the namespace last. serve never does this on a pod's
+exit: the install outlives any one pod.` + examplesText(uninstallExamples),
+		Flags: withGlobal("namespace", "lease-namespace", "wait"),
+		Action: func(c *cli.Context) error {
+			g := globalOptions(c)
+			if err := g.Validate(); err != nil {
+				return usage(err)
+			}
+			deleted, err := incluster.Uninstall(c.Context, incluster.UninstallConfig{Kubeconfig: g.kubeconfig(),
+				Namespace: c.String("namespace"), LeaseNamespace: c.String("lease-namespace"),
+				PodsTimeout: c.Duration("wait"), Log: g.logger(c.App.ErrWriter)})
+			if len(deleted) == 0 {
+				fmt.Fprintf(c.App.Writer, "nothing of hookback installed in namespace %s\n", c.String("namespace"))
+			} else {
+				fmt.Fprintf(c.App.Writer, "deleted: %s\n", strings.Join(deleted, ", "))
+			}
+			return err
+		},
+	}
+}

@@ -1,0 +1,151 @@
+package incluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// leader runs the controllers only while this replica holds the Lease, so
+// two replicas never both write; every replica serves the webhooks
+// regardless.
+type leader struct {
+	client      kubernetes.Interface
+	namespace   string
+	identity    string
+	duration    time.Duration
+	controllers []func(context.Context) error
+	log         *slog.Logger
+	// leading is read by readiness: a leader is ready only once its caches
+	// have synced.
+	leading atomic.Bool
+	gauge   prometheus.Gauge
+	// errs are controller failures, reported when Run returns.
+	mu   sync.Mutex
+	errs []error
+}
+
+func newLeader(client kubernetes.Interface, cfg ServeConfig, controllers []func(context.Context) error, reg prometheus.Registerer) (*leader, error) {
+	l := &leader{client: client, namespace: cfg.Namespace, identity: cfg.Identity, duration: cfg.LeaseDuration,
+		controllers: controllers, log: cfg.Log,
+		gauge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "hookback_leader",
+			Help: "1 while this replica holds the leader election Lease and runs the controllers."})}
+	if err := reg.Register(l.gauge); err != nil {
+		return nil, fmt.Errorf("register the leader metric: %w", err)
+	}
+	return l, nil
+}
+
+// Run campaigns for the Lease until ctx is done, running the controllers
+// during each term. A lost term stops them, waits for them to return, and
+// campaigns again: the webhooks keep being served meanwhile. On ctx's end
+// the Lease is released, so another replica takes over at once.
+func (l *leader) Run(ctx context.Context) error {
+	for ctx.Err() == nil {
+		t := &term{}
+		le, err := leaderelection.NewLeaderElector(l.config(t))
+		if err != nil {
+			return fmt.Errorf("leader election: %w", err)
+		}
+		le.Run(ctx)
+		// Run starts the term's controllers on a goroutine of its own and
+		// may return before they stop: end the term and wait for them,
+		// so the next campaign cannot overlap it.
+		t.end()
+		if l.leading.Swap(false) {
+			l.log.Info("leadership lost or released: controllers stopped", "identity", l.identity)
+		}
+		l.gauge.Set(0)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return errors.Join(l.errs...)
+}
+
+// term is one leader election's time as leader.
+type term struct {
+	mu      sync.Mutex
+	ended   bool
+	running sync.WaitGroup
+}
+
+// begin reports whether the term may start its controllers: not once it
+// has ended.
+func (t *term) begin() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return false
+	}
+	t.running.Add(1)
+	return true
+}
+
+func (t *term) end() {
+	t.mu.Lock()
+	t.ended = true
+	t.mu.Unlock()
+	t.running.Wait()
+}
+
+func (l *leader) config(t *term) leaderelection.LeaderElectionConfig {
+	return leaderelection.LeaderElectionConfig{
+		Lock: &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Name: LeaseName, Namespace: l.namespace},
+			Client:     l.client.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: l.identity},
+			Labels:     Labels(),
+		},
+		// client-go's recommended ratios (15s, 10s, 2s) at any duration.
+		LeaseDuration:   l.duration,
+		RenewDeadline:   l.duration * 2 / 3,
+		RetryPeriod:     l.duration * 2 / 15,
+		ReleaseOnCancel: true,
+		Name:            "hookback",
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				if !t.begin() {
+					return
+				}
+				defer t.running.Done()
+				l.lead(ctx)
+			},
+			// Run handles the end of a term (above), after this returns.
+			OnStoppedLeading: func() {},
+			OnNewLeader: func(id string) {
+				if id != l.identity {
+					l.log.Info("following the leader: it runs the controllers", "leader", id)
+				}
+			},
+		},
+	}
+}
+
+// lead runs every controller until the term ends.
+func (l *leader) lead(ctx context.Context) {
+	l.leading.Store(true)
+	l.gauge.Set(1)
+	l.log.Info("leading: controllers started", "identity", l.identity, "controllers", len(l.controllers))
+	var wg sync.WaitGroup
+	for _, run := range l.controllers {
+		wg.Go(func() {
+			if err := run(ctx); err != nil {
+				l.log.Error("controller stopped", "error", err)
+				l.mu.Lock()
+				l.errs = append(l.errs, err)
+				l.mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -1,0 +1,237 @@
+package incluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/server"
+	"github.com/hookback/hookback/session"
+)
+
+// Serve runs one replica until ctx is done: it serves every selected
+// webhook, applies the webhook configurations with service references (and
+// the shared CA's caBundle), and runs the controllers while it leads. It
+// never deregisters: the install outlives any one pod, and `hookback
+// uninstall` removes it. A clean stop returns nil.
+func Serve(ctx context.Context, cfg ServeConfig) error {
+	started := time.Now()
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	caSecret := cfg.CertFile == ""
+	perms, err := ServePermissions(cfg.Namespace, caSecret, cfg.Webhooks, cfg.Controllers)
+	if err != nil {
+		return err
+	}
+	cl, err := session.Connect(ctx, cfg.Kubeconfig, cfg.Log, perms)
+	if err != nil {
+		return err
+	}
+	crt, err := servingCerts(ctx, cfg, cl)
+	if err != nil {
+		return err
+	}
+	defer crt.Stop()
+	metrics := server.NewMetrics()
+	comps, err := session.NewComponents(session.Config{Webhooks: cfg.Webhooks, Controllers: cfg.Controllers,
+		WebhookOptions: cfg.WebhookOptions, Log: cfg.Log}, cl.Watch, metrics.Registry)
+	if err != nil {
+		return err
+	}
+	defer comps.Shutdown()
+	objs, err := configurations(cfg)
+	if err != nil {
+		return err
+	}
+	srv, err := server.NewServer(server.ServerOptions{
+		Address:       net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.Port)),
+		HealthAddress: cfg.HealthAddress, TLS: crt.TLSConfig(), Webhooks: comps.Webhooks,
+		Log: cfg.Log, Metrics: metrics,
+	})
+	if err != nil {
+		return err
+	}
+	lead, err := newLeader(cl.Client, cfg, comps.Controllers(), metrics.Registry)
+	if err != nil {
+		return err
+	}
+	comps.Start()
+	r := &replica{cfg: cfg, cl: cl, srv: srv, certs: crt, comps: comps, leader: lead, objs: objs}
+	return r.run(ctx, started)
+}
+
+// servingCerts are cert-manager's files, or a leaf for the Service's names
+// from the CA in the install's Secret.
+func servingCerts(ctx context.Context, cfg ServeConfig, cl *session.Cluster) (certs.Certs, error) {
+	names := DNSNames(Name, cfg.Namespace)
+	if cfg.CertFile != "" {
+		return certs.NewFileCerts(context.WithoutCancel(ctx), certs.FileTLSOptions{CertFile: cfg.CertFile, KeyFile: cfg.KeyFile,
+			CAFile: cfg.CAFile, Host: names[0], Interval: 2 * time.Second, Log: cfg.Log})
+	}
+	ca, err := sharedCA(ctx, cl.Client, cfg.Namespace, cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	// Leaves go to a fresh directory under /tmp (the pod's only writable
+	// place) and are issued again on every start: the shared CA is what
+	// must last, not them.
+	dir, err := os.MkdirTemp("", "hookback-serve-")
+	if err != nil {
+		return nil, fmt.Errorf("serving certificate: %w", err)
+	}
+	crt, err := certs.NewSelfSigned(ctx, certs.TLSOptions{CA: ca, Host: names[0], Names: names[1:],
+		StateDir: dir, Log: cfg.Log, LeafLifetime: 30 * 24 * time.Hour})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	return tempCerts{Certs: crt, dir: dir}, nil
+}
+
+// tempCerts removes its leaves' directory on Stop.
+type tempCerts struct {
+	certs.Certs
+	dir string
+}
+
+func (t tempCerts) Stop() {
+	t.Certs.Stop()
+	_ = os.RemoveAll(t.dir)
+}
+
+// replica is a running serve.
+type replica struct {
+	cfg    ServeConfig
+	cl     *session.Cluster
+	srv    *server.Server
+	certs  certs.Certs
+	comps  *session.Components
+	leader *leader
+	objs   []*unstructured.Unstructured
+}
+
+func (r *replica) run(ctx context.Context, started time.Time) (err error) {
+	// The server outlives ctx by ShutdownDelay: a stopping replica keeps
+	// answering while the endpoints drop it.
+	srvCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
+	leadCtx, stopLeading := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	errc := make(chan error, 3)
+	wg.Go(func() { errc <- r.srv.Start(srvCtx) })
+	wg.Go(func() { errc <- r.leader.Run(leadCtx) })
+	defer func() {
+		r.srv.SetReady(false)
+		stopLeading()
+		r.cfg.Log.Info("stopping: not ready, still answering", "for", r.cfg.ShutdownDelay)
+		time.Sleep(r.cfg.ShutdownDelay)
+		stopServer()
+		wg.Wait()
+		close(errc)
+		for e := range errc {
+			err = errors.Join(err, e)
+		}
+	}()
+	if err := r.register(ctx); err != nil {
+		return err
+	}
+	changed := make(chan struct{}, 1)
+	waitWatch, err := r.certs.Watch(srvCtx, changed)
+	if err != nil {
+		return err
+	}
+	if waitWatch != nil {
+		defer waitWatch()
+	}
+	r.cfg.Log.Info("serving", "after", time.Since(started).Round(time.Millisecond), "service", Name+"."+r.cfg.Namespace+".svc",
+		"port", r.cfg.Port, "health", r.srv.HealthAddr().String(), "identity", r.cfg.Identity)
+	return r.loop(ctx, changed, errc)
+}
+
+// loop keeps readiness true while the replica can serve (and, leading, its
+// caches have synced), and re-applies the configurations when the caBundle
+// changes, until ctx is done or a part fails.
+func (r *replica) loop(ctx context.Context, changed <-chan struct{}, errc <-chan error) error {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		r.srv.SetReady(!r.leader.leading.Load() || r.comps.Synced())
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-errc:
+			if err == nil && ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("stopped unexpectedly: %w", err)
+		case <-changed:
+			if err := r.register(ctx); err != nil {
+				r.cfg.Log.Error("re-apply the webhook configurations after a certificate change", "error", err)
+			}
+		case <-tick.C:
+		}
+	}
+}
+
+// register server-side-applies the configurations with the current
+// caBundle; an empty one is left to cert-manager's cainjector.
+func (r *replica) register(ctx context.Context) error {
+	bundle := r.certs.CABundle()
+	reg := &registration.Registrar{Dynamic: r.cl.Dynamic, Log: r.cfg.Log}
+	for _, o := range r.objs {
+		o = o.DeepCopy()
+		if bundle != "" {
+			if err := setCABundle(o, bundle); err != nil {
+				return err
+			}
+		}
+		if err := reg.ApplyObject(ctx, o); err != nil {
+			return fmt.Errorf("register: %w", err)
+		}
+	}
+	if s, ok := r.certs.(certs.Staged); ok {
+		s.Applied(bundle)
+	}
+	r.cfg.Log.Info("webhook configurations applied", "count", len(r.objs), "caBundle", bundle != "")
+	return nil
+}
+
+// configurations are the template's, as render --in-cluster prints them.
+func configurations(cfg ServeConfig) ([]*unstructured.Unstructured, error) {
+	objs, err := webhookConfigurations(Options{Namespace: cfg.Namespace, Webhooks: cfg.Webhooks,
+		Controllers: cfg.Controllers, Template: cfg.Template})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(*unstructured.Unstructured))
+	}
+	return out, nil
+}
+
+// setCABundle sets every webhook's clientConfig.caBundle.
+func setCABundle(o *unstructured.Unstructured, bundle string) error {
+	hooks, _, err := unstructured.NestedSlice(o.Object, "webhooks")
+	if err != nil {
+		return fmt.Errorf("%s %q: %w", o.GetKind(), o.GetName(), err)
+	}
+	for _, h := range hooks {
+		if hm, ok := h.(map[string]any); ok {
+			if cc, ok := hm["clientConfig"].(map[string]any); ok {
+				cc["caBundle"] = bundle
+			}
+		}
+	}
+	return unstructured.SetNestedSlice(o.Object, hooks, "webhooks")
+}
