@@ -45,7 +45,7 @@ func (r *replica) health() string { return "http://" + net.JoinHostPort(r.ns.nsI
 // workload namespace its webhooks judge, and the replicas.
 type inClusterInstall struct {
 	ns, workload, token, template string
-	replicas                           []*replica
+	replicas                      []*replica
 	// served counts the admissions of each replica's earlier processes.
 	served map[string]int
 }
@@ -179,7 +179,7 @@ func installForTest(t *testing.T) *inClusterInstall {
 	}
 	_, err = env.client.CoreV1().Services(in.ns).Create(ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "hookback"},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "https", Port: 443, TargetPort: intstr.FromInt32(8443)}}},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "https", Port: 443, TargetPort: intstr.FromInt32(8443)}}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -171,4 +171,3 @@ func (u *uninstaller) waitPodsGone(ctx context.Context, timeout time.Duration) e
 	}
 	return nil
 }
-
