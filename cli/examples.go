@@ -19,14 +19,16 @@ type Example struct {
 // Examples lists every Example of every command, for the test.
 func Examples() map[string][]Example {
 	return map[string][]Example{
-		"":        appExamples,
-		"check":   checkExamples,
-		"start":   startExamples,
-		"render":  renderExamples,
-		"cleanup": cleanupExamples,
-		"replay":  replayExamples,
-		"ca":      caExamples,
-		"rbac":    rbacExamples,
+		"":          appExamples,
+		"check":     checkExamples,
+		"start":     startExamples,
+		"render":    renderExamples,
+		"cleanup":   cleanupExamples,
+		"replay":    replayExamples,
+		"ca":        caExamples,
+		"rbac":      rbacExamples,
+		"serve":     serveExamples,
+		"uninstall": uninstallExamples,
 	}
 }
 

@@ -15,9 +15,8 @@ import (
 )
 
 var serveExamples = []Example{
-	{Command: "hookback serve --namespace hookback-system", Comment: "what the Deployment of render --in-cluster runs"},
-	{Command: "hookback serve --webhooks pod-name --controllers none --tls-cert-file /etc/hookback/tls/tls.crt --tls-key-file /etc/hookback/tls/tls.key",
-		Comment: "cert-manager's certificate; its cainjector sets the caBundle"},
+	{Command: "hookback serve", Comment: "in a pod of render --in-cluster's Deployment (its args add --namespace)", Serves: true},
+	{Command: "hookback serve --webhooks pod-name --controllers none --shutdown-delay 0s", Serves: true},
 }
 
 // serveFlagNamesPod are serve's flags.
@@ -119,14 +118,14 @@ exit; hookback uninstall removes the install.` + examplesText(serveExamples),
 			if err := cfg.Validate(); err != nil {
 				return usage(err)
 			}
-			cfg.Log = o.logger(c.App.ErrWriter)
+			cfg.Log, cfg.Out = o.logger(c.App.ErrWriter), c.App.Writer
 			return incluster.Serve(c.Context, cfg)
 		},
 	}
 }
 
 var uninstallExamples = []Example{
-	{Command: "hookback uninstall --namespace hookback-system"},
+	{Command: "hookback uninstall", Comment: "the install in --namespace (default hookback-system)"},
 }
 
 func uninstallCommand() *cli.Command {

@@ -75,6 +75,13 @@ func TestHelpExamplesRun(t *testing.T) {
 					t.Skip("removes every hookback session of the cluster: only run on the local control plane")
 				}
 				s := newShellEnv(t)
+				if cmdName == "serve" || cmdName == "uninstall" {
+					// The install's namespace is the test's; the serve
+					// examples leave an install, which uninstall removes.
+					ns := namespace(t)
+					s.environ = append(s.environ, "HOOKBACK_NAMESPACE="+ns)
+					t.Cleanup(func() { _, _, _ = hookback(t, env.kubeconfig, "uninstall", "--namespace", ns, "--wait", "5s") })
+				}
 				if ex.Serves {
 					runServing(t, s, ex.Command)
 					return

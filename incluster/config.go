@@ -3,6 +3,7 @@ package incluster
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"time"
@@ -56,7 +57,9 @@ type ServeConfig struct {
 	// ShutdownDelay is how long a stopping replica keeps answering, not
 	// ready, while the Service's endpoints drop it.
 	ShutdownDelay time.Duration
-	Log           *slog.Logger
+	// Out receives one line when the replica is first ready.
+	Out io.Writer
+	Log *slog.Logger
 }
 
 // Defaults of serve's own flags.
@@ -77,6 +80,9 @@ func (c ServeConfig) withDefaults() ServeConfig {
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
+	if c.Out == nil {
+		c.Out = io.Discard
+	}
 	return c
 }
 
@@ -96,8 +102,9 @@ func (c ServeConfig) Validate() error {
 		errs = append(errs, errors.New("a CA file goes with certificate files"))
 	}
 	// client-go's leader election renews at 2/3 and retries at 2/15 of it.
-	if c.LeaseDuration < 3*time.Second {
-		errs = append(errs, fmt.Errorf("lease duration %s: want at least 3s", c.LeaseDuration))
+	if c.LeaseDuration < 3*time.Second || c.LeaseDuration%time.Second != 0 {
+		// The Lease records whole seconds.
+		errs = append(errs, fmt.Errorf("lease duration %s: want whole seconds, at least 3s", c.LeaseDuration))
 	}
 	if c.ShutdownDelay < 0 {
 		errs = append(errs, fmt.Errorf("shutdown delay %s: want 0 or more", c.ShutdownDelay))

@@ -67,8 +67,8 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		return err
 	}
 	comps.Start()
-	r := &replica{cfg: cfg, cl: cl, srv: srv, certs: crt, comps: comps, leader: lead, objs: objs}
-	return r.run(ctx, started)
+	r := &replica{cfg: cfg, cl: cl, srv: srv, certs: crt, comps: comps, leader: lead, objs: objs, started: started}
+	return r.run(ctx)
 }
 
 // servingCerts are cert-manager's files, or a leaf for the Service's names
@@ -119,9 +119,11 @@ type replica struct {
 	comps  *session.Components
 	leader *leader
 	objs   []*unstructured.Unstructured
+	// started is when Serve began, for the ready line.
+	started time.Time
 }
 
-func (r *replica) run(ctx context.Context, started time.Time) (err error) {
+func (r *replica) run(ctx context.Context) (err error) {
 	// The server outlives ctx by ShutdownDelay: a stopping replica keeps
 	// answering while the endpoints drop it.
 	srvCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
@@ -153,7 +155,7 @@ func (r *replica) run(ctx context.Context, started time.Time) (err error) {
 	if waitWatch != nil {
 		defer waitWatch()
 	}
-	r.cfg.Log.Info("serving", "after", time.Since(started).Round(time.Millisecond), "service", Name+"."+r.cfg.Namespace+".svc",
+	r.cfg.Log.Info("serving", "after", time.Since(r.started).Round(time.Millisecond), "service", Name+"."+r.cfg.Namespace+".svc",
 		"port", r.cfg.Port, "health", r.srv.HealthAddr().String(), "identity", r.cfg.Identity)
 	return r.loop(ctx, changed, errc)
 }
@@ -164,8 +166,16 @@ func (r *replica) run(ctx context.Context, started time.Time) (err error) {
 func (r *replica) loop(ctx context.Context, changed <-chan struct{}, errc <-chan error) error {
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
+	announced := false
 	for {
-		r.srv.SetReady(!r.leader.leading.Load() || r.comps.Synced())
+		ready := !r.leader.leading.Load() || r.comps.Synced()
+		r.srv.SetReady(ready)
+		if ready && !announced {
+			announced = true
+			fmt.Fprintf(r.cfg.Out, "hookback is ready in %s: serving %s as %s (https :%d, health %s); the Lease %s/%s decides who runs the controllers\n",
+				time.Since(r.started).Round(time.Millisecond), Name+"."+r.cfg.Namespace+".svc", r.cfg.Identity, r.cfg.Port,
+				r.srv.HealthAddr(), r.cfg.Namespace, LeaseName)
+		}
 		select {
 		case <-ctx.Done():
 			return nil

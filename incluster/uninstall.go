@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -61,6 +63,7 @@ var (
 		{gvr("coordination.k8s.io", "v1", "leases"), true},
 		{gvr("rbac.authorization.k8s.io", "v1", "rolebindings"), true},
 		{gvr("rbac.authorization.k8s.io", "v1", "roles"), true},
+		// Bindings first: belongs learns their roles from them.
 		{gvr("rbac.authorization.k8s.io", "v1", "clusterrolebindings"), false},
 		{gvr("rbac.authorization.k8s.io", "v1", "clusterroles"), false},
 		{gvr("", "v1", "serviceaccounts"), true},
@@ -120,6 +123,41 @@ type uninstaller struct {
 	ns      string
 	log     *slog.Logger
 	deleted []string
+	// roles are the ClusterRoles the deleted bindings granted.
+	roles []string
+}
+
+// belongs tells whether a cluster-scoped object is this namespace's
+// install's, not another's with the same labels: configurations calling
+// its Service, bindings to its ServiceAccount and their roles, the
+// namespace itself.
+func (u *uninstaller) belongs(o *unstructured.Unstructured) bool {
+	switch o.GetKind() {
+	case "Namespace":
+		return o.GetName() == u.ns
+	case "ClusterRole":
+		return slices.Contains(u.roles, o.GetName())
+	case "ClusterRoleBinding":
+		subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
+		for _, sub := range subjects {
+			if m, ok := sub.(map[string]any); ok && m["kind"] == "ServiceAccount" && m["namespace"] == u.ns {
+				name, _, _ := unstructured.NestedString(o.Object, "roleRef", "name")
+				u.roles = append(u.roles, name)
+				return true
+			}
+		}
+		return false
+	default: // webhook configurations
+		hooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
+		for _, h := range hooks {
+			if m, ok := h.(map[string]any); ok {
+				if ns, _, _ := unstructured.NestedString(m, "clientConfig", "service", "namespace"); ns == u.ns {
+					return true
+				}
+			}
+		}
+		return false
+	}
 }
 
 func (u *uninstaller) delete(ctx context.Context, steps []uninstallStep) error {
@@ -139,7 +177,7 @@ func (u *uninstaller) delete(ctx context.Context, steps []uninstallStep) error {
 			continue
 		}
 		for _, o := range list.Items {
-			if s.gvr.Resource == "namespaces" && o.GetName() != u.ns {
+			if !s.namespaced && !u.belongs(&o) {
 				continue
 			}
 			err := ri.Delete(ctx, o.GetName(), metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)})
