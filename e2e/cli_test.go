@@ -148,6 +148,10 @@ func TestFirstRunBannerCommandsWork(t *testing.T) {
 	t.Cleanup(func() {
 		_ = env.client.CoreV1().Pods("default").Delete(context.Background(), "hookback-try", metav1.DeleteOptions{})
 	})
+	// /readyz turns ready just before the banner is printed.
+	eventually(t, "the whole ready banner", func(context.Context) (bool, error) {
+		return strings.Contains(p.stdout.String(), "Stop with Ctrl-C"), nil
+	})
 	banner := p.stdout.String()
 	var cmds []string
 	for _, line := range strings.Split(banner, "\n") {
