@@ -1,0 +1,128 @@
+// Package relay is hookback's reverse tunnel, for a laptop the cluster
+// cannot route back to. A relay runs in the cluster (`hookback relay`, the
+// same image as the in-cluster install) behind a Service the webhook
+// configurations reference. The laptop reaches the relay's control port
+// through the apiserver's pod port-forward, proves it is the session that
+// deployed the relay with a per-session secret, and then carries every
+// webhook connection over that one connection, multiplexed with yamux: the
+// relay accepts the apiserver's TCP connection on its service port and
+// opens a stream to the laptop, which hands it to its local TLS server. TLS
+// ends on the laptop, so the relay only ever sees ciphertext.
+package relay
+
+import (
+	"bufio"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/yamux"
+)
+
+// The control stream's handshake, one line each way before yamux starts:
+// the laptop sends helloPrefix and the secret, the relay answers "OK" or
+// "DENIED" and closes.
+const (
+	helloPrefix = "HOOKBACK-RELAY/1 "
+	answerOK    = "OK"
+	// maxHello bounds what an unauthenticated peer can make the relay read.
+	maxHello         = 512
+	handshakeTimeout = 10 * time.Second
+)
+
+// ErrDenied is the relay's answer to a wrong secret.
+var ErrDenied = errors.New("relay: the relay refused this session's secret (another session's relay, or a redeployed one)")
+
+// hello sends the secret and reads the relay's answer.
+func hello(conn net.Conn, secret string) error {
+	_ = conn.SetDeadline(time.Now().Add(handshakeTimeout))
+	defer func() { _ = conn.SetDeadline(time.Time{}) }()
+	if _, err := io.WriteString(conn, helloPrefix+secret+"\n"); err != nil {
+		return fmt.Errorf("relay handshake: %w", err)
+	}
+	line, err := readLine(conn)
+	if err != nil {
+		return fmt.Errorf("relay handshake: %w", err)
+	}
+	if line != answerOK {
+		return ErrDenied
+	}
+	return nil
+}
+
+// accept reads a hello and checks its secret in constant time; it answers
+// either way.
+func accept(conn net.Conn, secret string) error {
+	_ = conn.SetDeadline(time.Now().Add(handshakeTimeout))
+	defer func() { _ = conn.SetDeadline(time.Time{}) }()
+	line, err := readLine(conn)
+	if err != nil {
+		return fmt.Errorf("read hello: %w", err)
+	}
+	got, ok := strings.CutPrefix(line, helloPrefix)
+	if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(secret)) != 1 {
+		_, _ = io.WriteString(conn, "DENIED\n")
+		return errors.New("wrong or missing session secret")
+	}
+	_, err = io.WriteString(conn, answerOK+"\n")
+	return err
+}
+
+// readLine reads one line byte by byte: nothing past it may be consumed,
+// since yamux takes over the connection right after.
+func readLine(conn net.Conn) (string, error) {
+	r := bufio.NewReaderSize(io.LimitReader(conn, maxHello), 1)
+	var b strings.Builder
+	for {
+		c, err := r.ReadByte()
+		if err != nil {
+			return "", err
+		}
+		if c == '\n' {
+			return b.String(), nil
+		}
+		b.WriteByte(c)
+		if b.Len() >= maxHello-1 {
+			return "", errors.New("hello line too long")
+		}
+	}
+}
+
+// muxConfig is yamux's, logging through slog; keep-alives find a dead
+// port-forward within a minute even when no webhook call is going on.
+func muxConfig(log *slog.Logger) *yamux.Config {
+	c := yamux.DefaultConfig()
+	c.LogOutput = nil
+	c.Logger = slog.NewLogLogger(log.Handler(), slog.LevelDebug)
+	c.KeepAliveInterval = 15 * time.Second
+	c.ConnectionWriteTimeout = 10 * time.Second
+	return c
+}
+
+// pipe copies both ways until either side ends, then closes both.
+func pipe(a, b net.Conn) {
+	done := make(chan struct{}, 2)
+	cp := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		// Half-close when the side supports it, so the other direction
+		// can still finish its answer.
+		switch d := dst.(type) {
+		case interface{ CloseWrite() error }:
+			_ = d.CloseWrite()
+		case *yamux.Stream:
+			_ = d.Close() // a yamux Close is a half-close: reads go on
+		}
+		done <- struct{}{}
+	}
+	go cp(a, b)
+	go cp(b, a)
+	<-done
+	<-done
+	_ = a.Close()
+	_ = b.Close()
+}

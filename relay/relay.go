@@ -1,0 +1,147 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+
+	"github.com/hashicorp/yamux"
+)
+
+// Options configure the relay side, `hookback relay`.
+type Options struct {
+	// Listen is where the apiserver's connections arrive (the Service's
+	// target port).
+	Listen string
+	// Control is where the laptop attaches, through a port-forward.
+	Control string
+	// Secret is the session's; only a laptop that knows it may attach.
+	Secret string
+	Log    *slog.Logger
+}
+
+// Relay accepts the apiserver's connections and carries each one as a
+// stream to the attached laptop.
+type Relay struct {
+	opts             Options
+	listen, control  net.Listener
+	mu               sync.Mutex
+	session          *yamux.Session
+	conns            sync.WaitGroup
+	warnedNoneAttach bool
+}
+
+// New binds both listeners, so a busy port fails at once.
+func New(o Options) (*Relay, error) {
+	if o.Secret == "" {
+		return nil, errors.New("relay: the session secret is empty")
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("relay: listen for the apiserver on %s: %w", o.Listen, err)
+	}
+	ctl, err := net.Listen("tcp", o.Control)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("relay: listen for the laptop on %s: %w", o.Control, err)
+	}
+	return &Relay{opts: o, listen: ln, control: ctl}, nil
+}
+
+// Addr is the apiserver side's address; ControlAddr the laptop's.
+func (r *Relay) Addr() net.Addr        { return r.listen.Addr() }
+func (r *Relay) ControlAddr() net.Addr { return r.control.Addr() }
+
+// Start serves until ctx is done, then closes the listeners and the
+// session and waits for every connection it started.
+func (r *Relay) Start(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Go(func() { r.acceptLoop(r.control, r.attach) })
+	wg.Go(func() { r.acceptLoop(r.listen, r.forward) })
+	r.opts.Log.Info("relay ready", "listen", r.listen.Addr().String(), "control", r.control.Addr().String())
+	<-ctx.Done()
+	r.listen.Close()
+	r.control.Close()
+	r.mu.Lock()
+	if r.session != nil {
+		r.session.Close()
+	}
+	r.mu.Unlock()
+	wg.Wait()
+	r.conns.Wait()
+	return nil
+}
+
+func (r *Relay) acceptLoop(ln net.Listener, handle func(net.Conn)) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return // closed by Start
+		}
+		r.conns.Go(func() { handle(c) })
+	}
+}
+
+// attach authenticates a laptop and makes its session the current one; a
+// newer session replaces an older one (the laptop reconnected).
+func (r *Relay) attach(c net.Conn) {
+	if err := accept(c, r.opts.Secret); err != nil {
+		r.opts.Log.Warn("refused a control connection", "remote", c.RemoteAddr().String(), "error", err)
+		c.Close()
+		return
+	}
+	s, err := yamux.Client(c, muxConfig(r.opts.Log))
+	if err != nil {
+		r.opts.Log.Error("start the multiplexed session", "error", err)
+		c.Close()
+		return
+	}
+	r.mu.Lock()
+	old := r.session
+	r.session, r.warnedNoneAttach = s, false
+	r.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	r.opts.Log.Info("laptop attached", "remote", c.RemoteAddr().String())
+	<-s.CloseChan()
+	r.mu.Lock()
+	if r.session == s {
+		r.session = nil
+	}
+	r.mu.Unlock()
+	r.opts.Log.Info("laptop detached", "remote", c.RemoteAddr().String())
+}
+
+// forward carries one apiserver connection to the laptop. Without one
+// attached it closes at once: the apiserver fails open fast rather than
+// waiting out its timeout.
+func (r *Relay) forward(c net.Conn) {
+	r.mu.Lock()
+	s := r.session
+	warn := s == nil && !r.warnedNoneAttach
+	if warn {
+		r.warnedNoneAttach = true
+	}
+	r.mu.Unlock()
+	if s == nil {
+		if warn {
+			r.opts.Log.Warn("a connection arrived with no laptop attached: closed (the webhooks fail open)")
+		}
+		c.Close()
+		return
+	}
+	stream, err := s.Open()
+	if err != nil {
+		r.opts.Log.Warn("open a stream to the laptop", "error", err)
+		c.Close()
+		return
+	}
+	pipe(c, stream)
+}
