@@ -29,6 +29,7 @@ func Examples() map[string][]Example {
 		"rbac":      rbacExamples,
 		"serve":     serveExamples,
 		"uninstall": uninstallExamples,
+		"relay":     relayExamples,
 	}
 }
 

@@ -80,6 +80,10 @@ func flagDefault(name string) any {
 		return incluster.DefaultShutdownDelay
 	case "wait":
 		return time.Minute
+	case "listen":
+		return ":8443"
+	case "control":
+		return ":9443"
 	case "timeout":
 		return time.Duration(0)
 	case "acme-renew-check-interval":
@@ -169,6 +173,8 @@ var flagText = map[string]string{
 	"rbac-name":                 "name of the ClusterRole, Role and bindings",
 	"in-cluster":                "print everything to deploy hookback in the cluster instead (Namespace, RBAC, Deployment, Service, webhook configurations with service references)",
 	"namespace":                 "in-cluster: the install's namespace (its Service, the CA Secret, the leader election Lease)",
+	"listen":                    "relay: host:port the apiserver's connections arrive on (the relay Service's target port)",
+	"control":                   "relay: host:port the laptop attaches on, through the apiserver's pod port-forward",
 	"wait":                      "uninstall: how long to wait for the install's pods to stop before cleaning up what they wrote",
 	"identity":                  "serve: this replica's name in the leader election Lease (default: $POD_NAME, else host-pid)",
 	"shutdown-delay":            "serve: how long a stopping replica keeps answering, not ready, while the Service's endpoints drop it",

@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/hookback/hookback/relay"
+)
+
+// relaySecretEnv carries the session secret into the relay pod (from a
+// Secret, never on the command line, where ps would show it).
+const relaySecretEnv = "HOOKBACK_RELAY_SECRET"
+
+var relayExamples = []Example{
+	{Command: "env HOOKBACK_RELAY_SECRET=s3cret hookback relay --listen 127.0.0.1:0 --control 127.0.0.1:0", Comment: "what start --tunnel's relay pod runs", Serves: true},
+}
+
+// RelayOptions are relay's flags.
+type RelayOptions struct {
+	GlobalOptions
+	Listen, Control, Secret string
+}
+
+func relayOptions(c *cli.Context) RelayOptions {
+	return RelayOptions{GlobalOptions: globalOptions(c), Listen: c.String("listen"), Control: c.String("control"),
+		Secret: strings.TrimSpace(os.Getenv(relaySecretEnv))}
+}
+
+// Validate reports every problem at once.
+func (o RelayOptions) Validate() error {
+	errs := []error{o.GlobalOptions.Validate()}
+	if o.Secret == "" {
+		errs = append(errs, fmt.Errorf("$%s is empty: the relay needs the session's secret (start --tunnel sets it from a Secret)", relaySecretEnv))
+	}
+	return errors.Join(errs...)
+}
+
+func relayCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "relay",
+		Usage: "the in-cluster end of start --tunnel: carry the apiserver's connections to the attached laptop",
+		Description: `relay runs in the pod start --tunnel deploys. It accepts the apiserver's connections on
+--listen (the relay Service's target port) and carries each one, still TLS-encrypted, as a
+stream over the single connection the laptop attaches on --control through the apiserver's
+pod port-forward. Only a laptop that presents $HOOKBACK_RELAY_SECRET may attach; with none
+attached, connections are closed at once, so the webhooks fail open.` + examplesText(relayExamples),
+		Flags: withGlobal("listen", "control"),
+		Action: func(c *cli.Context) error {
+			o := relayOptions(c)
+			if err := o.Validate(); err != nil {
+				return usage(err)
+			}
+			log := o.logger(c.App.ErrWriter)
+			r, err := relay.New(relay.Options{Listen: o.Listen, Control: o.Control, Secret: o.Secret, Log: log})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "hookback is ready: relaying %s to the laptop attached on %s\n", r.Addr(), r.ControlAddr())
+			return r.Start(c.Context)
+		},
+	}
+}
