@@ -62,10 +62,8 @@ type inClusterInstall struct {
 // failed admission under failurePolicy Fail, the leader killed and the other
 // taking the controllers over within the Lease, and uninstall.
 func TestInClusterTwoReplicas(t *testing.T) {
+	requireLocal(t, "needs kube-apiserver's --enable-aggregator-routing=true to call replicas in test-made network namespaces (on kind: TestInClusterDeployment)")
 	requireNetns(t)
-	if !env.local {
-		t.Skip("skipped: needs the local control plane's --enable-aggregator-routing=true and test-made network namespaces")
-	}
 	ctx := context.Background()
 	in := installForTest(t)
 	for _, id := range []string{"replica-a", "replica-b"} {
