@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -75,7 +76,7 @@ func TestInClusterTwoReplicas(t *testing.T) {
 	for _, r := range in.replicas {
 		waitReady(t, r)
 	}
-	in.checkRegistration(t)
+	in.checkRegistration(t, admissionregistrationv1.Fail)
 
 	// The replicas answer. The apiserver resolves the Service when it
 	// dials and keeps that HTTP/2 connection, so one replica gets every
