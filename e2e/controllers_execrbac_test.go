@@ -145,6 +145,7 @@ func ctlWaitCanExec(t *testing.T, saNS, sa, ns string, want bool) {
 }
 
 func TestControllerExecRBAC(t *testing.T) {
+	requireLocal(t, whyKwokRuns)
 	ctx := context.Background()
 	rbac := env.client.RbacV1()
 	name := controller.ExecRBACObjectName
@@ -282,6 +283,7 @@ func TestControllerExecRBAC(t *testing.T) {
 // about it. The ClusterRole is cluster-scoped, so the Event goes to the
 // default namespace.
 func TestControllerExecRBACRefusedWriteEvent(t *testing.T) {
+	requireLocal(t, whyKwokRuns)
 	ctx := context.Background()
 	since := metav1.Now().Rfc3339Copy() // Events of earlier runs are older
 	ctlDeleteExecRBAC(t)

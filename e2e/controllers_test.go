@@ -21,6 +21,7 @@ import (
 // calls t.Parallel.
 
 func TestControllerPodNameLabel(t *testing.T) {
+	requireLocal(t, whyKwokRuns)
 	ns := namespace(t)
 	p := start(t, ctlArgs(controller.PodNameLabelName)...)
 	// A pod the controller has no business with: used below to prove that
@@ -122,6 +123,7 @@ func TestControllerPodNameLabel(t *testing.T) {
 // Deployment's pods were judged too. The queue metric then shows that only
 // the sibling was queued.
 func TestControllerPodNameLabelUserValue(t *testing.T) {
+	requireLocal(t, whyKwokRuns)
 	ctx := context.Background()
 	ns := namespace(t)
 	p := start(t, ctlArgs(controller.PodNameLabelName)...)
@@ -190,6 +192,7 @@ func TestControllerPodNameLabelUserValue(t *testing.T) {
 // value. Either way nothing is written and a Warning Event on the pod says
 // why.
 func TestControllerPodNameLabelWarningEvents(t *testing.T) {
+	requireLocal(t, whyKwokRuns)
 	ns := namespace(t)
 	p := start(t, ctlArgs(controller.PodNameLabelName)...)
 	refused := ctlBarePod(t, ns, "refused", "", nil)

@@ -97,8 +97,9 @@ func (in *inClusterInstall) leader(t *testing.T) (lead, follow *replica) {
 }
 
 // checkRegistration checks that serve applied the configurations with a
-// service reference and the caBundle of the CA in the Secret.
-func (in *inClusterInstall) checkRegistration(t *testing.T) {
+// service reference, the caBundle of the CA in the Secret and the
+// template's failurePolicy.
+func (in *inClusterInstall) checkRegistration(t *testing.T, policy admissionregistrationv1.FailurePolicyType) {
 	t.Helper()
 	ctx := context.Background()
 	var cfg *admissionregistrationv1.ValidatingWebhookConfiguration
@@ -119,8 +120,8 @@ func (in *inClusterInstall) checkRegistration(t *testing.T) {
 		if string(w.ClientConfig.CABundle) != string(ca.Data[corev1.TLSCertKey]) {
 			t.Errorf("webhook %s: caBundle is not the CA of Secret %s/hookback-ca", w.Name, in.ns)
 		}
-		if ptr.Deref(w.FailurePolicy, "") != admissionregistrationv1.Fail {
-			t.Errorf("webhook %s: failurePolicy %v, want the template's Fail", w.Name, w.FailurePolicy)
+		if ptr.Deref(w.FailurePolicy, "") != policy {
+			t.Errorf("webhook %s: failurePolicy %v, want the template's %s", w.Name, ptr.Deref(w.FailurePolicy, ""), policy)
 		}
 	}
 }

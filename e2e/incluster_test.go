@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -62,10 +63,8 @@ type inClusterInstall struct {
 // failed admission under failurePolicy Fail, the leader killed and the other
 // taking the controllers over within the Lease, and uninstall.
 func TestInClusterTwoReplicas(t *testing.T) {
+	requireLocal(t, "needs kube-apiserver's --enable-aggregator-routing=true to call replicas in test-made network namespaces (on kind: TestInClusterDeployment)")
 	requireNetns(t)
-	if !env.local {
-		t.Skip("skipped: needs the local control plane's --enable-aggregator-routing=true and test-made network namespaces")
-	}
 	ctx := context.Background()
 	in := installForTest(t)
 	for _, id := range []string{"replica-a", "replica-b"} {
@@ -77,7 +76,7 @@ func TestInClusterTwoReplicas(t *testing.T) {
 	for _, r := range in.replicas {
 		waitReady(t, r)
 	}
-	in.checkRegistration(t)
+	in.checkRegistration(t, admissionregistrationv1.Fail)
 
 	// The replicas answer. The apiserver resolves the Service when it
 	// dials and keeps that HTTP/2 connection, so one replica gets every

@@ -96,3 +96,24 @@ func script(repo, path string) (string, error) {
 	err := cmd.Run()
 	return out.String(), err
 }
+
+// Why a test needs hack/cluster's control plane; each is the skip reason a
+// test gives against any other cluster ($KUBECONFIG set).
+const (
+	// whyKwokRuns: the test waits for pods of an image no registry serves
+	// (registry.example/app:e2e) to be Running, which only kwok's fake nodes
+	// report; a real kubelet would leave them in ErrImagePull.
+	whyKwokRuns = "needs kwok's fake nodes to run pods of the unpullable image registry.example/app:e2e"
+	// whyKwokHeartbeats: the test waits for kwok's frequent nodes/status
+	// heartbeats and rewrites a node's CPU, which no real node should see.
+	whyKwokHeartbeats = "needs a kwok fake node's heartbeats and oversells its CPU"
+)
+
+// requireLocal skips the test unless it runs on hack/cluster's control
+// plane, saying why it needs it; on that control plane it always runs.
+func requireLocal(t *testing.T, why string) {
+	t.Helper()
+	if !env.local {
+		t.Skipf("skipped against $KUBECONFIG's cluster: %s; run it on the local control plane (KUBECONFIG= go test ./e2e/)", why)
+	}
+}

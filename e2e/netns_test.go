@@ -32,6 +32,7 @@ import (
 //
 // Only loopback and the two addresses of the test's own veth pair are used.
 func TestNetnsAdvertisesVethAddress(t *testing.T) {
+	requireLocal(t, "runs hack/cluster's etcd and kube-apiserver binaries in a test-made network namespace")
 	requireNetns(t)
 	n, kc, client := netnsCluster(t)
 	ctx := context.Background()

@@ -29,9 +29,7 @@ func apiserver(t *testing.T, action string) {
 // canary verifies again and a log line says so, and admission works.
 // Not parallel: every other session loses the apiserver too.
 func TestApiserverRestart(t *testing.T) {
-	if !env.local {
-		t.Skip("restarts the local control plane's kube-apiserver: only run there")
-	}
+	requireLocal(t, "restarts the control plane's kube-apiserver (hack/cluster/apiserver) and waits for kwok to run a pod")
 	ns := namespace(t)
 	p := start(t, "--webhooks", "pod-name", "--controllers", controller.PodNameLabelName, "--lease-duration", "6s")
 	pod := ctlBarePod(t, ns, "survivor", "", nil)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/base64"
+	"net"
 	"strings"
 	"syscall"
 	"testing"
@@ -47,7 +48,7 @@ func TestStartRegistersServesAndCleansUp(t *testing.T) {
 		t.Errorf("labels = %v", mwc.Labels)
 	}
 	cc := mwc.Webhooks[0].ClientConfig
-	if want := "https://127.0.0.1:" + itoa(p.port) + "/e2e-mark"; cc.URL == nil || *cc.URL != want {
+	if want := "https://" + net.JoinHostPort(advertisedHost(t, p), itoa(p.port)) + "/e2e-mark"; cc.URL == nil || *cc.URL != want {
 		t.Errorf("url = %v, want %s", cc.URL, want)
 	}
 	if !strings.Contains(string(cc.CABundle), "BEGIN CERTIFICATE") {
@@ -241,4 +242,21 @@ func TestLeaseOnlySessionIsCleanedUp(t *testing.T) {
 	if !strings.Contains(out, p.session) {
 		t.Errorf("cleanup did not report the session:\n%s", out)
 	}
+}
+
+// advertisedHost is the address hookback must have registered: loopback on
+// the local control plane, whose apiserver shares this machine's; elsewhere
+// (kind: the kind network's gateway) what its strategy chose, as logged.
+func advertisedHost(t *testing.T, p *proc) string {
+	t.Helper()
+	if env.local {
+		return "127.0.0.1"
+	}
+	line := logLine(p.stderr.String(), "advertise address chosen")
+	_, rest, ok := strings.Cut(line, " address=")
+	if !ok {
+		t.Fatalf("no advertise address logged:\n%s", p.stderr.String())
+	}
+	host, _, _ := strings.Cut(rest, " ")
+	return host
 }

@@ -24,6 +24,7 @@ import (
 // third process removes both sessions and then the shared objects.
 // Not parallel: cleanup --all removes every session of the cluster.
 func TestTwoDevelopersOneCluster(t *testing.T) {
+	requireLocal(t, whyKwokHeartbeats+"; "+whyKwokRuns)
 	ctx := context.Background()
 	ns := namespace(t)
 	node := kwokNode(t)

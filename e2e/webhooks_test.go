@@ -375,6 +375,7 @@ func evictDryRunQuery(ctx context.Context, ns, name string, _ bool) error {
 }
 
 func TestWebhookPodEvictionEvents(t *testing.T) {
+	requireLocal(t, whyKwokRuns)
 	t.Parallel()
 	ns := namespace(t)
 	user := whWhoAmI(t)
@@ -467,6 +468,7 @@ func TestWebhookPodEvictionEvents(t *testing.T) {
 // unchanged (kwok never manages it), so they arrive at the webhook with the
 // already oversold value: the test proves it is not compounded.
 func TestWebhookNodeStatusOversellsCPU(t *testing.T) {
+	requireLocal(t, whyKwokHeartbeats)
 	t.Parallel()
 	ctx := context.Background()
 	node := kwokNode(t)
