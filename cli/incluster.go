@@ -89,7 +89,7 @@ func (o InClusterOptions) deploy(tmpl []byte) incluster.Options {
 	hooks, _ := session.SelectWebhooks(o.Webhooks)
 	ctls, _ := session.SelectControllers(o.Controllers)
 	return incluster.Options{Namespace: o.Namespace, Image: o.Image, Replicas: int32(o.Replicas),
-		Webhooks: hooks, Controllers: ctls, Template: tmpl, CertManager: o.CertManager}
+		Webhooks: hooks, Controllers: ctls, Template: tmpl, CertManager: o.CertManager, CustomTemplate: o.Template != ""}
 }
 
 // runRenderInCluster prints the in-cluster install.

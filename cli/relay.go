@@ -16,7 +16,7 @@ import (
 const relaySecretEnv = "HOOKBACK_RELAY_SECRET"
 
 var relayExamples = []Example{
-	{Command: "env HOOKBACK_RELAY_SECRET=s3cret hookback relay --listen 127.0.0.1:0 --control 127.0.0.1:0", Comment: "what start --tunnel's relay pod runs", Serves: true},
+	{Command: "hookback relay --listen 127.0.0.1:0 --control 127.0.0.1:0", Comment: "with $HOOKBACK_RELAY_SECRET set, as in the relay pod", Serves: true},
 }
 
 // RelayOptions are relay's flags.

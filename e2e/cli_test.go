@@ -82,6 +82,9 @@ func TestHelpExamplesRun(t *testing.T) {
 					s.environ = append(s.environ, "HOOKBACK_NAMESPACE="+ns)
 					t.Cleanup(func() { _, _, _ = hookback(t, env.kubeconfig, "uninstall", "--namespace", ns, "--wait", "5s") })
 				}
+				if cmdName == "relay" {
+					s.environ = append(s.environ, "HOOKBACK_RELAY_SECRET=e2e-example")
+				}
 				if ex.Serves {
 					runServing(t, s, ex.Command)
 					return

@@ -50,6 +50,9 @@ type Options struct {
 	Webhooks, Controllers []string
 	// Template is the webhook configuration template, as start uses it.
 	Template []byte
+	// CustomTemplate ships Template to the pods in a ConfigMap (the user's
+	// --template); otherwise they use the template built into the image.
+	CustomTemplate bool
 	// CertManager serves cert-manager's certificate instead of the shared
 	// CA's: a self-signed Issuer and a Certificate named hookback in
 	// Namespace, mounted into the pods, its CA injected into the
@@ -81,8 +84,9 @@ func Labels() map[string]string {
 }
 
 // InCluster returns every object to apply, in apply order: Namespace,
-// ServiceAccount, roles and bindings, Deployment, PodDisruptionBudget,
-// Service, webhook configurations.
+// ServiceAccount, roles and bindings, the template's ConfigMap (a custom
+// template), Deployment, PodDisruptionBudget, Service, webhook
+// configurations.
 func InCluster(o Options) ([]runtime.Object, error) {
 	if err := o.Validate(); err != nil {
 		return nil, fmt.Errorf("render in-cluster: %w", err)
@@ -97,6 +101,9 @@ func InCluster(o Options) ([]runtime.Object, error) {
 	}
 	out := []runtime.Object{namespace(o), serviceAccount(o)}
 	out = append(out, roles...)
+	if o.CustomTemplate {
+		out = append(out, templateConfigMap(o))
+	}
 	out = append(out, deployment(o), podDisruptionBudget(o), service(o))
 	if o.CertManager {
 		out = append(out, certManager(o)...)

@@ -180,3 +180,48 @@ func TestOptionsValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestCustomTemplateReachesThePods checks that a --template given to render
+// is what the pods apply: shipped in a ConfigMap, mounted, and passed to
+// serve; without one, the pods use the image's.
+func TestCustomTemplateReachesThePods(t *testing.T) {
+	for _, custom := range []bool{true, false} {
+		t.Run(map[bool]string{true: "custom", false: "built in"}[custom], func(t *testing.T) {
+			o := cases(t)["default"]
+			o.CustomTemplate = custom
+			objs, err := InCluster(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cm *corev1.ConfigMap
+			var dep *appsv1.Deployment
+			for _, obj := range objs {
+				switch x := obj.(type) {
+				case *corev1.ConfigMap:
+					cm = x
+				case *appsv1.Deployment:
+					dep = x
+				}
+			}
+			args := dep.Spec.Template.Spec.Containers[0].Args
+			hasFlag := slices.Contains(args, "--template")
+			if !custom {
+				if cm != nil || hasFlag {
+					t.Errorf("built-in template: ConfigMap %v, args %v", cm != nil, args)
+				}
+				return
+			}
+			if cm == nil || cm.Data[templateKey] != string(o.Template) {
+				t.Fatal("no ConfigMap holding the template")
+			}
+			if i := slices.Index(args, "--template"); i < 0 || args[i+1] != templateDir+"/"+templateKey {
+				t.Errorf("serve args %v lack --template %s/%s", args, templateDir, templateKey)
+			}
+			if !slices.ContainsFunc(dep.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+				return v.ConfigMap != nil && v.ConfigMap.Name == cm.Name
+			}) {
+				t.Error("the ConfigMap is not mounted")
+			}
+		})
+	}
+}

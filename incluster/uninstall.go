@@ -60,6 +60,7 @@ var (
 		{gvr("cert-manager.io", "v1", "certificates"), true},
 		{gvr("cert-manager.io", "v1", "issuers"), true},
 		{gvr("", "v1", "secrets"), true},
+		{gvr("", "v1", "configmaps"), true},
 		{gvr("coordination.k8s.io", "v1", "leases"), true},
 		{gvr("rbac.authorization.k8s.io", "v1", "rolebindings"), true},
 		{gvr("rbac.authorization.k8s.io", "v1", "roles"), true},

@@ -100,16 +100,29 @@ func container(o Options) corev1.Container {
 	}
 }
 
-// Where the cert-manager Secret is mounted.
+// Where the cert-manager Secret and a custom template are mounted.
 const (
 	tlsDir        = "/etc/hookback/tls"
 	tlsSecretName = "hookback-tls"
+	templateDir   = "/etc/hookback/template"
+	templateKey   = "webhooks.yaml.tmpl"
+	templateName  = "hookback-template"
 )
+
+// templateConfigMap carries the user's template to the pods, so that what
+// they apply is what was rendered.
+func templateConfigMap(o Options) *corev1.ConfigMap {
+	return &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: meta(o, templateName),
+		Data: map[string]string{templateKey: string(o.Template)}}
+}
 
 func args(o Options) []string {
 	a := []string{"serve", "--namespace", o.Namespace, "--webhooks", list(o.Webhooks), "--controllers", list(o.Controllers)}
 	if o.CertManager {
 		a = append(a, "--tls-cert-file", tlsDir+"/tls.crt", "--tls-key-file", tlsDir+"/tls.key")
+	}
+	if o.CustomTemplate {
+		a = append(a, "--template", templateDir+"/"+templateKey)
 	}
 	return a
 }
@@ -119,6 +132,9 @@ func mounts(o Options) []corev1.VolumeMount {
 	if o.CertManager {
 		m = append(m, corev1.VolumeMount{Name: "tls", MountPath: tlsDir, ReadOnly: true})
 	}
+	if o.CustomTemplate {
+		m = append(m, corev1.VolumeMount{Name: "template", MountPath: templateDir, ReadOnly: true})
+	}
 	return m
 }
 
@@ -126,6 +142,10 @@ func volumes(o Options) []corev1.Volume {
 	v := []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	if o.CertManager {
 		v = append(v, corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: tlsSecretName}}})
+	}
+	if o.CustomTemplate {
+		v = append(v, corev1.Volume{Name: "template", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: templateName}}}})
 	}
 	return v
 }
