@@ -6,8 +6,12 @@
 // Handlers never see HTTP, review versions or JSON encoding. Mutating
 // handlers return the JSON patch operations they mean (see PatchOp) against
 // the raw request object. The package depends only on k8s.io/api,
-// k8s.io/apimachinery and the standard library, so a Go program can import
-// it to write its own webhook and serve it through hookback.
+// k8s.io/apimachinery, the standard library and
+// github.com/go-json-experiment/json (no dependencies of its own; already in
+// client-go's module graph through kube-openapi), so a Go program can import
+// it to write its own webhook and serve it through hookback. That JSON
+// package is the prototype of Go's encoding/json/v2: when v2 leaves
+// GOEXPERIMENT, decodeReview moves to it and the dependency goes.
 package admission
 
 import (

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bytes"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -9,12 +10,23 @@ import (
 	"testing"
 
 	"github.com/hookback/hookback/admission"
+	"k8s.io/client-go/tools/events"
 )
 
 // BenchmarkPodName is pod-name's whole call through hookback's transport,
 // on a small pod and a 20 KB one.
-func BenchmarkPodName(b *testing.B) {
-	hooks, err := Build([]string{NamePodName}, DefaultOptions(), Deps{})
+func BenchmarkPodName(b *testing.B) { benchWebhook(b, NamePodName) }
+
+// BenchmarkPodLifespan and BenchmarkPodSidecar are the mutating pod
+// webhooks' whole calls, as BenchmarkPodName.
+func BenchmarkPodLifespan(b *testing.B) { benchWebhook(b, NamePodLifespan) }
+
+func BenchmarkPodSidecar(b *testing.B) { benchWebhook(b, NamePodSidecar) }
+
+func benchWebhook(b *testing.B, name string) {
+	// A recorder without a channel drops Events rather than blocking.
+	deps := Deps{Log: slog.New(slog.DiscardHandler), Recorder: func(string) events.EventRecorder { return &events.FakeRecorder{} }}
+	hooks, err := Build([]string{name}, DefaultOptions(), deps)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -109,7 +109,7 @@ func createdPod(req admission.Request, log *slog.Logger) (pod *corev1.Pod, ok bo
 	if req.Operation != admissionv1.Create || req.SubResource != "" || !isPod(req) {
 		return nil, false
 	}
-	pod, err := decodePod(req)
+	pod, err := decodeCreatedPod(req)
 	if err != nil {
 		log.Warn("cannot decode pod; letting it through unchanged", "error", err)
 		return nil, false

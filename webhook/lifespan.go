@@ -41,6 +41,11 @@ func (h *lifespanHandler) Handle(_ context.Context, req admission.Request) admis
 	if !ok {
 		return admission.Allowed("")
 	}
+	return h.judge(req, pod)
+}
+
+// judge decides a created pod, decoded by decodeCreatedPod.
+func (h *lifespanHandler) judge(req admission.Request, pod *corev1.Pod) admission.Response {
 	want, note := lifespanTolerations(pod.Labels[LabelLifespanRequested])
 	if note != "" {
 		h.events.warn(req, pod, ReasonLifespanInvalid, actionAddTolerations, note)

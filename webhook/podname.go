@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/hookback/hookback/admission"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -103,7 +104,7 @@ func (h *podNameHandler) decode(req admission.Request) (*metav1.ObjectMeta, erro
 		return nil, errNoObject
 	}
 	var p podNames
-	if err := json.Unmarshal(req.Object.Raw, &p); err != nil {
+	if err := jsonv2.Unmarshal(req.Object.Raw, &p); err != nil {
 		return nil, fmt.Errorf("decode pod: %w", err)
 	}
 	return &metav1.ObjectMeta{Name: p.Metadata.Name, GenerateName: p.Metadata.GenerateName}, nil

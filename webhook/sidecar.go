@@ -53,6 +53,11 @@ func (h *sidecarHandler) Handle(_ context.Context, req admission.Request) admiss
 	if !ok {
 		return admission.Allowed("")
 	}
+	return h.judge(req, pod)
+}
+
+// judge decides a created pod, decoded by decodeCreatedPod.
+func (h *sidecarHandler) judge(req admission.Request, pod *corev1.Pod) admission.Response {
 	enable, ok := pod.Annotations[AnnotationSidecarEnable]
 	if !ok {
 		return admission.Allowed("")
