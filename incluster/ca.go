@@ -48,6 +48,10 @@ func sharedCA(ctx context.Context, cs kubernetes.Interface, namespace string, lo
 			log.Info("created the shared CA", "secret", namespace+"/"+CASecretName, "fingerprint", ca.Fingerprint()[:16])
 			return ca, nil
 		}
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("create the CA Secret %s/%s: namespace %s does not exist: apply hookback render --in-cluster --namespace %s first, or pass serve the install's --namespace: %w",
+				namespace, CASecretName, namespace, namespace, err)
+		}
 		if !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("create the CA Secret %s/%s: %w", namespace, CASecretName, err)
 		}
