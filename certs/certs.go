@@ -93,6 +93,9 @@ type Options struct {
 	Mode string
 	// Host is the advertised IP or DNS name the certificate must cover.
 	Host string
+	// Names are more names a self-signed certificate covers (a Service's
+	// other spellings).
+	Names []string
 	// StateDir keeps the local CA and certmagic's storage.
 	StateDir string
 	// CertFile and KeyFile are the files mode's pair.
@@ -137,7 +140,7 @@ func New(ctx context.Context, o Options) (Certs, error) {
 		a.Host, a.StateDir, a.CAFile, a.Log = o.Host, o.StateDir, o.CAFile, o.Log
 		return NewACMECerts(ctx, a)
 	default:
-		return NewSelfSigned(ctx, TLSOptions{StateDir: o.StateDir, Host: o.Host, Log: o.Log})
+		return NewSelfSigned(ctx, TLSOptions{StateDir: o.StateDir, Host: o.Host, Names: o.Names, Log: o.Log})
 	}
 }
 

@@ -21,9 +21,9 @@ func cleanupCommand() *cli.Command {
 		Usage: "delete webhook configurations and Leases that hookback left in the cluster",
 		Description: `cleanup removes this user's session (after a crash, kill -9 or a closed laptop),
 every session whose Lease expired, or with --all everything labelled
-app.kubernetes.io/managed-by=hookback; then the shared objects (exec RBAC, node CPU)
+app.kubernetes.io/managed-by=hookback, with the relays of --tunnel sessions; then the shared objects (exec RBAC, node CPU)
 that no live session still uses.` + examplesText(cleanupExamples),
-		Flags: withGlobal("session", "all", "lease-namespace"),
+		Flags: withGlobal("session", "all", "lease-namespace", "tunnel-namespace"),
 		Action: func(c *cli.Context) error {
 			g := globalOptions(c)
 			name := c.String("session")
@@ -38,7 +38,7 @@ that no live session still uses.` + examplesText(cleanupExamples),
 			}
 			removed, err := session.Cleanup(c.Context, session.CleanupConfig{
 				Kubeconfig: g.kubeconfig(), Sessions: []string{name}, All: c.Bool("all"),
-				LeaseNamespace: c.String("lease-namespace"), Log: g.logger(c.App.ErrWriter),
+				LeaseNamespace: c.String("lease-namespace"), TunnelNamespace: c.String("tunnel-namespace"), Log: g.logger(c.App.ErrWriter),
 			})
 			if len(removed) == 0 {
 				fmt.Fprintln(c.App.Writer, "nothing to clean up")

@@ -12,6 +12,7 @@ import (
 	"github.com/hookback/hookback/controller"
 	"github.com/hookback/hookback/incluster"
 	"github.com/hookback/hookback/inspector"
+	"github.com/hookback/hookback/session"
 	"github.com/hookback/hookback/webhook"
 )
 
@@ -33,7 +34,7 @@ func newFlag(name string) cli.Flag {
 	switch name {
 	case "port", "acme-http-port", "inspector-keep", "replicas":
 		return &cli.IntFlag{Name: name, EnvVars: envVar(name), Value: value.(int), Usage: usage}
-	case "no-verify", "all", "bundle", "upstream-insecure", "keep-failure-policy", "inspector-expose", "in-cluster", "cert-manager":
+	case "no-verify", "all", "bundle", "upstream-insecure", "keep-failure-policy", "inspector-expose", "in-cluster", "cert-manager", "tunnel":
 		return &cli.BoolFlag{Name: name, EnvVars: envVar(name), Usage: usage}
 	case "verify-timeout", "lease-duration", "timeout", "request-timeout", "acme-renew-check-interval", "shutdown-delay", "wait":
 		return &cli.DurationFlag{Name: name, EnvVars: envVar(name), Value: value.(time.Duration), Usage: usage,
@@ -118,6 +119,10 @@ func flagDefault(name string) any {
 		return "hookback-developer"
 	case "namespace":
 		return incluster.DefaultNamespace
+	case "tunnel-namespace":
+		return session.DefaultTunnelNamespace
+	case "relay-image":
+		return defaultImage(Version)
 	case "replicas":
 		return incluster.DefaultReplicas
 	}
@@ -180,6 +185,9 @@ var flagText = map[string]string{
 	"shutdown-delay":            "serve: how long a stopping replica keeps answering, not ready, while the Service's endpoints drop it",
 	"image":                     "in-cluster: hookback image (default: ghcr.io/hookback/hookback:<this version>, :latest for a dev build)",
 	"replicas":                  "in-cluster: replicas of the Deployment",
+	"tunnel":                    "reach the apiserver's calls through a relay deployed for the session and the apiserver's pod port-forward, for a machine the cluster cannot route to (NAT, a cloud cluster); see docs/tunnel.md",
+	"tunnel-namespace":          "tunnel: namespace of the session's relay (created when missing, and deleted again by the last session that leaves it)",
+	"relay-image":               "tunnel: image that runs the relay (hookback relay); a dev build defaults to :latest",
 	"cert-manager":              "in-cluster: annotate the webhook configurations for cert-manager's cainjector (Certificate NAMESPACE/hookback)",
 }
 
@@ -192,7 +200,7 @@ var serveFlagNames = []string{"advertise-address", "port", "session", "template"
 // startFlagNames are serveFlagNames plus what only a running session needs.
 var startFlagNames = append(append([]string{}, serveFlagNames...),
 	"bind-address", "health-address", "no-verify", "verify-timeout", "lease-duration", "record-dir",
-	"inspector-address", "inspector-expose", "inspector-keep")
+	"inspector-address", "inspector-expose", "inspector-keep", "tunnel", "tunnel-namespace", "relay-image")
 
 // lookup finds the context in c's lineage where name was set (the
 // subcommand's flags first, then the app's global ones), else c itself,

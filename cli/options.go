@@ -165,6 +165,7 @@ type StartOptions struct {
 	Inspector                    session.InspectorConfig
 	NoVerify                     bool
 	VerifyTimeout, LeaseDuration time.Duration
+	Tunnel                       session.TunnelConfig
 }
 
 func startOptions(c *cli.Context) StartOptions {
@@ -172,7 +173,8 @@ func startOptions(c *cli.Context) StartOptions {
 		HealthAddress: c.String("health-address"), NoVerify: c.Bool("no-verify"),
 		VerifyTimeout: c.Duration("verify-timeout"), LeaseDuration: c.Duration("lease-duration"),
 		Inspector: session.InspectorConfig{Address: c.String("inspector-address"), Expose: c.Bool("inspector-expose"),
-			Keep: c.Int("inspector-keep"), Fallback: !c.IsSet("inspector-address")}}
+			Keep: c.Int("inspector-keep"), Fallback: !c.IsSet("inspector-address")},
+		Tunnel: session.TunnelConfig{Enabled: c.Bool("tunnel"), Namespace: c.String("tunnel-namespace"), Image: c.String("relay-image")}}
 }
 
 // Validate reports every problem at once.
@@ -183,6 +185,12 @@ func (o StartOptions) Validate() error {
 	}
 	if o.LeaseDuration < time.Second {
 		errs = append(errs, fmt.Errorf("--lease-duration %s: want at least 1s", o.LeaseDuration))
+	}
+	if o.Tunnel.Enabled && o.AdvertiseAddress != "" {
+		errs = append(errs, errors.New("--advertise-address and --tunnel exclude each other: with --tunnel the apiserver dials the relay's Service"))
+	}
+	if o.Tunnel.Enabled && o.TLSMode == certs.ModeACME {
+		errs = append(errs, errors.New("--tls-mode acme cannot certify the relay's Service name (NAME.NAMESPACE.svc): use self-signed or files with --tunnel"))
 	}
 	if o.Inspector.Keep < 1 {
 		errs = append(errs, fmt.Errorf("--inspector-keep %d: want at least 1", o.Inspector.Keep))
@@ -197,7 +205,7 @@ func (o StartOptions) config(ext Extension, log *slog.Logger, out io.Writer) ses
 	cfg := o.ServeOptions.config(ext, log)
 	cfg.BindAddress, cfg.HealthAddress = o.BindAddress, o.HealthAddress
 	cfg.RequireVerified, cfg.VerifyTimeout, cfg.LeaseDuration = !o.NoVerify, o.VerifyTimeout, o.LeaseDuration
-	cfg.Out, cfg.RecordDir, cfg.Inspector = out, o.RecordDir, o.Inspector
+	cfg.Out, cfg.RecordDir, cfg.Inspector, cfg.Tunnel = out, o.RecordDir, o.Inspector, o.Tunnel
 	// make run points this at the local control plane's kubectl when none
 	// is on PATH, so the banner's suggestions work as printed.
 	cfg.Kubectl = os.Getenv("HOOKBACK_KUBECTL")

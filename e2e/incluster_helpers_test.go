@@ -28,10 +28,13 @@ func metricValue(r *replica, name string) float64 {
 }
 
 // metric is the value of the first /metrics line starting with prefix.
-func metric(r *replica, prefix string) float64 {
+func metric(r *replica, prefix string) float64 { return metricAt(r.health(), prefix) }
+
+// metricAt is metric of the health server at base (http://host:port).
+func metricAt(base, prefix string) float64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	body, code := fetch(ctx, r.health()+"/metrics")
+	body, code := fetch(ctx, base+"/metrics")
 	if code != http.StatusOK {
 		return -1
 	}

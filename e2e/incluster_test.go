@@ -345,9 +345,24 @@ func (in *inClusterInstall) restart(t *testing.T, r *replica) {
 			others = append(others, o)
 		}
 	}
+	before := map[string]int{}
+	for _, o := range others {
+		before[o.id] = admissions(o)
+	}
 	in.setEndpoints(t, others...)
 	r.proc.stop(t, syscall.SIGTERM)
 	in.served[r.id] += admissions(r)
+	// The apiserver dials a random ready endpoint and keeps the connection:
+	// wait for the load to move before r is back, or both restarts may
+	// leave every call on one replica.
+	eventually(t, "admissions served by another replica while "+r.id+" is down", func(context.Context) (bool, error) {
+		for _, o := range others {
+			if admissions(o) > before[o.id] {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 	in.start(t, r)
 	waitReady(t, r)
 	in.setEndpoints(t, in.replicas...)

@@ -154,10 +154,17 @@ type netns struct {
 // /30 and no namespace of that name exists (another run's).
 func newNetns(t *testing.T) *netns {
 	t.Helper()
+	return newNetnsAt(t, 1, 2)
+}
+
+// newNetnsAt is newNetns with the last octets of the host and namespace
+// ends (1 or 2 each) chosen by the caller.
+func newNetnsAt(t *testing.T, hostOctet, nsOctet int) *netns {
+	t.Helper()
 	start := os.Getpid() % 250
 	for i := range 250 {
 		x := 1 + (start+i)%250
-		host, ns := fmt.Sprintf("10.203.%d.1", x), fmt.Sprintf("10.203.%d.2", x)
+		host, ns := fmt.Sprintf("10.203.%d.%d", x, hostOctet), fmt.Sprintf("10.203.%d.%d", x, nsOctet)
 		if subnetInUse(t, host) {
 			continue
 		}

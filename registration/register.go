@@ -131,7 +131,7 @@ func (r *Registrar) LeaseNamespaces(ctx context.Context, defaultNS string) ([]st
 	}
 	out := []string{defaultNS}
 	for s, ref := range sessions {
-		ns, _ := splitLeaseRef(ref, defaultNS, s)
+		ns, _ := SplitLeaseRef(ref, defaultNS, s)
 		if !slices.Contains(out, ns) {
 			out = append(out, ns)
 		}
@@ -173,7 +173,7 @@ func (r *Registrar) Cleanup(ctx context.Context, opts CleanupOptions) ([]string,
 	var removed []string
 	var errs []error
 	for s, ref := range sessions {
-		ns, name := splitLeaseRef(ref, opts.DefaultLeaseNamespace, s)
+		ns, name := SplitLeaseRef(ref, opts.DefaultLeaseNamespace, s)
 		remove := opts.All || slices.Contains(opts.Sessions, s)
 		if !remove && opts.Stale && s != opts.Except {
 			alive, err := r.leaseAlive(ctx, ns, name)
@@ -229,7 +229,9 @@ func (r *Registrar) leaseAlive(ctx context.Context, ns, name string) (bool, erro
 	return !LeaseExpired(l, time.Now()), nil
 }
 
-func splitLeaseRef(ref, defaultNS, session string) (string, string) {
+// SplitLeaseRef splits a recorded namespace/name Lease reference; an
+// empty or malformed one is session's Lease in defaultNS.
+func SplitLeaseRef(ref, defaultNS, session string) (string, string) {
 	if ns, name, ok := strings.Cut(ref, "/"); ok && ns != "" && name != "" {
 		return ns, name
 	}

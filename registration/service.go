@@ -36,7 +36,19 @@ func RenderService(name string, tmpl []byte, data TemplateData, paths []string, 
 	return &Registration{Objects: objs}, nil
 }
 
-// toService swaps every webhook's clientConfig for a service reference.
+// PointAtService points every webhook of objs at svc, keeping each url's
+// path and the caBundle: `start --tunnel`, where the apiserver reaches the
+// session through its relay's Service.
+func PointAtService(objs []*unstructured.Unstructured, svc ServiceRef) error {
+	for _, o := range objs {
+		if err := toService(o, svc); err != nil {
+			return fmt.Errorf("point %s %q at service %s: %w", o.GetKind(), o.GetName(), svc.Key(), err)
+		}
+	}
+	return nil
+}
+
+// toService swaps every webhook's clientConfig url for a service reference.
 func toService(o *unstructured.Unstructured, svc ServiceRef) error {
 	hooks, _, err := unstructured.NestedSlice(o.Object, "webhooks")
 	if err != nil {
@@ -49,9 +61,13 @@ func toService(o *unstructured.Unstructured, svc ServiceRef) error {
 		if err != nil {
 			return fmt.Errorf("webhook %v: %w", hm["name"], err)
 		}
-		hm["clientConfig"] = map[string]any{"service": map[string]any{
+		cc := map[string]any{"service": map[string]any{
 			"namespace": svc.Namespace, "name": svc.Name, "path": u.Path, "port": int64(svc.Port),
 		}}
+		if b, ok, _ := unstructured.NestedString(hm, "clientConfig", "caBundle"); ok && b != "" {
+			cc["caBundle"] = b
+		}
+		hm["clientConfig"] = cc
 	}
 	return unstructured.SetNestedSlice(o.Object, hooks, "webhooks")
 }

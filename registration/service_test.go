@@ -57,3 +57,33 @@ func TestRenderServiceMatchesRender(t *testing.T) {
 		})
 	}
 }
+
+// TestPointAtService checks what start --tunnel registers: the session's
+// rendering with each url swapped for the relay's Service, the url's path
+// and the caBundle kept.
+func TestPointAtService(t *testing.T) {
+	tmpl := readFile(t, "..", "webhook-url.yaml.tmpl")
+	reg, err := Render("t", tmpl, TemplateData{URL: "https://relay.ns.svc", CABundle: "Q0E=", Session: "dev", Enabled: []string{"pod-name", "pod-sidecar"}},
+		RenderOptions{Paths: allPaths})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := ServiceRef{Namespace: "ns", Name: "relay", Port: 443}
+	if err := PointAtService(reg.Objects, svc); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range reg.Objects {
+		if o.GetLabels()[LabelSession] != "dev" {
+			t.Errorf("%s lost the session label: %v", o.GetName(), o.GetLabels())
+		}
+		hooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
+		for _, h := range hooks {
+			cc := h.(map[string]any)["clientConfig"].(map[string]any)
+			want := map[string]any{"caBundle": "Q0E=", "service": map[string]any{"namespace": "ns", "name": "relay", "port": int64(443),
+				"path": cc["service"].(map[string]any)["path"]}}
+			if !reflect.DeepEqual(cc, want) || cc["service"].(map[string]any)["path"] == "" {
+				t.Errorf("clientConfig = %v, want %v with the url's path", cc, want)
+			}
+		}
+	}
+}

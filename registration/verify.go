@@ -96,6 +96,9 @@ type Verifier struct {
 	Namespace string
 	Session   string
 	URL       string
+	// Tunnel says the apiserver calls through the reverse tunnel, which
+	// changes what a failure means.
+	Tunnel bool
 	// Timeout bounds the whole verification.
 	Timeout time.Duration
 }
@@ -118,6 +121,9 @@ func (v *Verifier) Verify(ctx context.Context) (time.Duration, error) {
 		_, err := v.Client.CoreV1().ConfigMaps(v.Namespace).Create(ctx, cm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		rtt := time.Since(start)
 		if err != nil && ctx.Err() == nil {
+			if v.Tunnel && !apierrors.IsForbidden(err) {
+				return 0, errkind.New(ErrVerify, DiagnoseTunnel(err, v.URL))
+			}
 			return 0, errkind.New(ErrVerify, Diagnose(err, v.URL, v.Namespace))
 		}
 		select {
@@ -133,6 +139,26 @@ func (v *Verifier) Verify(ctx context.Context) (time.Duration, error) {
 		case <-time.After(backoff):
 		}
 	}
+}
+
+// tunnelHint ends the diagnoses of an apiserver that cannot reach this
+// machine at all.
+const tunnelHint = "; or, when the cluster cannot route to this machine at all (NAT, a cloud cluster), run start with --tunnel"
+
+// DiagnoseTunnel explains why the apiserver's call through the reverse
+// tunnel failed.
+func DiagnoseTunnel(err error, url string) error {
+	msg := err.Error()
+	var hint string
+	switch {
+	case strings.Contains(msg, "unknown authority"), strings.Contains(msg, "certificate"):
+		hint = "the apiserver reached the relay but does not trust the certificate served through it: run `hookback cleanup` and start again"
+	case strings.Contains(msg, "no endpoints"), strings.Contains(msg, "service"):
+		hint = "the relay's Service has no ready endpoint: check the relay pod and its Service"
+	default:
+		hint = "the relay did not pass the call on: the tunnel may have dropped meanwhile (see the warnings above); hookback re-attaches and verifies again by itself"
+	}
+	return fmt.Errorf("calling %s through the reverse tunnel: %s (apiserver said: %s)", url, hint, msg)
 }
 
 // Diagnose explains why the apiserver could not call url, from the error
@@ -159,9 +185,9 @@ func Diagnose(err error, url, namespace string) error {
 		hint = "certificate not valid for the address: the serving certificate does not cover the host in the URL. " +
 			"If the address is NATed or tunnelled, pass --advertise-address with the name or IP the apiserver dials"
 	case has("no route to host", "network is unreachable"):
-		hint = "no route: the apiserver has no route to this machine. Pass --advertise-address with an address on a network the apiserver shares with this machine"
+		hint = "no route: the apiserver has no route to this machine. Pass --advertise-address with an address on a network the apiserver shares with this machine" + tunnelHint
 	case has("i/o timeout", "context deadline exceeded", "Client.Timeout", "timeout"):
-		hint = "timeout: the apiserver's connection to this machine timed out. A firewall may drop the port, or the address is not routable from the cluster: open the port or pass --advertise-address"
+		hint = "timeout: the apiserver's connection to this machine timed out. A firewall may drop the port, or the address is not routable from the cluster: open the port or pass --advertise-address" + tunnelHint
 	case has("no such host"):
 		hint = "DNS: the apiserver cannot resolve the advertised name. Pass --advertise-address with an IP or a name the cluster's DNS resolves"
 	case apierrors.IsForbidden(err) && !has("admission webhook"):

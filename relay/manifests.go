@@ -44,6 +44,12 @@ type Objects struct {
 // apiserver dials NAME.NAMESPACE.svc for a clientConfig.service.
 func (s Spec) ServiceHost() string { return s.Name + "." + s.Namespace + ".svc" }
 
+// DNSNames are every name the apiserver may dial the Service by,
+// ServiceHost first.
+func (s Spec) DNSNames() []string {
+	return []string{s.ServiceHost(), s.ServiceHost() + ".cluster.local", s.Name + "." + s.Namespace}
+}
+
 // Selector is the label selector of this relay's pods.
 func (s Spec) Selector() string { return labelRelay + "=" + s.Name }
 

@@ -23,6 +23,10 @@ func (r *run) banner(reg *registration.Registration, took, rtt time.Duration, ve
 	}
 	fmt.Fprintf(w, "hookback is ready in %s, %s\n", took.Round(time.Millisecond), verified)
 	fmt.Fprintf(w, "  url:      %s\n  session:  %s\n  health:   http://%s/readyz\n", r.url, r.cfg.Session, r.server.HealthAddr())
+	if r.tunnel != nil {
+		fmt.Fprintf(w, "  tunnel:   relay %s/%s, through the apiserver's port-forward to %s\n",
+			r.tunnel.spec.Namespace, r.tunnel.spec.Name, r.server.Addr())
+	}
 	if r.inspector != nil {
 		fmt.Fprintf(w, "  inspect:  %s\n", r.inspector.URL())
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -75,7 +76,10 @@ type CleanupConfig struct {
 	// All removes every session, alive or not.
 	All            bool
 	LeaseNamespace string
-	Log            *slog.Logger
+	// TunnelNamespace is where `start --tunnel` deploys relays; empty:
+	// DefaultTunnelNamespace.
+	TunnelNamespace string
+	Log             *slog.Logger
 }
 
 // Cleanup removes the named sessions and every dead one from the cluster,
@@ -98,10 +102,19 @@ func Cleanup(ctx context.Context, cfg CleanupConfig) ([]string, error) {
 		return nil, err
 	}
 	r := &registration.Registrar{Client: cs, Dynamic: dyn, Log: cfg.Log}
-	removed, err := r.Cleanup(ctx, registration.CleanupOptions{
-		All: cfg.All, Sessions: cfg.Sessions, Stale: true, DefaultLeaseNamespace: cfg.LeaseNamespace,
-	})
-	return removed, errors.Join(err, CleanupShared(ctx, cs, dyn, cfg.LeaseNamespace, cfg.Log))
+	opts := registration.CleanupOptions{All: cfg.All, Sessions: cfg.Sessions, Stale: true, DefaultLeaseNamespace: cfg.LeaseNamespace}
+	removed, err := r.Cleanup(ctx, opts)
+	if cfg.TunnelNamespace == "" {
+		cfg.TunnelNamespace = DefaultTunnelNamespace
+	}
+	relays, rerr := cleanupRelays(ctx, &Cluster{Config: kc, Client: cs, Dynamic: dyn}, cfg.TunnelNamespace, opts, cfg.Log)
+	for _, s := range relays {
+		if !slices.Contains(removed, s) {
+			removed = append(removed, s)
+		}
+	}
+	slices.Sort(removed)
+	return removed, errors.Join(err, rerr, CleanupShared(ctx, cs, dyn, cfg.LeaseNamespace, cfg.Log))
 }
 
 // CleanupShared undoes what the parts wrote outside any configuration (exec

@@ -35,6 +35,9 @@ type Config struct {
 	// HealthAddress serves /healthz, /readyz and /metrics.
 	HealthAddress string
 	Template      registration.Template
+	// Tunnel, when enabled, has the apiserver reach this process through a
+	// relay in the cluster instead of at AdvertiseAddress.
+	Tunnel TunnelConfig
 	// Certs chooses the serving certificate; Run fills in Host.
 	Certs          certs.Options
 	LeaseNamespace string
@@ -79,6 +82,9 @@ func (c Config) Validate() error {
 	}
 	if c.LeaseNamespace == "" {
 		errs = append(errs, errors.New("the lease namespace is empty"))
+	}
+	if c.Tunnel.Enabled {
+		errs = append(errs, c.Tunnel.validate(c)...)
 	}
 	if err := c.Certs.Validate(); err != nil {
 		errs = append(errs, err)

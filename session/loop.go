@@ -22,6 +22,12 @@ func (c Config) withDefaults() Config {
 	if c.ReloadInterval == 0 {
 		c.ReloadInterval = 2 * time.Second
 	}
+	if c.Tunnel.Namespace == "" {
+		c.Tunnel.Namespace = DefaultTunnelNamespace
+	}
+	if c.Tunnel.AttachTimeout == 0 {
+		c.Tunnel.AttachTimeout = 2 * time.Minute
+	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
@@ -48,6 +54,11 @@ func (r *run) render(bundle string) (*registration.Registration, error) {
 		return nil, err
 	}
 	reg.Objects = append(reg.Objects, mine.Objects...)
+	if r.tunnel != nil {
+		if err := registration.PointAtService(reg.Objects, r.tunnel.service()); err != nil {
+			return nil, err
+		}
+	}
 	return reg, nil
 }
 
@@ -67,14 +78,8 @@ func (r *run) canaryKey() string {
 // and a stop on ctx or on a failed server or controller.
 func (r *run) loop(ctx, bgCtx context.Context, errc <-chan error) error {
 	reapply := make(chan struct{}, 1)
-	regained := make(chan string, 1)
 	r.bg.Go(func() {
-		r.heartbeat.Run(bgCtx, r.cfg.LeaseDuration/6, func(why string) {
-			select {
-			case regained <- why:
-			default:
-			}
-		})
+		r.heartbeat.Run(bgCtx, r.cfg.LeaseDuration/6, r.reverifyLater)
 	})
 	if r.cfg.Template.Path != "" {
 		w := &reload.FileWatcher{Path: r.cfg.Template.Path, Interval: r.cfg.ReloadInterval, Debounce: 20 * time.Millisecond, Log: r.cfg.Log}
@@ -100,7 +105,7 @@ func (r *run) loop(ctx, bgCtx context.Context, errc <-chan error) error {
 			return fmt.Errorf("stopped unexpectedly: %w", err)
 		case <-reapply:
 			r.reapply(ctx)
-		case why := <-regained:
+		case why := <-r.regained:
 			// The configurations may have been removed meanwhile (a stale
 			// cleanup by another run), and the apiserver is a new process:
 			// apply again, then prove again that it calls back.
@@ -151,6 +156,14 @@ func (r *run) cleanupShared(ctx context.Context) error {
 		return err
 	}
 	return registration.RunCleanups(ctx, cleanups, live, r.cfg.Log)
+}
+
+// reverifyLater asks the loop to verify again, saying why.
+func (r *run) reverifyLater(why string) {
+	select {
+	case r.regained <- why:
+	default:
+	}
 }
 
 func trySend(ch chan<- struct{}) {

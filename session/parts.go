@@ -29,8 +29,12 @@ func Permissions(cfg Config) ([]admission.Permission, error) {
 	if err != nil {
 		return nil, err
 	}
+	var tun []admission.Permission
+	if cfg.Tunnel.Enabled {
+		tun = tunnelPermissions(cfg.withDefaults().Tunnel.Namespace)
+	}
 	return admission.MergePermissions(registration.Permissions(cfg.LeaseNamespace), eventPermissions(),
-		webhook.Permissions(cfg.Webhooks), ctl), nil
+		webhook.Permissions(cfg.Webhooks), ctl, tun), nil
 }
 
 // parts are the webhooks and controllers one run serves and runs.

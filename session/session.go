@@ -17,6 +17,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/controller"
@@ -41,14 +44,22 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	// 2. The address the apiserver dials.
-	decision, err := Advertise(ctx, cfg.Log, cfg.AdvertiseAddress, cl.Config)
+	// 2. The address the apiserver dials: this machine's, or with --tunnel
+	// the Service of the session's relay.
+	decision, tun, err := reach(ctx, cfg, cl)
 	if err != nil {
 		return err
 	}
 	// 3. A certificate for that address.
 	co := cfg.Certs
 	co.Host = decision.Host
+	if tun != nil {
+		co.Names = tun.spec.DNSNames()[1:]
+		if cfg.BindAddress == "" {
+			// Only the tunnel needs to reach the server.
+			cfg.BindAddress = "127.0.0.1"
+		}
+	}
 	if co.ACME.ListenHost == "" {
 		co.ACME.ListenHost = bindAddress(cfg.BindAddress, decision.Host)
 	}
@@ -108,8 +119,12 @@ func Run(ctx context.Context, cfg Config) error {
 	recorders.Start()
 	factory.Start(infCtx.Done())
 
-	r := newRun(cfg, cl, srv, canary, crt, p, URL(decision.Host, cfg.Port))
-	r.user, r.inspector = user, insp
+	url := URL(decision.Host, cfg.Port)
+	if tun != nil {
+		url = "https://" + decision.Host // the relay's Service port, 443
+	}
+	r := newRun(cfg, cl, srv, canary, crt, p, url)
+	r.user, r.inspector, r.tunnel, r.metrics = user, insp, tun, metrics.Registry
 	return r.run(ctx, started)
 }
 
@@ -125,12 +140,18 @@ type run struct {
 	user      *userWebhooks
 	url       string
 	inspector *inspector.Server
+	// tunnel is the session's relay, with --tunnel; metrics gets its gauges.
+	tunnel    *reverseTunnel
+	metrics   prometheus.Registerer
 	registrar *registration.Registrar
 	heartbeat *registration.Heartbeat
 	leaseRef  string
 	// acquired is set once the session's Lease is ours: only then may
 	// shutdown delete what the session name owns.
 	acquired bool
+	// regained says why the apiserver must be shown again that it calls
+	// back: the Lease regained, the tunnel re-attached.
+	regained chan string
 	// bg tracks the controllers and loops, srv the server: run waits for
 	// both, the server last, so it answers until the apiserver stops calling.
 	bg, srv sync.WaitGroup
@@ -143,6 +164,7 @@ func newRun(cfg Config, cl *Cluster, srv *server.Server, canary *registration.Ca
 		heartbeat: &registration.Heartbeat{Client: cl.Client, Namespace: cfg.LeaseNamespace, Session: cfg.Session,
 			Holder: holderIdentity(), Duration: cfg.LeaseDuration, Parts: p.names(), Log: cfg.Log},
 		leaseRef: cfg.LeaseNamespace + "/" + registration.LeaseName(cfg.Session),
+		regained: make(chan string, 1),
 	}
 }
 
@@ -176,6 +198,11 @@ func (r *run) run(ctx context.Context, started time.Time) (err error) {
 	for _, run := range runnables {
 		r.bg.Go(func() { errc <- run(bgCtx) })
 	}
+	if r.tunnel != nil {
+		if err := r.startTunnel(ctx, bgCtx, errc); err != nil {
+			return err
+		}
+	}
 	// 6. The webhook configurations.
 	reg, err := r.register(ctx)
 	if err != nil {
@@ -201,6 +228,14 @@ func (r *run) acquire(ctx context.Context) error {
 	removed, err := r.registrar.Cleanup(ctx, registration.CleanupOptions{Stale: true, Except: r.cfg.Session, DefaultLeaseNamespace: r.cfg.LeaseNamespace})
 	if err != nil {
 		r.cfg.Log.Warn("could not clean up every stale session", "error", err)
+	}
+	if r.tunnel != nil {
+		relays, err := cleanupRelays(ctx, r.cluster, r.tunnel.spec.Namespace, registration.CleanupOptions{
+			Stale: true, Except: r.cfg.Session, DefaultLeaseNamespace: r.cfg.LeaseNamespace}, r.cfg.Log)
+		if err != nil {
+			r.cfg.Log.Warn("could not clean up every stale relay", "error", err)
+		}
+		removed = append(removed, relays...)
 	}
 	if len(removed) > 0 {
 		r.cfg.Log.Info("removed stale sessions", "sessions", strings.Join(removed, ","))
@@ -233,11 +268,16 @@ func (r *run) register(ctx context.Context) (*registration.Registration, error) 
 // removes it again.
 func (r *run) verify(ctx context.Context) (time.Duration, error) {
 	canary := registration.CanaryConfiguration(r.cfg.Session, r.url, r.certs.CABundle(), r.leaseRef)
+	if r.tunnel != nil {
+		if err := registration.PointAtService([]*unstructured.Unstructured{canary}, r.tunnel.service()); err != nil {
+			return 0, err
+		}
+	}
 	if err := r.registrar.ApplyObject(ctx, canary); err != nil {
 		return 0, err
 	}
 	v := &registration.Verifier{Client: r.cluster.Client, Canary: r.canary, Namespace: r.cfg.LeaseNamespace,
-		Session: r.cfg.Session, URL: r.url, Timeout: r.cfg.VerifyTimeout}
+		Session: r.cfg.Session, URL: r.url, Tunnel: r.tunnel != nil, Timeout: r.cfg.VerifyTimeout}
 	rtt, err := v.Verify(ctx)
 	if derr := r.registrar.DeleteObject(context.WithoutCancel(ctx), registration.KindValidatingHook, canary.GetName()); derr != nil {
 		r.cfg.Log.Warn("could not delete the canary webhook configuration", "error", derr)
@@ -267,6 +307,9 @@ func (r *run) shutdown(stopBackground, stopServer func()) {
 	// server stopped, a late call fails open instead of reaching a handler
 	// that would undo the cleanup (a restored node oversold again).
 	stopServer()
+	if r.tunnel != nil {
+		errs = append(errs, r.tunnel.remove(ctx))
+	}
 	errs = append(errs, r.cleanupShared(ctx), r.heartbeat.Release(ctx))
 	if err := errors.Join(errs...); err != nil {
 		r.cfg.Log.Error("deregistration incomplete: run `hookback cleanup --session "+r.cfg.Session+"`", "error", err)

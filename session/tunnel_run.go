@@ -1,0 +1,130 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/tunnel"
+)
+
+// reach decides how the apiserver reaches this process: directly at the
+// advertised address, or with --tunnel through the session's relay, whose
+// Service name the certificate must then cover.
+func reach(ctx context.Context, cfg Config, cl *Cluster) (tunnel.Decision, *reverseTunnel, error) {
+	if !cfg.Tunnel.Enabled {
+		d, err := Advertise(ctx, cfg.Log, cfg.AdvertiseAddress, cl.Config)
+		return d, nil, err
+	}
+	t, err := newTunnel(cfg, cl)
+	if err != nil {
+		return tunnel.Decision{}, nil, err
+	}
+	d := tunnel.Decision{Host: t.spec.ServiceHost(), Strategy: "tunnel",
+		Reason: "--tunnel: the apiserver dials the relay's Service; hookback attaches to the relay through the apiserver's pod port-forward"}
+	cfg.Log.Info("reached through a reverse tunnel", "service", t.spec.ServiceHost(), "namespace", t.spec.Namespace)
+	return d, t, nil
+}
+
+// startTunnel deploys the relay and keeps this process attached to it
+// until bgCtx ends. It returns once the first attach is up, so that the
+// canary that follows goes through the tunnel; every later attach verifies
+// again.
+func (r *run) startTunnel(ctx, bgCtx context.Context, errc chan<- error) error {
+	t := r.tunnel
+	if err := t.deploy(ctx, r.leaseRef); err != nil {
+		return err
+	}
+	up := make(chan struct{})
+	attaches := 0
+	a, err := t.attacher(r.server.Addr().String(), r.metrics, func() {
+		attaches++ // the attacher calls OnUp from its one goroutine
+		if attaches == 1 {
+			close(up)
+			return
+		}
+		r.reverifyLater("the reverse tunnel attached again")
+	})
+	if err != nil {
+		return err
+	}
+	r.bg.Go(func() {
+		if err := a.Start(bgCtx); err != nil {
+			errc <- fmt.Errorf("reverse tunnel: %w", err)
+		}
+	})
+	timeout := r.cfg.Tunnel.AttachTimeout
+	wait := time.NewTimer(timeout)
+	defer wait.Stop()
+	select {
+	case <-up:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-wait.C:
+		_, why := t.podName(ctx)
+		return fmt.Errorf("the reverse tunnel did not attach within %s (%v): check the relay with `kubectl -n %s describe pod -l %s`; a private registry needs --relay-image",
+			timeout, why, t.spec.Namespace, t.spec.Selector())
+	}
+}
+
+// cleanupRelays deletes the relays in namespace of the sessions opts
+// selects, found by their Deployments: a crashed tunnel session leaves its
+// relay running.
+func cleanupRelays(ctx context.Context, cl *Cluster, namespace string, opts registration.CleanupOptions, log *slog.Logger) ([]string, error) {
+	deps, err := cl.Client.AppsV1().Deployments(namespace).List(ctx, metav1.ListOptions{LabelSelector: registration.ManagedSelector})
+	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+		log.Debug("no relays looked for", "namespace", namespace, "error", err)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list relays in %s: %w", namespace, err)
+	}
+	var removed []string
+	var errs []error
+	for _, d := range deps.Items {
+		s := d.Labels[registration.LabelSession]
+		if s == "" || s == opts.Except && !opts.All {
+			continue
+		}
+		remove := opts.All || slices.Contains(opts.Sessions, s)
+		if !remove && opts.Stale {
+			alive, err := leaseRefAlive(ctx, cl, d.Annotations[registration.AnnotationLease], opts.DefaultLeaseNamespace, s)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			remove = !alive
+		}
+		if !remove {
+			continue
+		}
+		if err := deleteRelays(ctx, cl, namespace, s, log); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, s)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// leaseRefAlive reports whether the session Lease ref (namespace/name, or
+// empty for the default) is held and fresh.
+func leaseRefAlive(ctx context.Context, cl *Cluster, ref, defaultNS, session string) (bool, error) {
+	ns, name := registration.SplitLeaseRef(ref, defaultNS, session)
+	l, err := cl.Client.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("get lease %s/%s: %w", ns, name, err)
+	}
+	return !registration.LeaseExpired(l, time.Now()), nil
+}

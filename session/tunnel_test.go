@@ -1,0 +1,187 @@
+package session
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+
+	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/relay"
+	"github.com/hookback/hookback/webhook"
+)
+
+// relayObjects are one session's relay objects, as a tunnel session
+// deploys them, recording its Lease.
+func relayObjects(session, ns string) []runtime.Object {
+	o := relay.Manifests(relay.Spec{Name: relayName(session), Namespace: ns, Session: session, Image: "img", Secret: "s"})
+	out := []runtime.Object{o.Secret, o.Deployment, o.Service}
+	for _, obj := range out {
+		obj.(metav1.Object).SetAnnotations(map[string]string{registration.AnnotationLease: "default/" + registration.LeaseName(session)})
+	}
+	return out
+}
+
+func sessionLease(session string, renewed time.Time) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: registration.LeaseName(session), Namespace: "default"},
+		Spec:       coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: renewed}, LeaseDurationSeconds: ptr.To[int32](30)},
+	}
+}
+
+// fakeCluster holds objs in a typed and a dynamic fake client alike.
+func fakeCluster(objs ...runtime.Object) *Cluster {
+	return &Cluster{Client: fake.NewClientset(objs...), Dynamic: dynamicfake.NewSimpleDynamicClient(scheme.Scheme, objs...)}
+}
+
+func TestCleanupRelays(t *testing.T) {
+	const ns = "hookback-system"
+	now := time.Now()
+	tests := []struct {
+		name    string
+		opts    registration.CleanupOptions
+		removed []string
+	}{
+		{name: "stale: an expired Lease and a missing one, never the caller's own or a live one",
+			opts: registration.CleanupOptions{Stale: true, Except: "mine", DefaultLeaseNamespace: "default"}, removed: []string{"crashed", "gone"}},
+		{name: "named sessions go alive or not",
+			opts: registration.CleanupOptions{Sessions: []string{"alive"}, DefaultLeaseNamespace: "default"}, removed: []string{"alive"}},
+		{name: "all", opts: registration.CleanupOptions{All: true, DefaultLeaseNamespace: "default"}, removed: []string{"alive", "crashed", "gone", "mine"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var objs []runtime.Object
+			for _, s := range []string{"alive", "crashed", "gone", "mine"} {
+				objs = append(objs, relayObjects(s, ns)...)
+			}
+			objs = append(objs, sessionLease("alive", now), sessionLease("mine", now), sessionLease("crashed", now.Add(-time.Hour)),
+				// Someone else's Secret in the same namespace.
+				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: ns}})
+			cl := fakeCluster(objs...)
+			removed, err := cleanupRelays(context.Background(), cl, ns, tc.opts, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(removed)
+			if !slices.Equal(removed, tc.removed) {
+				t.Fatalf("removed %v, want %v", removed, tc.removed)
+			}
+			for _, s := range []string{"alive", "crashed", "gone", "mine"} {
+				_, err := cl.Dynamic.Resource(relayResources[1].gvr).Namespace(ns).Get(context.Background(), relayName(s), metav1.GetOptions{})
+				if gone := apierrors.IsNotFound(err); gone != slices.Contains(tc.removed, s) {
+					t.Errorf("relay of %s: get err %v, removed %v", s, err, slices.Contains(tc.removed, s))
+				}
+				_, err = cl.Dynamic.Resource(relayResources[2].gvr).Namespace(ns).Get(context.Background(), relayName(s), metav1.GetOptions{})
+				if gone := apierrors.IsNotFound(err); gone != slices.Contains(tc.removed, s) {
+					t.Errorf("relay Secret of %s: get err %v", s, err)
+				}
+			}
+			if _, err := cl.Dynamic.Resource(relayResources[2].gvr).Namespace(ns).Get(context.Background(), "theirs", metav1.GetOptions{}); err != nil {
+				t.Errorf("a Secret hookback does not manage was touched: %v", err)
+			}
+		})
+	}
+}
+
+func TestTunnelNamespace(t *testing.T) {
+	ctx := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	t.Run("created when missing, deleted by the last session", func(t *testing.T) {
+		cl := fakeCluster()
+		tun := &reverseTunnel{spec: relay.Spec{Name: "r", Namespace: "tun", Session: "s"}, cluster: cl, log: log}
+		if err := tun.ensureNamespace(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := tun.remove(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cl.Client.CoreV1().Namespaces().Get(ctx, "tun", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("namespace after the last session: %v, want not found", err)
+		}
+	})
+	t.Run("kept while another session's relay runs there", func(t *testing.T) {
+		cl := fakeCluster(relayObjects("other", "tun")...)
+		tun := &reverseTunnel{spec: relay.Spec{Name: "r", Namespace: "tun", Session: "s"}, cluster: cl, log: log}
+		if err := tun.ensureNamespace(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := tun.remove(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cl.Client.CoreV1().Namespaces().Get(ctx, "tun", metav1.GetOptions{}); err != nil {
+			t.Errorf("namespace deleted under another session's relay: %v", err)
+		}
+	})
+	t.Run("never one hookback did not create", func(t *testing.T) {
+		cl := fakeCluster(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tun"}})
+		tun := &reverseTunnel{spec: relay.Spec{Name: "r", Namespace: "tun", Session: "s"}, cluster: cl, log: log}
+		if err := tun.ensureNamespace(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := tun.remove(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cl.Client.CoreV1().Namespaces().Get(ctx, "tun", metav1.GetOptions{}); err != nil {
+			t.Errorf("a namespace hookback did not create was deleted: %v", err)
+		}
+	})
+}
+
+func TestTunnelConfig(t *testing.T) {
+	base := Config{Session: "dev", LeaseNamespace: "default", Certs: certs.Options{Mode: certs.ModeSelfSigned}, WebhookOptions: webhook.DefaultOptions(),
+		Tunnel: TunnelConfig{Enabled: true, Namespace: "hookback-system", Image: "img"}}
+	tests := []struct {
+		name   string
+		mutate func(*Config)
+		want   string
+	}{
+		{name: "valid", mutate: func(*Config) {}},
+		{name: "an advertise address too", mutate: func(c *Config) { c.AdvertiseAddress = "10.0.0.1" }, want: "exclude each other"},
+		{name: "acme", mutate: func(c *Config) { c.Certs.Mode = certs.ModeACME }, want: "cannot certify the relay's Service name"},
+		{name: "bad namespace", mutate: func(c *Config) { c.Tunnel.Namespace = "Hookback_System" }, want: "--tunnel-namespace"},
+		{name: "no image", mutate: func(c *Config) { c.Tunnel.Image = "" }, want: "--relay-image"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := base
+			tc.mutate(&c)
+			err := c.Validate()
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("Validate() = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	t.Run("permissions: the relay's objects and the port-forward, in its namespace only", func(t *testing.T) {
+		perms, err := Permissions(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, p := range perms {
+			if p.Part == "tunnel" {
+				if p.Namespace != "hookback-system" {
+					t.Errorf("%+v: want namespace hookback-system", p)
+				}
+				got = append(got, p.Verb+" "+p.Resource+"/"+p.Subresource)
+			}
+		}
+		for _, want := range []string{"create deployments/", "delete services/", "create secrets/", "list pods/", "create pods/portforward", "get pods/portforward"} {
+			if !slices.Contains(got, want) {
+				t.Errorf("tunnel permissions %v lack %q", got, want)
+			}
+		}
+	})
+}
