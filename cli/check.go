@@ -18,6 +18,7 @@ import (
 var checkExamples = []Example{
 	{Command: "hookback check"},
 	{Command: "hookback check --advertise-address 127.0.0.1", Comment: "with the address start would be told to use"},
+	{Command: "hookback check --tunnel", Comment: "with what start --tunnel needs: the relay's objects and the pod port-forward"},
 	{Command: "hookback check --context \"$(kubectl config current-context)\"", Comment: "a kubeconfig context, as kubectl names them"},
 }
 
@@ -29,7 +30,7 @@ func checkCommand() *cli.Command {
 thinks you are and the address start would advertise (and which strategy chose it),
 and asks (SelfSubjectAccessReview) for every permission hookback start needs with
 every built-in enabled. It writes nothing. It exits 2 and names what is missing.` + examplesText(checkExamples),
-		Flags:  withGlobal("advertise-address", "lease-namespace", "request-timeout", "upstream", "upstream-ca", "upstream-insecure"),
+		Flags:  withGlobal("advertise-address", "tunnel", "tunnel-namespace", "lease-namespace", "request-timeout", "upstream", "upstream-ca", "upstream-insecure"),
 		Action: runCheck,
 	}
 }
@@ -64,11 +65,17 @@ func runCheck(c *cli.Context) error {
 	fmt.Fprintf(out, "User:      %s (groups: %s)\n", who.Username, strings.Join(who.Groups, ", "))
 	// start would fail on an undecidable address, so check fails too, but
 	// only after the permissions, which are worth seeing either way.
-	adErr := printAdvertise(ctx, out, log, c.String("advertise-address"), cfg)
+	tunnel := session.TunnelConfig{Enabled: c.Bool("tunnel"), Namespace: c.String("tunnel-namespace")}
+	var adErr error
+	if tunnel.Enabled {
+		fmt.Fprintf(out, "Advertise: none needed (--tunnel: the apiserver calls a relay in namespace %s, reached through its pod port-forward)\n", tunnel.Namespace)
+	} else {
+		adErr = printAdvertise(ctx, out, log, c.String("advertise-address"), cfg)
+	}
 	fmt.Fprintln(out)
 	all, _ := session.SelectWebhooks([]string{"all"})
 	ctls, _ := session.SelectControllers([]string{"all"})
-	perms, err := session.Permissions(session.Config{LeaseNamespace: c.String("lease-namespace"), Webhooks: all, Controllers: ctls})
+	perms, err := session.Permissions(session.Config{LeaseNamespace: c.String("lease-namespace"), Webhooks: all, Controllers: ctls, Tunnel: tunnel})
 	if err != nil {
 		return err
 	}

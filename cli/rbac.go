@@ -26,8 +26,10 @@ the selected built-ins: a ClusterRole for what is needed cluster-wide, a Role in
 is this command's output with every built-in). Your own webhooks need nothing more:
 hookback only forwards their reviews. Note that the exec-rbac controller makes the
 role include pods/exec cluster-wide: RBAC lets only a holder of a permission grant it
-(escalation prevention). Without exec-rbac (--controllers pod-name-label) it does not.` + examplesText(rbacExamples),
-		Flags:  withGlobal("webhooks", "controllers", "lease-namespace", "subject", "rbac-name"),
+(escalation prevention). Without exec-rbac (--controllers pod-name-label) it does not.
+With --tunnel it adds a Role in --tunnel-namespace (which must exist) for the relay
+start --tunnel deploys there and the pod port-forward to it.` + examplesText(rbacExamples),
+		Flags:  withGlobal("webhooks", "controllers", "lease-namespace", "tunnel", "tunnel-namespace", "subject", "rbac-name"),
 		Action: runRBAC,
 	}
 }
@@ -45,7 +47,8 @@ func runRBAC(c *cli.Context) error {
 	if err != nil {
 		return usage(err)
 	}
-	out, err := session.RBACYAML(session.Config{LeaseNamespace: c.String("lease-namespace"), Webhooks: hooks, Controllers: ctls},
+	tunnel := session.TunnelConfig{Enabled: c.Bool("tunnel"), Namespace: c.String("tunnel-namespace")}
+	out, err := session.RBACYAML(session.Config{LeaseNamespace: c.String("lease-namespace"), Webhooks: hooks, Controllers: ctls, Tunnel: tunnel},
 		c.String("rbac-name"), []rbacv1.Subject{subject})
 	if err != nil {
 		return err

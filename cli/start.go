@@ -21,7 +21,10 @@ func startCommand(ext Extension) *cli.Command {
 		Description: `start authenticates with the kubeconfig, serves HTTPS on an address the apiserver can
 reach, writes Mutating/ValidatingWebhookConfigurations whose clientConfig.url points here,
 proves with a dry-run canary that the apiserver really calls back, runs the controllers,
-and deletes what it wrote on Ctrl-C or SIGTERM (a second one exits at once).` + examplesText(startExamples),
+and deletes what it wrote on Ctrl-C or SIGTERM (a second one exits at once). When the
+cluster cannot route to this machine (NAT, a cloud cluster), --tunnel deploys a relay for
+the session and attaches to it through the apiserver's pod port-forward; the
+configurations then reference the relay's Service (docs/tunnel.md).` + examplesText(startExamples),
 		Flags: withGlobal(startFlagNames...),
 		Action: func(c *cli.Context) error {
 			o := startOptions(c)
