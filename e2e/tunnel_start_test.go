@@ -38,7 +38,8 @@ import (
 // hookback attaches through the apiserver's real pod port-forward. It shows
 // admissions served through the tunnel, concurrent ones each answered
 // right, fail-open and recovery when the relay process dies and when the
-// port-forward is cut, and the relay removed when the session stops.
+// port-forward is cut, the relay removed when the session stops, and a
+// crashed session's relay removed by cleanup.
 func TestTunnelStart(t *testing.T) {
 	requireLocal(t, "needs kwok's PortForward resource and kube-apiserver's --enable-aggregator-routing=true")
 	requireNetns(t)
@@ -137,6 +138,23 @@ func TestTunnelStart(t *testing.T) {
 			t.Log(l)
 		}
 	}
+
+	// A crashed session leaves its relay: cleanup removes it.
+	crashNS := tunnelNS + "-crash"
+	crashed := n.run(t, env.binary, "start", "--kubeconfig", kubeconfig, "--session", session, "--state-dir", t.TempDir(),
+		"--port", "8443", "--health-address", net.JoinHostPort(n.nsIP, "8081"), "--inspector-address", "",
+		"--webhooks", "pod-name", "--controllers", "none", "--lease-duration", "2s",
+		"--tunnel", "--tunnel-namespace", crashNS, "--relay-image", "registry.invalid/hookback:e2e")
+	waitLog(t, crashed, "relay deployed", "the second session's relay deployed")
+	crashed.stop(t, syscall.SIGKILL)
+	if _, err := env.client.AppsV1().Deployments(crashNS).Get(ctx, name, metav1.GetOptions{}); err != nil {
+		t.Fatalf("the crashed session's relay: %v", err)
+	}
+	out, errOut, code := hookback(t, env.kubeconfig, "cleanup", "--session", session, "--tunnel-namespace", crashNS)
+	if code != 0 || !strings.Contains(out, session) {
+		t.Fatalf("hookback cleanup exit %d:\n%s\n%s", code, out, errOut)
+	}
+	checkRelayGone(t, crashNS, name)
 }
 
 // relayNode adds a kwok node whose pod CIDR starts at n's namespace end and

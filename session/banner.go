@@ -34,7 +34,11 @@ func (r *run) banner(reg *registration.Registration, took, rtt time.Duration, ve
 		fmt.Fprintf(w, "  webhook:  %s\n", h)
 	}
 	writeTry(w, tryCommands(r.kubectl(), r.cfg.Webhooks))
-	fmt.Fprintf(w, "Stop with Ctrl-C to deregister. After a crash, `hookback cleanup --session %s` removes what is left.\n", r.cfg.Session)
+	cleanup := "hookback cleanup --session " + r.cfg.Session
+	if r.tunnel != nil && r.tunnel.spec.Namespace != DefaultTunnelNamespace {
+		cleanup += " --tunnel-namespace " + r.tunnel.spec.Namespace
+	}
+	fmt.Fprintf(w, "Stop with Ctrl-C to deregister. After a crash, `%s` removes what is left.\n", cleanup)
 }
 
 // kubectl is the kubectl command line that reaches this cluster from any

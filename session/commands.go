@@ -107,7 +107,11 @@ func Cleanup(ctx context.Context, cfg CleanupConfig) ([]string, error) {
 	if cfg.TunnelNamespace == "" {
 		cfg.TunnelNamespace = DefaultTunnelNamespace
 	}
-	relays, rerr := cleanupRelays(ctx, &Cluster{Config: kc, Client: cs, Dynamic: dyn}, cfg.TunnelNamespace, opts, cfg.Log)
+	cl := &Cluster{Config: kc, Client: cs, Dynamic: dyn}
+	relays, rerr := cleanupRelays(ctx, cl, cfg.TunnelNamespace, opts, cfg.Log)
+	if len(relays) > 0 {
+		rerr = errors.Join(rerr, removeTunnelNamespace(ctx, cl, cfg.TunnelNamespace, cfg.Log))
+	}
 	for _, s := range relays {
 		if !slices.Contains(removed, s) {
 			removed = append(removed, s)

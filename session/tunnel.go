@@ -237,7 +237,7 @@ func (t *reverseTunnel) attacher(local string, metrics prometheus.Registerer, on
 // session created it and nothing else runs there any more.
 func (t *reverseTunnel) remove(ctx context.Context) error {
 	errs := []error{deleteRelays(ctx, t.cluster, t.spec.Namespace, t.spec.Session, t.log)}
-	errs = append(errs, t.removeNamespace(ctx))
+	errs = append(errs, removeTunnelNamespace(ctx, t.cluster, t.spec.Namespace, t.log))
 	return errors.Join(errs...)
 }
 
@@ -264,22 +264,24 @@ func deleteRelays(ctx context.Context, cl *Cluster, namespace, session string, l
 	return errors.Join(errs...)
 }
 
-func (t *reverseTunnel) removeNamespace(ctx context.Context) error {
-	ns, err := t.cluster.Client.CoreV1().Namespaces().Get(ctx, t.spec.Namespace, metav1.GetOptions{})
+// removeTunnelNamespace deletes namespace when a tunnel session created it
+// and no Deployment runs there any more.
+func removeTunnelNamespace(ctx context.Context, cl *Cluster, namespace string, log *slog.Logger) error {
+	ns, err := cl.Client.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
 	if err != nil || ns.Labels[labelTunnelNamespace] != "true" {
 		return nil // not ours to delete, or not readable: leave it
 	}
-	deps, err := t.cluster.Client.AppsV1().Deployments(t.spec.Namespace).List(ctx, metav1.ListOptions{})
+	deps, err := cl.Client.AppsV1().Deployments(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil || len(deps.Items) > 0 {
 		return nil // another session's relay, or anything else, still runs there
 	}
-	if err := t.cluster.Client.CoreV1().Namespaces().Delete(ctx, t.spec.Namespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if err := cl.Client.CoreV1().Namespaces().Delete(ctx, namespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		if apierrors.IsForbidden(err) {
 			return nil // created by someone who could; they may delete it
 		}
-		return fmt.Errorf("delete the tunnel namespace %q: %w", t.spec.Namespace, err)
+		return fmt.Errorf("delete the tunnel namespace %q: %w", namespace, err)
 	}
-	t.log.Info("deleted the tunnel namespace", "namespace", t.spec.Namespace)
+	log.Info("deleted the tunnel namespace", "namespace", namespace)
 	return nil
 }
 
