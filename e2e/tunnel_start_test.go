@@ -76,7 +76,7 @@ func TestTunnelStart(t *testing.T) {
 			"--listen", net.JoinHostPort(n.nsIP, "8443"), "--control", net.JoinHostPort(n.nsIP, "9443"))
 	}
 	relayProc := startRelay()
-	forwardRelayPod(t, tunnelNS, pod.Name, n.nsIP)
+	forwardRelayPod(t, tunnelNS, pod.Name, n.nsIP, relay.DefaultControlPort)
 
 	waitLog(t, hb, "hookback is ready", "the session ready")
 	if line := logLine(readFile(t, hb.log), "hookback is ready"); !strings.Contains(line, "verified: the apiserver called back") {
@@ -234,8 +234,8 @@ func waitRelayPod(t *testing.T, ns, name string, hb *nsProc) *corev1.Pod {
 }
 
 // forwardRelayPod has kwok forward the relay pod's control port to the
-// relay process at addr.
-func forwardRelayPod(t *testing.T, ns, pod, addr string) {
+// relay process at addr:port.
+func forwardRelayPod(t *testing.T, ns, pod, addr string, port int) {
 	t.Helper()
 	rc, err := clientcmd.BuildConfigFromFlags("", env.kubeconfig)
 	if err != nil {
@@ -250,7 +250,7 @@ func forwardRelayPod(t *testing.T, ns, pod, addr string) {
 		"metadata": map[string]any{"name": pod, "namespace": ns},
 		"spec": map[string]any{"forwards": []any{map[string]any{
 			"ports":  []any{int64(relay.DefaultControlPort)},
-			"target": map[string]any{"address": addr, "port": int64(relay.DefaultControlPort)},
+			"target": map[string]any{"address": addr, "port": int64(port)},
 		}}},
 	}}
 	if _, err := dyn.Resource(portForwards).Namespace(ns).Create(context.Background(), pf, metav1.CreateOptions{}); err != nil {

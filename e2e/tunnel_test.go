@@ -18,9 +18,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/hookback/hookback/relay"
@@ -138,25 +136,7 @@ func forwardPod(t *testing.T, ns, name string, target int) {
 		p, err := env.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		return err == nil && p.Status.Phase == corev1.PodRunning, err
 	})
-	rc, err := clientcmd.BuildConfigFromFlags("", env.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "PortForward",
-		"metadata": map[string]any{"name": name, "namespace": ns},
-		"spec": map[string]any{"forwards": []any{map[string]any{
-			"ports":  []any{int64(relayControlPort)},
-			"target": map[string]any{"address": "127.0.0.1", "port": int64(target)},
-		}}},
-	}}
-	if _, err := dyn.Resource(portForwards).Namespace(ns).Create(ctx, pf, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create the PortForward of pod %s: %v", name, err)
-	}
+	forwardRelayPod(t, ns, name, "127.0.0.1", target)
 }
 
 // tunnelRequests sends n concurrent requests, over HTTP/2 and HTTP/1.1,

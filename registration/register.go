@@ -174,14 +174,10 @@ func (r *Registrar) Cleanup(ctx context.Context, opts CleanupOptions) ([]string,
 	var errs []error
 	for s, ref := range sessions {
 		ns, name := SplitLeaseRef(ref, opts.DefaultLeaseNamespace, s)
-		remove := opts.All || slices.Contains(opts.Sessions, s)
-		if !remove && opts.Stale && s != opts.Except {
-			alive, err := r.leaseAlive(ctx, ns, name)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			remove = !alive
+		remove, err := opts.Selects(ctx, r.Client, s, ref)
+		if err != nil {
+			errs = append(errs, err)
+			continue
 		}
 		if !remove {
 			continue
@@ -218,8 +214,23 @@ func (r *Registrar) addLeaseSessions(ctx context.Context, namespace string, sess
 	return nil
 }
 
-func (r *Registrar) leaseAlive(ctx context.Context, ns, name string) (bool, error) {
-	l, err := r.Client.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
+// Selects reports whether opts remove session, whose objects recorded the
+// Lease reference leaseRef: every session with All, the named ones, and
+// with Stale those whose Lease expired or is gone, except Except.
+func (o CleanupOptions) Selects(ctx context.Context, cs kubernetes.Interface, session, leaseRef string) (bool, error) {
+	if o.All || slices.Contains(o.Sessions, session) {
+		return true, nil
+	}
+	if !o.Stale || session == o.Except {
+		return false, nil
+	}
+	ns, name := SplitLeaseRef(leaseRef, o.DefaultLeaseNamespace, session)
+	alive, err := leaseAlive(ctx, cs, ns, name)
+	return !alive, err
+}
+
+func leaseAlive(ctx context.Context, cs kubernetes.Interface, ns, name string) (bool, error) {
+	l, err := cs.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}

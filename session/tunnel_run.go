@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -91,17 +90,13 @@ func cleanupRelays(ctx context.Context, cl *Cluster, namespace string, opts regi
 	var errs []error
 	for _, d := range deps.Items {
 		s := d.Labels[registration.LabelSession]
-		if s == "" || s == opts.Except && !opts.All {
+		if s == "" {
 			continue
 		}
-		remove := opts.All || slices.Contains(opts.Sessions, s)
-		if !remove && opts.Stale {
-			alive, err := leaseRefAlive(ctx, cl, d.Annotations[registration.AnnotationLease], opts.DefaultLeaseNamespace, s)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			remove = !alive
+		remove, err := opts.Selects(ctx, cl.Client, s, d.Annotations[registration.AnnotationLease])
+		if err != nil {
+			errs = append(errs, err)
+			continue
 		}
 		if !remove {
 			continue
@@ -113,18 +108,4 @@ func cleanupRelays(ctx context.Context, cl *Cluster, namespace string, opts regi
 		removed = append(removed, s)
 	}
 	return removed, errors.Join(errs...)
-}
-
-// leaseRefAlive reports whether the session Lease ref (namespace/name, or
-// empty for the default) is held and fresh.
-func leaseRefAlive(ctx context.Context, cl *Cluster, ref, defaultNS, session string) (bool, error) {
-	ns, name := registration.SplitLeaseRef(ref, defaultNS, session)
-	l, err := cl.Client.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("get lease %s/%s: %w", ns, name, err)
-	}
-	return !registration.LeaseExpired(l, time.Now()), nil
 }

@@ -33,7 +33,7 @@ type result struct {
 }
 
 // drive runs every combination and prints the report.
-func drive(out io.Writer, duration time.Duration, rounds int) error {
+func drive(out io.Writer, duration time.Duration, rounds int, protos []string, concs []int) error {
 	dir, err := os.MkdirTemp("", "hookback-throughput-")
 	if err != nil {
 		return err
@@ -57,8 +57,8 @@ func drive(out io.Writer, duration time.Duration, rounds int) error {
 		srv   string
 	}
 	all := map[key][]result{}
-	for _, proto := range []string{"h2", "http/1.1"} {
-		for _, conc := range []int{1, 8, 64} {
+	for _, proto := range protos {
+		for _, conc := range concs {
 			for r := range rounds {
 				order := slices.Clone(servers)
 				if r%2 == 1 {
@@ -77,8 +77,8 @@ func drive(out io.Writer, duration time.Duration, rounds int) error {
 		}
 	}
 	fmt.Fprintf(out, "| protocol | concurrency | server | req/s | p50 | p99 | server CPU s / 10k req | errors | req/s vs controller-runtime | req/s vs bare |\n|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, proto := range []string{"h2", "http/1.1"} {
-		for _, conc := range []int{1, 8, 64} {
+	for _, proto := range protos {
+		for _, conc := range concs {
 			rate := map[string]float64{}
 			merged := map[string]result{}
 			for _, s := range servers {

@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"strconv"
+	"strings"
 )
 
 func main() {
@@ -21,6 +23,8 @@ func main() {
 	dir := flag.String("dir", "", "internal: certificate directory of -serve")
 	duration := flag.Duration("duration", 3e9, "length of one run")
 	rounds := flag.Int("rounds", 2, "runs per server, protocol and concurrency (alternating servers)")
+	protos := flag.String("protocols", "h2,http/1.1", "protocols to run, comma-separated")
+	concs := flag.String("concurrency", "1,8,64", "concurrencies to run, comma-separated")
 	flag.Parse()
 	if *serve != "" {
 		if err := runServer(*serve, *dir); err != nil {
@@ -28,7 +32,16 @@ func main() {
 		}
 		return
 	}
-	if err := drive(os.Stdout, *duration, *rounds); err != nil {
+	var levels []int
+	for _, c := range strings.Split(*concs, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(c))
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "throughput: -concurrency %q: want positive integers\n", *concs)
+			os.Exit(2)
+		}
+		levels = append(levels, n)
+	}
+	if err := drive(os.Stdout, *duration, *rounds, strings.Split(*protos, ","), levels); err != nil {
 		fmt.Fprintln(os.Stderr, "throughput:", err)
 		os.Exit(1)
 	}
