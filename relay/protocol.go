@@ -99,8 +99,10 @@ func muxConfig(log *slog.Logger) *yamux.Config {
 	c := yamux.DefaultConfig()
 	c.LogOutput = nil
 	c.Logger = slog.NewLogLogger(log.Handler(), slog.LevelDebug)
-	c.KeepAliveInterval = 15 * time.Second
-	c.ConnectionWriteTimeout = 10 * time.Second
+	// A dead relay behind a port-forward that does not close is found by
+	// the keep-alive alone: within 10 s the webhooks' path is re-dialled.
+	c.KeepAliveInterval = 5 * time.Second
+	c.ConnectionWriteTimeout = 5 * time.Second
 	return c
 }
 
