@@ -28,35 +28,28 @@ import (
 )
 
 // floorWebhook is the cheapest webhook there can be, to tell the apiserver's
-// share of a webhook call from hookback's: an HTTPS server in the bench
-// process that reads the review, echoes its UID and allows, registered for
-// pod CREATEs in one namespace. The mutating floor also registers two
-// mutating webhooks answering, call for call, the precomputed patches
-// pod-lifespan and pod-sidecar send for the bench pod.
+// share of a webhook call from hookback's: an HTTPS server that reads the
+// review, echoes its UID and allows, registered for pod CREATEs in one
+// namespace. The mutating floor also registers two mutating webhooks
+// answering, call for call, the precomputed patches pod-lifespan and
+// pod-sidecar send for the bench pod. It runs either inside the bench's
+// process or, like hookback, as a process of its own (floorproc.go).
 type floorWebhook struct {
 	name    string
-	calls   atomic.Int64
+	patches bool
+	local   *floorCounter // in the bench's process
 	srv     *http.Server
-	patches map[string][]byte // path -> JSON patch
+	proc    *floorProcess // in its own process
 }
 
-func (e *env) startFloor(ctx context.Context, namespace string, mutating bool) (*floorWebhook, error) {
-	cert, err := loopcert.New("hookback-bench-floor")
-	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	f := &floorWebhook{name: "hookback-bench-floor-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 36)}
-	if mutating {
-		if f.patches, err = builtinPatches(namespace); err != nil {
-			return nil, err
-		}
-	}
+// floorHandler answers every review: the allow-all, or the precomputed
+// patch registered for the request's path.
+// The counter's sum is the time per call as hookback's histogram measures
+// it: from the request's headers to the decision, the body's read included.
+func floorHandler(patches map[string][]byte, c *floorCounter) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -72,25 +65,73 @@ func (e *env) startFloor(ctx context.Context, namespace string, mutating bool) (
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		f.calls.Add(1)
+		c.calls.Add(1)
+		c.nanos.Add(int64(time.Since(start)))
 		w.Header().Set("Content-Type", "application/json")
-		if patch, ok := f.patches[r.URL.Path]; ok {
+		if patch, ok := patches[r.URL.Path]; ok {
 			fmt.Fprintf(w, `{"apiVersion":%q,"kind":"AdmissionReview","response":{"uid":%q,"allowed":true,"patchType":"JSONPatch","patch":%q}}`,
 				review.APIVersion, review.Request.UID, base64.StdEncoding.EncodeToString(patch))
 			return
 		}
 		fmt.Fprintf(w, `{"apiVersion":%q,"kind":"AdmissionReview","response":{"uid":%q,"allowed":true}}`, review.APIVersion, review.Request.UID)
 	})
-	f.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, TLSConfig: &tls.Config{
+	// The bench reads an own-process floor's count here.
+	mux.HandleFunc("GET /calls", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, c.calls.Load(), c.nanos.Load())
+	})
+	return mux
+}
+
+// floorCounter counts a floor's calls and the time they took.
+type floorCounter struct{ calls, nanos atomic.Int64 }
+
+// serveFloor serves h over TLS on a loopback port until srv is closed; it
+// returns the server, its address and the PEM certificate to trust.
+func serveFloor(h http.Handler) (*http.Server, string, []byte, error) {
+	cert, err := loopcert.New("hookback-bench-floor")
+	if err != nil {
+		return nil, "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, TLSConfig: &tls.Config{
 		Certificates: []tls.Certificate{cert.TLS()},
 		NextProtos:   []string{"h2", "http/1.1"},
 	}}
-	go func() { _ = f.srv.ServeTLS(ln, "", "") }()
+	go func() { _ = srv.ServeTLS(ln, "", "") }()
+	return srv, ln.Addr().String(), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.DER}), nil
+}
 
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.DER})
+func (e *env) startFloor(ctx context.Context, namespace string, mutating, ownProcess bool) (*floorWebhook, error) {
+	f := &floorWebhook{name: "hookback-bench-floor-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 36), patches: mutating}
+	var addr string
+	var ca []byte
+	if ownProcess {
+		p, err := startFloorProcess(namespace, mutating)
+		if err != nil {
+			return nil, err
+		}
+		f.proc, addr, ca = p, p.addr, p.ca
+	} else {
+		var patches map[string][]byte
+		if mutating {
+			var err error
+			if patches, err = builtinPatches(namespace); err != nil {
+				return nil, err
+			}
+		}
+		f.local = new(floorCounter)
+		srv, a, c, err := serveFloor(floorHandler(patches, f.local))
+		if err != nil {
+			return nil, err
+		}
+		f.srv, addr, ca = srv, a, c
+	}
 	none, fail, timeout := admissionv1.SideEffectClassNone, admissionv1.Fail, int32(5)
-	url := "https://" + ln.Addr().String() + "/validate"
-	_, err = e.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, &admissionv1.ValidatingWebhookConfiguration{
+	url := "https://" + addr + "/validate"
+	_, err := e.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, &admissionv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: f.name, Labels: map[string]string{benchLabel: "true"}},
 		Webhooks: []admissionv1.ValidatingWebhook{{
 			Name:              "floor.bench.hookback.dev",
@@ -105,16 +146,24 @@ func (e *env) startFloor(ctx context.Context, namespace string, mutating bool) (
 		}},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		_ = f.srv.Close()
+		f.close()
 		return nil, err
 	}
 	if mutating {
-		if err := f.registerMutating(ctx, e, "https://"+ln.Addr().String(), ca, namespace); err != nil {
+		if err := f.registerMutating(ctx, e, "https://"+addr, ca, namespace); err != nil {
 			_ = f.stop(ctx, e)
 			return nil, err
 		}
 	}
 	return f, nil
+}
+
+// calls is how many reviews the floor has answered, and their time.
+func (f *floorWebhook) calls() (int64, time.Duration, error) {
+	if f.proc != nil {
+		return f.proc.calls()
+	}
+	return f.local.calls.Load(), time.Duration(f.local.nanos.Load()), nil
 }
 
 // registerMutating registers the two mutating floor webhooks, in the order
@@ -172,13 +221,22 @@ func builtinPatches(namespace string) (map[string][]byte, error) {
 // stop deletes the configurations first, then stops serving.
 func (f *floorWebhook) stop(ctx context.Context, e *env) error {
 	err := e.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, f.name, metav1.DeleteOptions{})
-	if f.patches != nil {
+	if f.patches {
 		if merr := e.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, f.name, metav1.DeleteOptions{}); err == nil {
 			err = merr
 		}
 	}
-	_ = f.srv.Close()
+	f.close()
 	return err
+}
+
+func (f *floorWebhook) close() {
+	if f.srv != nil {
+		_ = f.srv.Close()
+	}
+	if f.proc != nil {
+		f.proc.stop()
+	}
 }
 
 // podCreates selects pod CREATEs.

@@ -8,15 +8,18 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 )
@@ -263,4 +266,43 @@ func runningStatus(pod *corev1.Pod, i int) corev1.PodStatus {
 
 func fakeHash(i int) string {
 	return strings.Repeat(fmt.Sprintf("%016x", uint64(i)*0x9e3779b97f4a7c15), 4)
+}
+
+// selectsPod reports whether a webhook with these rules and selectors is
+// called for a CREATE of pod in ns.
+func selectsPod(rules []admissionv1.RuleWithOperations, nsSel, objSel *metav1.LabelSelector, ns *corev1.Namespace, pod *corev1.Pod) bool {
+	any := func(list []string, want ...string) bool {
+		for _, s := range list {
+			if slices.Contains(want, s) {
+				return true
+			}
+		}
+		return false
+	}
+	ruled := false
+	for _, r := range rules {
+		if any(opsStrings(r.Operations), "CREATE", "*") && any(r.APIGroups, "", "*") &&
+			any(r.APIVersions, "v1", "*") && any(r.Resources, "pods", "*", "*/*") {
+			ruled = true
+		}
+	}
+	if !ruled {
+		return false
+	}
+	matches := func(sel *metav1.LabelSelector, l map[string]string) bool {
+		if sel == nil {
+			return true
+		}
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		return err != nil || s.Matches(labels.Set(l))
+	}
+	return matches(nsSel, ns.Labels) && matches(objSel, pod.Labels)
+}
+
+func opsStrings(ops []admissionv1.OperationType) []string {
+	s := make([]string, len(ops))
+	for i, o := range ops {
+		s[i] = string(o)
+	}
+	return s
 }

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -25,7 +24,9 @@ type variant struct {
 	ns    *corev1.Namespace
 	proc  *proc
 	floor *floorWebhook
-	hooks []string
+	// ownProcess runs the floor as a process of its own, as hookback is.
+	ownProcess bool
+	hooks      []string
 	// edit changes the scoped template, for a variant of it.
 	edit    func(string) (string, error)
 	samples []time.Duration
@@ -36,21 +37,26 @@ type variant struct {
 	before    map[string]float64
 }
 
-// latency measures the time of a server-side dry-run pod create in four
-// namespaces, sent in a random order on every round so that drift hits all
-// alike: one no webhook selects; one a constant allow-all webhook served by
-// this process selects (the floor: what any webhook costs the apiserver);
-// one only pod-name (validating) selects; one pod-name, pod-lifespan and
-// pod-sidecar select (the mutating two really patch: the pods carry the
-// lifespan label and the sidecar annotations). Two hookbacks run side by
-// side, each with the shipped template scoped to its namespace.
+// latency measures the time of a server-side dry-run pod create in one
+// namespace per variant, sent in a random order on every round so that
+// drift hits all alike: one no webhook selects; the floors, a constant
+// allow-all webhook (and the mutating floor's precomputed patches), each
+// as a process of its own and inside this one (what any webhook costs the
+// apiserver); one only pod-name (validating) selects; one pod-name,
+// pod-lifespan and pod-sidecar select (the mutating two really patch: the
+// pods carry the lifespan label and the sidecar annotations). The
+// hookbacks run side by side, each with the shipped template scoped to its
+// namespace, and each is compared with the own-process floor that makes
+// the same calls: both are then servers the kernel wakes for every call.
 func (e *env) latency(ctx context.Context) error {
 	log.Printf("latency: %d warm-up + %d measured dry-run creates per variant", e.cfg.warmup, e.cfg.creates)
 	vs := []*variant{
 		{name: "no webhook"},
-		{name: "floor: a constant allow-all validating webhook served by the bench (net/http + TLS)", flags: "floor"},
-		{name: "mutating floor: the same allow-all plus two mutating webhooks answering pod-lifespan's and pod-sidecar's precomputed patches", flags: "floor-mutating",
+		{name: "floor: a constant allow-all validating webhook (net/http + TLS), its own process", flags: "floor", ownProcess: true},
+		{name: "mutating floor: the same allow-all plus two mutating webhooks answering pod-lifespan's and pod-sidecar's precomputed patches, its own process", flags: "floor-mutating", ownProcess: true,
 			hooks: []string{"pod-name", "pod-lifespan", "pod-sidecar"}},
+		{name: "floor, in the bench's process", flags: "floor"},
+		{name: "mutating floor, in the bench's process", flags: "floor-mutating", hooks: []string{"pod-name", "pod-lifespan", "pod-sidecar"}},
 		{name: "`pod-name` (1 validating)", flags: "pod-name", hooks: []string{"pod-name"}},
 		{name: "`pod-name,pod-lifespan,pod-sidecar` (1 validating + 2 mutating, patching)", flags: "pod-name,pod-lifespan,pod-sidecar", hooks: []string{"pod-name", "pod-lifespan", "pod-sidecar"}},
 		{name: "the same three, template edited to `reinvocationPolicy: IfNeeded`", flags: "pod-name,pod-lifespan,pod-sidecar", hooks: []string{"pod-name", "pod-lifespan", "pod-sidecar"},
@@ -72,7 +78,7 @@ func (e *env) latency(ctx context.Context) error {
 			continue
 		}
 		if strings.HasPrefix(v.flags, "floor") {
-			if v.floor, err = e.startFloor(ctx, ns.Name, v.flags == "floor-mutating"); err != nil {
+			if v.floor, err = e.startFloor(ctx, ns.Name, v.flags == "floor-mutating", v.ownProcess); err != nil {
 				return err
 			}
 			defer func() {
@@ -100,7 +106,7 @@ func (e *env) latency(ctx context.Context) error {
 		}
 		sess := session("lat")
 		ours = append(ours, sess)
-		if v.proc, err = e.startHookback(sess, e.stateDir, nil, "--webhooks", v.flags, "--controllers", "none", "--template", path); err != nil {
+		if v.proc, err = e.startHookback(sess, e.stateDir, e.extraEnv(), "--webhooks", v.flags, "--controllers", "none", "--template", path); err != nil {
 			return err
 		}
 	}
@@ -108,7 +114,15 @@ func (e *env) latency(ctx context.Context) error {
 	for _, v := range vs {
 		if v.floor != nil {
 			// Wait until the apiserver's webhook informer has it.
-			for deadline := time.Now().Add(30 * time.Second); v.floor.calls.Load() == 0; {
+			for deadline := time.Now().Add(30 * time.Second); ; {
+				n, took, err := v.floor.calls()
+				if err != nil {
+					return err
+				}
+				if n > 0 {
+					v.before = map[string]float64{"calls": float64(n), "seconds": took.Seconds()}
+					break
+				}
 				if time.Now().After(deadline) {
 					return fmt.Errorf("the apiserver never called %s", v.floor.name)
 				}
@@ -117,7 +131,6 @@ func (e *env) latency(ctx context.Context) error {
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
-			v.before = map[string]float64{"calls": float64(v.floor.calls.Load())}
 		}
 		if v.proc == nil {
 			continue
@@ -241,7 +254,12 @@ func (e *env) latency(ctx context.Context) error {
 	srv := map[*variant]served{}
 	for _, v := range vs {
 		if v.floor != nil {
-			srv[v] = served{calls: float64(v.floor.calls.Load()) - v.before["calls"]}
+			n, took, err := v.floor.calls()
+			if err != nil {
+				return err
+			}
+			calls := float64(n) - v.before["calls"]
+			srv[v] = served{calls: calls, handler: time.Duration((took.Seconds() - v.before["seconds"]) / calls * float64(time.Second))}
 		}
 		if v.proc == nil {
 			continue
@@ -263,8 +281,8 @@ func (e *env) latency(ctx context.Context) error {
 
 	base := vs[0]
 	fmt.Fprintf(e.out, "### Added latency to a pod create\n\n")
-	fmt.Fprintf(e.out, "%d server-side dry-run pod creates per variant (`dryRun: All`, sequential, after %d warm-up creates), the variants in a random order on every round, each in its own namespace; client-side round trip through client-go. The pod has 2 containers and a 1.5 KB last-applied annotation; with the mutating webhooks it comes back with 12 tolerations and a third container. *calls/create* counts the calls the webhook servers saw (the apiserver reinvokes `reinvocationPolicy: IfNeeded` webhooks once the other mutating webhook has changed the pod). *hookback's time per call* is its `hookback_admission_duration_seconds` histogram: from the request's headers to the reply written, reading the body included.\n\n", e.cfg.creates, e.cfg.warmup)
-	fmt.Fprintf(e.out, "| webhooks selecting the pod | calls/create | p50 | p90 | p99 | added p50 | added p99 | added p50 / floor's | added p99 / floor's | hookback's time per call, mean |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(e.out, "%d server-side dry-run pod creates per variant (`dryRun: All`, sequential, after %d warm-up creates), the variants in a random order on every round, each in its own namespace; client-side round trip through client-go. The pod has 2 containers and a 1.5 KB last-applied annotation; with the mutating webhooks it comes back with 12 tolerations and a third container. *calls/create* counts the calls the webhook servers saw (the apiserver reinvokes `reinvocationPolicy: IfNeeded` webhooks once the other mutating webhook has changed the pod). *time per call in the server* is hookback's `hookback_admission_duration_seconds` histogram: from the request's headers to the decision, reading the body included; the floors time the same span.\n\n", e.cfg.creates, e.cfg.warmup)
+	fmt.Fprintf(e.out, "| webhooks selecting the pod | calls/create | p50 | p90 | p99 | added p50 | added p99 | added p50 / floor's | added p99 / floor's | time per call in the server, mean |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	// Each hookback variant against the floor that makes the same calls:
 	// one validating, or one validating and two patching.
 	floorOf := func(v *variant) *variant {
@@ -273,7 +291,7 @@ func (e *env) latency(ctx context.Context) error {
 			want = "floor-mutating"
 		}
 		for _, f := range vs {
-			if f.flags == want {
+			if f.flags == want && f.ownProcess {
 				return f
 			}
 		}
@@ -297,7 +315,7 @@ func (e *env) latency(ctx context.Context) error {
 			calls = fmt.Sprintf("%.2f", s.calls/float64(v.creates))
 			added50 = signedMS(quantile(v.samples, .5) - quantile(base.samples, .5))
 			added99 = signedMS(quantile(v.samples, .99) - quantile(base.samples, .99))
-			if v.proc != nil {
+			if v.proc != nil || v.floor != nil {
 				handler = fmt.Sprintf("%.0f µs", float64(s.handler)/float64(time.Microsecond))
 			}
 		}
@@ -318,45 +336,6 @@ func (e *env) latency(ctx context.Context) error {
 		fmt.Fprintf(e.out, "Notes: %s.\n\n", strings.Join(notes, "; "))
 	}
 	return nil
-}
-
-// selectsPod reports whether a webhook with these rules and selectors is
-// called for a CREATE of pod in ns.
-func selectsPod(rules []admissionv1.RuleWithOperations, nsSel, objSel *metav1.LabelSelector, ns *corev1.Namespace, pod *corev1.Pod) bool {
-	any := func(list []string, want ...string) bool {
-		for _, s := range list {
-			if slices.Contains(want, s) {
-				return true
-			}
-		}
-		return false
-	}
-	ruled := false
-	for _, r := range rules {
-		if any(opsStrings(r.Operations), "CREATE", "*") && any(r.APIGroups, "", "*") &&
-			any(r.APIVersions, "v1", "*") && any(r.Resources, "pods", "*", "*/*") {
-			ruled = true
-		}
-	}
-	if !ruled {
-		return false
-	}
-	matches := func(sel *metav1.LabelSelector, l map[string]string) bool {
-		if sel == nil {
-			return true
-		}
-		s, err := metav1.LabelSelectorAsSelector(sel)
-		return err != nil || s.Matches(labels.Set(l))
-	}
-	return matches(nsSel, ns.Labels) && matches(objSel, pod.Labels)
-}
-
-func opsStrings(ops []admissionv1.OperationType) []string {
-	s := make([]string, len(ops))
-	for i, o := range ops {
-		s[i] = string(o)
-	}
-	return s
 }
 
 func lifespanTolerations(p *corev1.Pod) int {

@@ -71,6 +71,12 @@ func main() {
 		}
 		return
 	}
+	if spec := os.Getenv(floorEnv); spec != "" {
+		if err := runFloor(spec); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	var c config
 	flag.StringVar(&c.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster to measure against")
 	flag.StringVar(&c.binary, "hookback", "", "path of the hookback binary to measure (required)")
@@ -86,7 +92,7 @@ func main() {
 	flag.IntVar(&c.concurrency, "concurrency", 10, "memory: concurrent pod creates")
 	flag.BoolVar(&c.podStatus, "pod-status", true, "memory: give the pods a Running status (two container statuses, IPs, conditions) so they are as large as running pods")
 	flag.DurationVar(&c.settle, "settle", 30*time.Second, "memory: how long to wait at most for hookback's heap to settle")
-	flag.StringVar(&c.hookbackEnv, "hookback-env", "", "memory: extra NAME=VALUE environment for hookback, comma-separated (e.g. GODEBUG=gctrace=1)")
+	flag.StringVar(&c.hookbackEnv, "hookback-env", "", "memory, latency: extra NAME=VALUE environment for hookback, comma-separated (e.g. GODEBUG=gctrace=1, or HOOKBACK_LOG_LEVEL=warn to find what a log line costs)")
 	flag.Parse()
 	log.SetFlags(log.Ltime | log.Lmicroseconds)
 	log.SetPrefix("bench-cluster: ")

@@ -123,14 +123,19 @@ func (e *env) memory(ctx context.Context) error {
 	return nil
 }
 
+// extraEnv is -hookback-env's list.
+func (e *env) extraEnv() []string {
+	if e.cfg.hookbackEnv == "" {
+		return nil
+	}
+	return strings.Split(e.cfg.hookbackEnv, ",")
+}
+
 // hookbackMemory starts hookback, waits for ready, lets the garbage
 // collector run twice and reads its memory, then stops it.
 func (e *env) hookbackMemory(ctx context.Context, tmpl string) (memSample, error) {
 	var s memSample
-	extra := []string{"GODEBUG=gctrace=1"}
-	if e.cfg.hookbackEnv != "" {
-		extra = append(extra, strings.Split(e.cfg.hookbackEnv, ",")...)
-	}
+	extra := append([]string{"GODEBUG=gctrace=1"}, e.extraEnv()...)
 	p, err := e.startHookback(session("mem"), e.stateDir, extra, "--webhooks", memoryWebhooks, "--controllers", "all", "--template", tmpl)
 	if err != nil {
 		return s, err
