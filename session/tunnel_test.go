@@ -99,45 +99,33 @@ func TestCleanupRelays(t *testing.T) {
 func TestTunnelNamespace(t *testing.T) {
 	ctx := context.Background()
 	log := slog.New(slog.DiscardHandler)
-	t.Run("created when missing, deleted by the last session", func(t *testing.T) {
-		cl := fakeCluster()
-		tun := &reverseTunnel{spec: relay.Spec{Name: "r", Namespace: "tun", Session: "s"}, cluster: cl, log: log}
-		if err := tun.ensureNamespace(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := tun.remove(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := cl.Client.CoreV1().Namespaces().Get(ctx, "tun", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			t.Errorf("namespace after the last session: %v, want not found", err)
-		}
-	})
-	t.Run("kept while another session's relay runs there", func(t *testing.T) {
-		cl := fakeCluster(relayObjects("other", "tun")...)
-		tun := &reverseTunnel{spec: relay.Spec{Name: "r", Namespace: "tun", Session: "s"}, cluster: cl, log: log}
-		if err := tun.ensureNamespace(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := tun.remove(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := cl.Client.CoreV1().Namespaces().Get(ctx, "tun", metav1.GetOptions{}); err != nil {
-			t.Errorf("namespace deleted under another session's relay: %v", err)
-		}
-	})
-	t.Run("never one hookback did not create", func(t *testing.T) {
-		cl := fakeCluster(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tun"}})
-		tun := &reverseTunnel{spec: relay.Spec{Name: "r", Namespace: "tun", Session: "s"}, cluster: cl, log: log}
-		if err := tun.ensureNamespace(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := tun.remove(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := cl.Client.CoreV1().Namespaces().Get(ctx, "tun", metav1.GetOptions{}); err != nil {
-			t.Errorf("a namespace hookback did not create was deleted: %v", err)
-		}
-	})
+	for _, tc := range []struct {
+		name     string
+		existing []runtime.Object
+		kept     bool
+	}{
+		{name: "created when missing, deleted by the last session"},
+		{name: "kept while another session's relay runs there", existing: relayObjects("other", "tun"), kept: true},
+		{name: "never one hookback did not create", existing: []runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tun"}}}, kept: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := fakeCluster(tc.existing...)
+			tun := &reverseTunnel{spec: relay.Spec{Name: "r", Namespace: "tun", Session: "s"}, cluster: cl, log: log}
+			if err := tun.ensureNamespace(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := tun.remove(ctx); err != nil {
+				t.Fatal(err)
+			}
+			_, err := cl.Client.CoreV1().Namespaces().Get(ctx, "tun", metav1.GetOptions{})
+			switch {
+			case tc.kept && err != nil:
+				t.Errorf("namespace deleted: %v, want it kept", err)
+			case !tc.kept && !apierrors.IsNotFound(err):
+				t.Errorf("namespace after the last session: %v, want not found", err)
+			}
+		})
+	}
 }
 
 func TestTunnelConfig(t *testing.T) {
