@@ -54,7 +54,7 @@ func newApp(ext Extension, stdout, stderr io.Writer) *cli.App {
 	app := &cli.App{
 		Name:    "hookback",
 		Usage:   "develop Kubernetes admission webhooks and controllers out of cluster",
-		Version: Version,
+		Version: version(),
 		Description: `hookback serves admission webhooks over HTTPS from this machine, registers them
 with a remote kube-apiserver, runs controllers against it, and removes everything it
 wrote when it stops. Every flag can also be set through HOOKBACK_<FLAG>, for example
@@ -105,7 +105,7 @@ func versionCommand() *cli.Command {
 		Name:  "version",
 		Usage: "print the hookback version",
 		Action: func(c *cli.Context) error {
-			_, err := fmt.Fprintf(c.App.Writer, "hookback %s\n", Version)
+			_, err := fmt.Fprintf(c.App.Writer, "hookback %s\n", version())
 			return err
 		},
 	}

@@ -122,7 +122,7 @@ func flagDefault(name string) any {
 	case "tunnel-namespace":
 		return session.DefaultTunnelNamespace
 	case "relay-image":
-		return defaultImage(Version)
+		return defaultImage(version())
 	case "replicas":
 		return incluster.DefaultReplicas
 	}

@@ -62,7 +62,17 @@ func TestRenderInClusterReportsEveryProblem(t *testing.T) {
 }
 
 func TestDefaultImage(t *testing.T) {
-	for version, want := range map[string]string{"dev": "ghcr.io/hookback/hookback:latest", "v1.2.0": "ghcr.io/hookback/hookback:v1.2.0"} {
+	for version, want := range map[string]string{
+		"dev":    "ghcr.io/hookback/hookback:latest",
+		"v1.2.0": "ghcr.io/hookback/hookback:v1.2.0",
+		// git describe, as make and the release workflow stamp it.
+		"v1.2.0-3-g0ea58dc": "ghcr.io/hookback/hookback:v1.2.0-3-g0ea58dc",
+		"0ea58dc":           "ghcr.io/hookback/hookback:0ea58dc",
+		"0ea58dc-dirty":     "ghcr.io/hookback/hookback:0ea58dc",
+		// What the go command records without ldflags.
+		"v0.0.0-20261123055517-0ea58dc0ffee+dirty": "ghcr.io/hookback/hookback:latest",
+		"v1.2.1-0.20261123055517-0ea58dc0ffee":     "ghcr.io/hookback/hookback:latest",
+	} {
 		t.Run(version, func(t *testing.T) {
 			if got := defaultImage(version); got != want {
 				t.Errorf("defaultImage(%q) = %q, want %q", version, got, want)
@@ -75,5 +85,15 @@ func TestRenderInClusterIgnoresLaptopEnvironment(t *testing.T) {
 	t.Setenv("HOOKBACK_STATE_DIR", t.TempDir())
 	if _, _, err := run(t, "render", "--in-cluster"); err != nil {
 		t.Errorf("render --in-cluster with HOOKBACK_STATE_DIR set: %v", err)
+	}
+}
+
+func TestModuleVersion(t *testing.T) {
+	for recorded, want := range map[string]string{"": "dev", "(devel)": "dev", "v1.2.0": "v1.2.0"} {
+		t.Run(recorded, func(t *testing.T) {
+			if got := moduleVersion(recorded); got != want {
+				t.Errorf("moduleVersion(%q) = %q, want %q", recorded, got, want)
+			}
+		})
 	}
 }
