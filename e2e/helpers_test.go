@@ -193,7 +193,8 @@ func (p *proc) wait(t *testing.T) int {
 	return p.cmd.ProcessState.ExitCode()
 }
 
-// ready waits until /readyz answers 200, failing early if hookback exits.
+// ready waits until /readyz answers 200 and the banner is printed, failing
+// early if hookback exits.
 func (p *proc) ready(t *testing.T) {
 	t.Helper()
 	eventually(t, "hookback /readyz", func(ctx context.Context) (bool, error) {
@@ -206,7 +207,9 @@ func (p *proc) ready(t *testing.T) {
 			return false, err
 		}
 		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		// hookback prints its banner before /readyz flips; it reaches
+		// p.stdout through a pipe and a copying goroutine.
+		return resp.StatusCode == http.StatusOK && strings.Contains(p.stdout.String(), "Stop with Ctrl-C"), nil
 	})
 }
 

@@ -216,9 +216,10 @@ func (r *run) run(ctx context.Context, started time.Time) (err error) {
 	if verr != nil {
 		r.cfg.Log.Warn("running although the apiserver cannot reach hookback (--no-verify)", "error", verr)
 	}
-	// 9. Ready.
-	r.server.SetReady(true)
+	// 9. Ready, once the banner is out: whoever waits on /readyz then finds
+	// the URLs printed.
 	r.banner(reg, time.Since(started), rtt, verr)
+	r.server.SetReady(true)
 	// 7, 10. Heartbeat and hot reload until the end.
 	return r.loop(ctx, bgCtx, errc)
 }
