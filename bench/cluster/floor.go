@@ -36,6 +36,7 @@ import (
 // process or, like hookback, as a process of its own (floorproc.go).
 type floorWebhook struct {
 	name    string
+	domain  string // its webhooks' names end in it
 	patches bool
 	local   *floorCounter // in the bench's process
 	srv     *http.Server
@@ -104,8 +105,10 @@ func serveFloor(h http.Handler) (*http.Server, string, []byte, error) {
 	return srv, ln.Addr().String(), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.DER}), nil
 }
 
-func (e *env) startFloor(ctx context.Context, namespace string, mutating, ownProcess bool) (*floorWebhook, error) {
-	f := &floorWebhook{name: "hookback-bench-floor-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 36), patches: mutating}
+// Its webhooks are named floor.DOMAIN (validating) and
+// pod-lifespan.floor.DOMAIN, pod-sidecar.floor.DOMAIN (mutating).
+func (e *env) startFloor(ctx context.Context, namespace, domain string, mutating, ownProcess bool) (*floorWebhook, error) {
+	f := &floorWebhook{name: "hookback-bench-floor-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 36), patches: mutating, domain: domain}
 	var addr string
 	var ca []byte
 	if ownProcess {
@@ -134,7 +137,7 @@ func (e *env) startFloor(ctx context.Context, namespace string, mutating, ownPro
 	_, err := e.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, &admissionv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: f.name, Labels: map[string]string{benchLabel: "true"}},
 		Webhooks: []admissionv1.ValidatingWebhook{{
-			Name:              "floor.bench.hookback.dev",
+			Name:              "floor." + f.domain,
 			ClientConfig:      admissionv1.WebhookClientConfig{URL: &url, CABundle: ca},
 			Rules:             podCreates(),
 			NamespaceSelector: inNamespace(namespace),
@@ -174,7 +177,7 @@ func (f *floorWebhook) registerMutating(ctx context.Context, e *env, base string
 	for _, path := range []string{"/mutate-pod-lifespan", "/mutate-pod-sidecar"} {
 		url := base + path
 		hooks = append(hooks, admissionv1.MutatingWebhook{
-			Name:                    strings.TrimPrefix(path, "/mutate-") + ".floor.bench.hookback.dev",
+			Name:                    strings.TrimPrefix(path, "/mutate-") + ".floor." + f.domain,
 			ClientConfig:            admissionv1.WebhookClientConfig{URL: &url, CABundle: ca},
 			Rules:                   podCreates(),
 			NamespaceSelector:       inNamespace(namespace),

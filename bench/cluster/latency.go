@@ -27,6 +27,9 @@ type variant struct {
 	// ownProcess runs the floor as a process of its own, as hookback is.
 	ownProcess bool
 	hooks      []string
+	// tag is in its webhooks' names (pod-name.TAG.hookback.dev,
+	// floor.TAG.bench.hookback.dev).
+	tag string
 	// edit changes the scoped template, for a variant of it.
 	edit    func(string) (string, error)
 	samples []time.Duration
@@ -52,10 +55,10 @@ func (e *env) latency(ctx context.Context) error {
 	log.Printf("latency: %d warm-up + %d measured dry-run creates per variant", e.cfg.warmup, e.cfg.creates)
 	vs := []*variant{
 		{name: "no webhook"},
-		{name: "floor: a constant allow-all validating webhook (net/http + TLS), its own process", flags: "floor", ownProcess: true},
+		{name: "floor: a constant allow-all validating webhook (net/http + TLS), its own process", flags: "floor", ownProcess: true, hooks: []string{"pod-name"}},
 		{name: "mutating floor: the same allow-all plus two mutating webhooks answering pod-lifespan's and pod-sidecar's precomputed patches, its own process", flags: "floor-mutating", ownProcess: true,
 			hooks: []string{"pod-name", "pod-lifespan", "pod-sidecar"}},
-		{name: "floor, in the bench's process", flags: "floor"},
+		{name: "floor, in the bench's process", flags: "floor", hooks: []string{"pod-name"}},
 		{name: "mutating floor, in the bench's process", flags: "floor-mutating", hooks: []string{"pod-name", "pod-lifespan", "pod-sidecar"}},
 		{name: "`pod-name` (1 validating)", flags: "pod-name", hooks: []string{"pod-name"}},
 		{name: "`pod-name,pod-lifespan,pod-sidecar` (1 validating + 2 mutating, patching)", flags: "pod-name,pod-lifespan,pod-sidecar", hooks: []string{"pod-name", "pod-lifespan", "pod-sidecar"}},
@@ -77,8 +80,10 @@ func (e *env) latency(ctx context.Context) error {
 		if v.flags == "" {
 			continue
 		}
+		// Names of its own, so the apiserver's metrics tell the variants apart.
+		v.tag = fmt.Sprintf("v%d", i)
 		if strings.HasPrefix(v.flags, "floor") {
-			if v.floor, err = e.startFloor(ctx, ns.Name, v.flags == "floor-mutating", v.ownProcess); err != nil {
+			if v.floor, err = e.startFloor(ctx, ns.Name, v.tag+".bench.hookback.dev", v.flags == "floor-mutating", v.ownProcess); err != nil {
 				return err
 			}
 			defer func() {
@@ -99,6 +104,9 @@ func (e *env) latency(ctx context.Context) error {
 			if tmpl, err = v.edit(tmpl); err != nil {
 				return err
 			}
+		}
+		if tmpl, err = renameWebhooks(tmpl, v.tag); err != nil {
+			return err
 		}
 		path := filepath.Join(e.cfg.workdir, fmt.Sprintf("latency-%d.yaml.tmpl", i))
 		if err := os.WriteFile(path, []byte(tmpl), 0o644); err != nil {
@@ -191,6 +199,7 @@ func (e *env) latency(ctx context.Context) error {
 		return hits
 	}
 
+	apiBefore, apiErr := e.apiserverMetrics(ctx)
 	enough := func() bool {
 		for _, v := range vs {
 			if len(v.samples) < e.cfg.creates {
@@ -246,6 +255,10 @@ func (e *env) latency(ctx context.Context) error {
 		}
 	}
 
+	var apiAfter map[string]float64
+	if apiErr == nil {
+		apiAfter, apiErr = e.apiserverMetrics(ctx)
+	}
 	// hookback's own count of the admission requests it served, per webhook.
 	type served struct {
 		calls   float64
@@ -270,8 +283,9 @@ func (e *env) latency(ctx context.Context) error {
 		}
 		var calls, secs float64
 		for _, h := range v.hooks {
-			calls += sumMetric(m, "hookback_admission_requests_total", h) - sumMetric(v.before, "hookback_admission_requests_total", h)
-			secs += sumMetric(m, "hookback_admission_duration_seconds_sum", h) - sumMetric(v.before, "hookback_admission_duration_seconds_sum", h)
+			l := `webhook="` + h + `"`
+			calls += sumMetric(m, "hookback_admission_requests_total", l) - sumMetric(v.before, "hookback_admission_requests_total", l)
+			secs += sumMetric(m, "hookback_admission_duration_seconds_sum", l) - sumMetric(v.before, "hookback_admission_duration_seconds_sum", l)
 		}
 		srv[v] = served{calls: calls, handler: time.Duration(secs / calls * float64(time.Second))}
 		if _, err := v.proc.stop(30 * time.Second); err != nil {
@@ -323,6 +337,11 @@ func (e *env) latency(ctx context.Context) error {
 			ms(quantile(v.samples, .5)), ms(quantile(v.samples, .9)), ms(quantile(v.samples, .99)), added50, added99, r50, r99, handler)
 	}
 	fmt.Fprintln(e.out)
+	if apiErr != nil {
+		fmt.Fprintf(e.out, "The apiserver's own time per webhook call: not measured (%v).\n\n", apiErr)
+	} else {
+		callTimes(e.out, vs, floorOf, apiBefore, apiAfter)
+	}
 	var notes []string
 	for _, v := range vs {
 		if v.discarded > 0 {
@@ -348,11 +367,12 @@ func lifespanTolerations(p *corev1.Pod) int {
 	return n
 }
 
-// sumMetric adds up every series of name whose labels carry webhook="hook".
-func sumMetric(m map[string]float64, name, hook string) float64 {
+// sumMetric adds up every series of name whose labels carry label
+// (`webhook="pod-name"`).
+func sumMetric(m map[string]float64, name, label string) float64 {
 	var sum float64
 	for k, v := range m {
-		if strings.HasPrefix(k, name+"{") && strings.Contains(k, `webhook="`+hook+`"`) {
+		if strings.HasPrefix(k, name+"{") && strings.Contains(k, label) {
 			sum += v
 		}
 	}
