@@ -125,6 +125,7 @@ func (a *admissionHTTP) observe(decision string, took time.Duration) {
 
 func (a *admissionHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	growStack()
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		a.fail(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed: admission reviews are POSTed", r.Method))

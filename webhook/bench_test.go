@@ -36,16 +36,32 @@ func benchWebhook(b *testing.B, name string) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		serve := func() *httptest.ResponseRecorder {
+			req := httptest.NewRequest(http.MethodPost, "/validate?timeout=10s", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			return rec
+		}
 		b.Run(f, func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(body)))
 			for b.Loop() {
-				req := httptest.NewRequest(http.MethodPost, "/validate?timeout=10s", bytes.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				rec := httptest.NewRecorder()
-				h.ServeHTTP(rec, req)
-				if rec.Code != http.StatusOK {
+				if rec := serve(); rec.Code != http.StatusOK {
 					b.Fatalf("status %d: %s", rec.Code, rec.Body.Bytes())
+				}
+			}
+		})
+		// As net/http's HTTP/2 server runs it: every request on a new
+		// goroutine, whose stack starts small and must grow.
+		b.Run(f+"/goroutine-per-request", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			codes := make(chan int)
+			for b.Loop() {
+				go func() { codes <- serve().Code }()
+				if code := <-codes; code != http.StatusOK {
+					b.Fatalf("status %d", code)
 				}
 			}
 		})
