@@ -186,12 +186,7 @@ func (o StartOptions) Validate() error {
 	if o.LeaseDuration < time.Second {
 		errs = append(errs, fmt.Errorf("--lease-duration %s: want at least 1s", o.LeaseDuration))
 	}
-	if o.Tunnel.Enabled && o.AdvertiseAddress != "" {
-		errs = append(errs, errors.New("--advertise-address and --tunnel exclude each other: with --tunnel the apiserver dials the relay's Service"))
-	}
-	if o.Tunnel.Enabled && o.TLSMode == certs.ModeACME {
-		errs = append(errs, errors.New("--tls-mode acme cannot certify the relay's Service name (NAME.NAMESPACE.svc): use self-signed or files with --tunnel"))
-	}
+	errs = append(errs, o.Tunnel.Validate(o.AdvertiseAddress, o.TLSMode))
 	if o.Inspector.Keep < 1 {
 		errs = append(errs, fmt.Errorf("--inspector-keep %d: want at least 1", o.Inspector.Keep))
 	}

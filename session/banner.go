@@ -34,11 +34,16 @@ func (r *run) banner(reg *registration.Registration, took, rtt time.Duration, ve
 		fmt.Fprintf(w, "  webhook:  %s\n", h)
 	}
 	writeTry(w, tryCommands(r.kubectl(), r.cfg.Webhooks))
-	cleanup := "hookback cleanup --session " + r.cfg.Session
+	fmt.Fprintf(w, "Stop with Ctrl-C to deregister. After a crash, `%s` removes what is left.\n", r.cleanupCommand())
+}
+
+// cleanupCommand removes what this session leaves behind after a crash.
+func (r *run) cleanupCommand() string {
+	cmd := "hookback cleanup --session " + r.cfg.Session
 	if r.tunnel != nil && r.tunnel.spec.Namespace != DefaultTunnelNamespace {
-		cleanup += " --tunnel-namespace " + r.tunnel.spec.Namespace
+		cmd += " --tunnel-namespace " + r.tunnel.spec.Namespace
 	}
-	fmt.Fprintf(w, "Stop with Ctrl-C to deregister. After a crash, `%s` removes what is left.\n", cleanup)
+	return cmd
 }
 
 // kubectl is the kubectl command line that reaches this cluster from any

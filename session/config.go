@@ -83,8 +83,8 @@ func (c Config) Validate() error {
 	if c.LeaseNamespace == "" {
 		errs = append(errs, errors.New("the lease namespace is empty"))
 	}
-	if c.Tunnel.Enabled {
-		errs = append(errs, c.Tunnel.validate(c)...)
+	if err := c.Tunnel.Validate(c.AdvertiseAddress, c.Certs.Mode); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.Certs.Validate(); err != nil {
 		errs = append(errs, err)

@@ -313,7 +313,7 @@ func (r *run) shutdown(stopBackground, stopServer func()) {
 	}
 	errs = append(errs, r.cleanupShared(ctx), r.heartbeat.Release(ctx))
 	if err := errors.Join(errs...); err != nil {
-		r.cfg.Log.Error("deregistration incomplete: run `hookback cleanup --session "+r.cfg.Session+"`", "error", err)
+		r.cfg.Log.Error("deregistration incomplete: run `"+r.cleanupCommand()+"`", "error", err)
 		return
 	}
 	r.cfg.Log.Info("deregistered", "session", r.cfg.Session)

@@ -16,9 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
-
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/certs"
@@ -39,7 +39,12 @@ type TunnelConfig struct {
 	AttachTimeout time.Duration
 }
 
-func (t TunnelConfig) validate(c Config) []error {
+// Validate reports every problem of an enabled tunnel at once, given the
+// session's --advertise-address and TLS mode, which it rules out.
+func (t TunnelConfig) Validate(advertiseAddress, tlsMode string) error {
+	if !t.Enabled {
+		return nil
+	}
 	var errs []error
 	for _, msg := range validation.IsDNS1123Label(t.Namespace) {
 		errs = append(errs, fmt.Errorf("--tunnel-namespace %q: %s", t.Namespace, msg))
@@ -47,13 +52,13 @@ func (t TunnelConfig) validate(c Config) []error {
 	if t.Image == "" {
 		errs = append(errs, errors.New("--tunnel needs --relay-image: this build has no released image"))
 	}
-	if c.AdvertiseAddress != "" {
+	if advertiseAddress != "" {
 		errs = append(errs, errors.New("--advertise-address and --tunnel exclude each other: with --tunnel the apiserver dials the relay's Service"))
 	}
-	if c.Certs.Mode == certs.ModeACME {
+	if tlsMode == certs.ModeACME {
 		errs = append(errs, errors.New("--tls-mode acme cannot certify the relay's Service name (NAME.NAMESPACE.svc): use self-signed or files with --tunnel"))
 	}
-	return errs
+	return errors.Join(errs...)
 }
 
 // DefaultTunnelNamespace is --tunnel-namespace's default.
@@ -197,6 +202,27 @@ func (t *reverseTunnel) podName(ctx context.Context) (string, error) {
 	return "", fmt.Errorf("relay pod %s/%s not ready: %s", t.spec.Namespace, t.spec.Selector(), why)
 }
 
+// pullFailure is why the relay's image cannot be pulled, when the kubelet
+// has given up for now (ImagePullBackOff) or never can (a malformed or
+// never-pull reference): waiting longer would not help, the image would.
+func (t *reverseTunnel) pullFailure(ctx context.Context) string {
+	pods, err := t.cluster.Client.CoreV1().Pods(t.spec.Namespace).List(ctx, metav1.ListOptions{LabelSelector: t.spec.Selector()})
+	if err != nil {
+		return ""
+	}
+	for _, p := range pods.Items {
+		for _, cs := range p.Status.ContainerStatuses {
+			if w := cs.State.Waiting; w != nil {
+				switch w.Reason {
+				case "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
+					return podState(&p)
+				}
+			}
+		}
+	}
+	return ""
+}
+
 func podReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
@@ -253,7 +279,7 @@ func deleteRelays(ctx context.Context, cl *Cluster, namespace, session string, l
 		}
 		for _, o := range list.Items {
 			err := cl.Dynamic.Resource(r.gvr).Namespace(namespace).Delete(ctx, o.GetName(),
-				metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationBackground)})
+				metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
 			if err != nil && !apierrors.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("delete the relay's %s %s/%s: %w", r.kind, namespace, o.GetName(), err))
 				continue
@@ -284,5 +310,3 @@ func removeTunnelNamespace(ctx context.Context, cl *Cluster, namespace string, l
 	log.Info("deleted the tunnel namespace", "namespace", namespace)
 	return nil
 }
-
-func ptrTo[T any](v T) *T { return &v }

@@ -62,15 +62,24 @@ func (r *run) startTunnel(ctx, bgCtx context.Context, errc chan<- error) error {
 	timeout := r.cfg.Tunnel.AttachTimeout
 	wait := time.NewTimer(timeout)
 	defer wait.Stop()
-	select {
-	case <-up:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-wait.C:
-		_, why := t.podName(ctx)
-		return fmt.Errorf("the reverse tunnel did not attach within %s (%v): check the relay with `kubectl -n %s describe pod -l %s`; a private registry needs --relay-image",
-			timeout, why, t.spec.Namespace, t.spec.Selector())
+	// A relay image that cannot be pulled fails now, not after the timeout.
+	poll := time.NewTicker(2 * time.Second)
+	defer poll.Stop()
+	for {
+		select {
+		case <-up:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-poll.C:
+			if why := t.pullFailure(ctx); why != "" {
+				return fmt.Errorf("the relay image %s cannot be pulled (%s): push it where the cluster can pull it (`make image`) and pass --relay-image", t.spec.Image, why)
+			}
+		case <-wait.C:
+			_, why := t.podName(ctx)
+			return fmt.Errorf("the reverse tunnel did not attach within %s (%v): check the relay with `kubectl -n %s describe pod -l %s`; an image the cluster cannot pull needs --relay-image",
+				timeout, why, t.spec.Namespace, t.spec.Selector())
+		}
 	}
 }
 

@@ -173,3 +173,39 @@ func TestTunnelConfig(t *testing.T) {
 		}
 	})
 }
+
+// TestPullFailure: start --tunnel gives up at once on a relay image the
+// kubelet cannot pull, and keeps waiting for anything else.
+func TestPullFailure(t *testing.T) {
+	spec := relay.Spec{Name: "r", Namespace: "tun", Session: "s", Image: "registry.invalid/hookback:dev"}
+	labels := relay.Manifests(spec).Deployment.Spec.Template.Labels
+	pod := func(reason string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "r-1", Namespace: "tun", Labels: labels}}
+		if reason != "" {
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "relay", State: corev1.ContainerState{
+				Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "pulling " + spec.Image}}}}
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name, reason string
+		fails        bool
+	}{
+		{name: "backing off a pull", reason: "ImagePullBackOff", fails: true},
+		{name: "a malformed reference", reason: "InvalidImageName", fails: true},
+		{name: "a first failed pull may still succeed", reason: "ErrImagePull"},
+		{name: "creating the container", reason: "ContainerCreating"},
+		{name: "no status yet"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tun := &reverseTunnel{spec: spec, cluster: fakeCluster(pod(tc.reason)), log: slog.New(slog.DiscardHandler)}
+			why := tun.pullFailure(context.Background())
+			if got := why != ""; got != tc.fails {
+				t.Fatalf("pullFailure = %q, want failing: %v", why, tc.fails)
+			}
+			if tc.fails && !strings.Contains(why, tc.reason) {
+				t.Errorf("pullFailure = %q, want it to name %s", why, tc.reason)
+			}
+		})
+	}
+}
