@@ -48,6 +48,10 @@ type HTTPOptions struct {
 	// Recorder, when set, is given every review as received and the answer
 	// as sent.
 	Recorder Recorder
+	// Afterwards, when set, does each admission's log line, observation and
+	// recording after the answer has left; nil does them on the request's
+	// goroutine before its handler returns.
+	Afterwards *Afterwards
 }
 
 // Recorder keeps reviews and answers (hookback start --record-dir).
@@ -98,6 +102,7 @@ type admissionHTTP struct {
 	obs     Observer
 	rec     Recorder
 	served  ServedRecorder
+	after   *Afterwards
 	maxBody int64
 }
 
@@ -106,7 +111,7 @@ var _ http.Handler = (*admissionHTTP)(nil)
 // NewHTTPHandler serves w over HTTP: w.Handler decides each request, w.Name
 // labels its log lines and observations.
 func NewHTTPHandler(w Webhook, opts HTTPOptions) http.Handler {
-	a := &admissionHTTP{name: w.Name, path: w.Path, handler: w.Handler, log: opts.Log, obs: opts.Observer, rec: opts.Recorder, maxBody: opts.MaxBodyBytes}
+	a := &admissionHTTP{name: w.Name, path: w.Path, handler: w.Handler, log: opts.Log, obs: opts.Observer, rec: opts.Recorder, after: opts.Afterwards, maxBody: opts.MaxBodyBytes}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
@@ -135,10 +140,11 @@ func (a *admissionHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, http.StatusUnsupportedMediaType, fmt.Sprintf("content type %q not supported: send application/json", r.Header.Get("Content-Type")))
 		return
 	}
+	// The buffer holds the review until its bookkeeping is done (reply).
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
-	defer bufPool.Put(buf)
 	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, a.maxBody)); err != nil {
+		bufPool.Put(buf)
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			a.fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", a.maxBody))
@@ -149,6 +155,7 @@ func (a *admissionHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	review, err := decodeReview(buf.Bytes())
 	if err != nil {
+		bufPool.Put(buf)
 		a.fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -162,7 +169,7 @@ func (a *admissionHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 	}
 	resp := a.call(ctx, req)
-	a.reply(w, review.TypeMeta, req, resp, start)
+	a.reply(w, review.TypeMeta, req, resp, start, buf)
 }
 
 // decodeReview accepts admission.k8s.io/v1 and v1beta1: their JSON shapes are
@@ -214,15 +221,13 @@ func (a *admissionHTTP) call(ctx context.Context, req Request) (resp Response) {
 	return a.handler.Handle(ctx, req)
 }
 
-func (a *admissionHTTP) reply(w http.ResponseWriter, tm metav1.TypeMeta, req Request, resp Response, start time.Time) {
-	took := time.Since(start)
+// reply writes the answer, then hands the bookkeeping, and buf with it, to
+// a.after.
+func (a *admissionHTTP) reply(w http.ResponseWriter, tm metav1.TypeMeta, req Request, resp Response, start time.Time, buf *bytes.Buffer) {
+	job := afterJob{a: a, req: req, resp: resp, start: start, took: time.Since(start), buf: buf}
 	if resp.callFailed {
 		http.Error(w, resp.Result.Message, http.StatusInternalServerError)
-		a.logAdmission(req, resp, took)
-		if a.served != nil {
-			a.served.RecordServed(Served{Webhook: a.name, Path: a.path, Review: req.Raw, Failure: resp.Result.Message,
-				Start: start, Took: took, Upstream: resp.Upstream})
-		}
+		a.after.do(job)
 		return
 	}
 	out := admissionv1.AdmissionReview{TypeMeta: tm, Response: &admissionv1.AdmissionResponse{
@@ -239,19 +244,14 @@ func (a *admissionHTTP) reply(w http.ResponseWriter, tm metav1.TypeMeta, req Req
 	}
 	body, err := json.Marshal(out)
 	if err != nil {
+		bufPool.Put(buf)
 		a.fail(w, http.StatusInternalServerError, "encode AdmissionResponse: "+err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(body)
-	a.logAdmission(req, resp, took)
-	switch {
-	case a.served != nil:
-		a.served.RecordServed(Served{Webhook: a.name, Path: a.path, Review: req.Raw, Answer: body,
-			Start: start, Took: took, Upstream: resp.Upstream})
-	case a.rec != nil:
-		a.rec.Record(a.name, a.path, req.Raw, body)
-	}
+	job.answer = body
+	a.after.do(job)
 }
 
 // logAdmission writes the one line per request: never the object body.

@@ -60,10 +60,13 @@ func TestStartRegistersServesAndCleansUp(t *testing.T) {
 	if !admitMarked(t, ns, p.session) {
 		t.Fatal("the apiserver did not call the e2e webhook: ConfigMap not labelled")
 	}
-	if !strings.Contains(p.stderr.String(), "webhook=e2e-mark resource=configmaps operation=CREATE") {
-		t.Errorf("no admission log line:\n%s", p.stderr.String())
-	}
-	metrics := get(t, "http://"+p.health+"/metrics")
+	// The log line and the metrics follow the answer (admission.Afterwards).
+	p.whWaitLogLine(t, "webhook=e2e-mark resource=configmaps operation=CREATE")
+	var metrics string
+	eventually(t, "the admission in /metrics", func(context.Context) (bool, error) {
+		metrics = get(t, "http://"+p.health+"/metrics")
+		return strings.Contains(metrics, `hookback_admission_duration_seconds_count{webhook="e2e-mark"} 1`), nil
+	})
 	for _, want := range []string{`hookback_admission_requests_total{decision="allowed",webhook="e2e-mark"} 1`, `hookback_admission_duration_seconds_count{webhook="e2e-mark"} 1`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)

@@ -66,9 +66,25 @@ func (r *Recorder) Record(webhook, path string, review, answer []byte) {
 		return
 	}
 	name := filepath.Join(r.dir, r.fileName(webhook, red))
-	if err := os.WriteFile(name, b, 0o600); err != nil {
+	if err := writeWhole(name, b); err != nil {
 		r.log.Warn("review not recorded", "webhook", webhook, "file", name, "error", err)
 	}
+}
+
+// writeWhole writes b to name through a temporary file and a rename, so that
+// whoever lists the directory (hookback replay, a test, a user's script)
+// sees the file only once it is whole. The temporary name does not end in
+// .json and so is never taken for a recording.
+func writeWhole(name string, b []byte) error {
+	tmp := name + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, name); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 var unsafeChars = regexp.MustCompile(`[^a-z0-9.-]+`)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -183,7 +185,8 @@ func TestHostileRequests(t *testing.T) {
 	t.Run("client that never reads the answers", func(t *testing.T) { neverReads(t, addr) })
 	t.Run("eight 9 MB bodies at once", func(t *testing.T) {
 		big, _ := startHostileWith(t, bigBodyLimits)
-		bigBodies(t, big, 8)
+		bigBodies(t, big, 8, "h2")
+		bigBodies(t, big, 8, "http/1.1")
 	})
 	t.Run("plain HTTP on the TLS port", func(t *testing.T) { plainHTTP(t, addr) })
 	t.Run("not TLS at all", func(t *testing.T) { garbageTLS(t, addr) })
@@ -327,25 +330,37 @@ func garbageTLS(t *testing.T, addr string) {
 	stillServes(t, addr)
 }
 
-func bigBodies(t *testing.T, addr string, n int) {
-	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+// bigBodies sends n bodies over the cap at once. Over HTTP/2 each gets its
+// 413 (the client stops sending when the answer arrives). Over HTTP/1.1 the
+// server answers 413, stops reading and closes the connection after a
+// grace period: a client still sending then may see its write reset before
+// it reads the answer, which is the cap working, so a reset counts too.
+func bigBodies(t *testing.T, addr string, n int, proto string) {
+	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, NextProtos: []string{proto}}, ForceAttemptHTTP2: proto == "h2"}}
 	defer client.CloseIdleConnections()
-	codes := make(chan int, n)
+	type result struct {
+		code int
+		err  error
+	}
+	results := make(chan result, n)
 	body := bytes.Repeat([]byte("x"), 9<<20)
 	for range n {
 		go func() {
 			resp, err := client.Do(newRequest(t, addr, hostileCase{body: body}))
 			if err != nil {
-				codes <- 0
+				results <- result{err: err}
 				return
 			}
 			resp.Body.Close()
-			codes <- resp.StatusCode
+			results <- result{code: resp.StatusCode}
 		}()
 	}
 	for range n {
-		if c := <-codes; c != http.StatusRequestEntityTooLarge {
-			t.Errorf("status %d, want 413", c)
+		r := <-results
+		reset := r.err != nil && proto == "http/1.1" && (errors.Is(r.err, syscall.ECONNRESET) || errors.Is(r.err, syscall.EPIPE))
+		if r.code != http.StatusRequestEntityTooLarge && !reset {
+			t.Errorf("status %d (%v), want 413", r.code, r.err)
 		}
 	}
 	stillServes(t, addr)

@@ -134,8 +134,8 @@ func (s *Server) Paths() []string {
 	return out
 }
 
-func (s *Server) webhookMux() http.Handler {
-	opts := admission.HTTPOptions{Log: s.log, Recorder: s.recorder, MaxBodyBytes: s.limits.MaxBodyBytes}
+func (s *Server) webhookMux(after *admission.Afterwards) http.Handler {
+	opts := admission.HTTPOptions{Log: s.log, Recorder: s.recorder, MaxBodyBytes: s.limits.MaxBodyBytes, Afterwards: after}
 	if s.metrics != nil {
 		opts.Observer = s.metrics
 	}
@@ -165,12 +165,28 @@ func (s *Server) healthMux() http.Handler {
 	return mux
 }
 
+// afterwardsQueue bounds the answered admissions whose bookkeeping waits
+// (tens of µs each), and so the reviews held for it: more than the
+// apiserver's usual concurrency, and beyond it an answer waits for room.
+const afterwardsQueue = 64
+
 // Start serves until ctx is done, then shuts down gracefully, letting
-// in-flight reviews finish. A clean shutdown returns nil.
+// in-flight reviews finish and their bookkeeping be done. A clean shutdown
+// returns nil.
 func (s *Server) Start(ctx context.Context) error {
+	after := admission.NewAfterwards(afterwardsQueue)
+	afterDone := make(chan struct{})
+	go func() {
+		defer close(afterDone)
+		after.Run()
+	}()
+	defer func() {
+		after.Close()
+		<-afterDone
+	}()
 	tlsConf := s.tls.Clone()
 	webhookSrv := &http.Server{
-		Handler:           s.webhookMux(),
+		Handler:           s.webhookMux(after),
 		TLSConfig:         tlsConf,
 		ReadHeaderTimeout: s.limits.ReadHeaderTimeout,
 		ReadTimeout:       s.limits.ReadTimeout,
