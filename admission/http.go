@@ -31,7 +31,8 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // that was not a decodable review; took is then zero).
 //
 // Contract: Observe must be safe for concurrent use and must not block: it
-// runs on the request's path.
+// runs on the request's goroutine, or with HTTPOptions.Afterwards on the
+// goroutine that every admission's bookkeeping shares.
 type Observer interface {
 	Observe(webhook, decision string, took time.Duration)
 }
@@ -56,9 +57,11 @@ type HTTPOptions struct {
 
 // Recorder keeps reviews and answers (hookback start --record-dir).
 //
-// Contract: Record runs on the request's path after the answer was written;
-// it must not block for long, must not keep review or answer past its
-// return (their buffers are reused), and must never fail the admission.
+// Contract: Record runs after the answer was written (on the request's
+// goroutine, or on Afterwards' one goroutine, which every admission's
+// bookkeeping waits for); it must be safe for concurrent use, must not block
+// for long, must not keep review or answer past its return (their buffers
+// are reused), and must never fail the admission.
 type Recorder interface {
 	Record(webhook, path string, review, answer []byte)
 }
@@ -85,7 +88,7 @@ type Served struct {
 // HTTPOptions.Recorder implements it, the transport calls RecordServed
 // instead of Record, for every answer sent and every failed call.
 //
-// Contract: as Record's: RecordServed runs on the request's path, must not
+// Contract: as Record's: RecordServed runs where Record would, must not
 // block for long, must not keep s.Review or s.Answer past its return, and
 // must never fail the admission.
 type ServedRecorder interface {
