@@ -12,9 +12,11 @@ import (
 // log line, the metrics, the inspector's and --record-dir's copies) on a
 // goroutine of its own. Done on the request's goroutine, that work runs
 // before the handler returns, and over HTTP/2 the stream only ends (the
-// apiserver only has its answer) when the handler returns: measured through
-// the apiserver it was a tenth of hookback's time per call
-// (docs/performance.md, "After the answer").
+// apiserver only has its answer) when the handler returns, so a
+// --record-dir write to a slow disk, or the inspector's copy of a 3 MiB
+// review, would hold the answer. (For small reviews on a fast disk the
+// difference through the apiserver was within noise: docs/performance.md,
+// "After the answer".)
 //
 // The zero value is not usable: NewAfterwards, then Run on one goroutine
 // and Close when no more admissions are served. Admissions that finish
