@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -38,6 +39,10 @@ type replica struct {
 	ns         *netns
 	proc       *nsProc
 	kubeconfig string
+	// A container replica's ServiceAccount files, the port of its
+	// forwarder to the apiserver, and how often it was started.
+	saDir, apiserverPort string
+	starts               int
 }
 
 func (r *replica) health() string { return "http://" + net.JoinHostPort(r.ns.nsIP, "8080") }
@@ -47,6 +52,11 @@ func (r *replica) health() string { return "http://" + net.JoinHostPort(r.ns.nsI
 type inClusterInstall struct {
 	ns, workload, token, template string
 	replicas                      []*replica
+	// image, when set, runs the replicas as containers of this image with
+	// engine (TestInClusterImage).
+	image, engine string
+	// rendered is what render --in-cluster printed for the install.
+	rendered string
 	// served counts the admissions of each replica's earlier processes.
 	served map[string]int
 }
@@ -65,8 +75,14 @@ type inClusterInstall struct {
 func TestInClusterTwoReplicas(t *testing.T) {
 	requireLocal(t, "needs kube-apiserver's --enable-aggregator-routing=true to call replicas in test-made network namespaces (on kind: TestInClusterDeployment)")
 	requireNetns(t)
+	installForTest(t).twoReplicas(t)
+}
+
+// twoReplicas is TestInClusterTwoReplicas on an install, whose replicas
+// are processes or containers of an image (in.image).
+func (in *inClusterInstall) twoReplicas(t *testing.T) {
+	t.Helper()
 	ctx := context.Background()
-	in := installForTest(t)
 	for _, id := range []string{"replica-a", "replica-b"} {
 		r := &replica{id: id, ns: newNetns(t)}
 		in.start(t, r)
@@ -149,6 +165,9 @@ func TestInClusterTwoReplicas(t *testing.T) {
 	}
 }
 
+// installs counts installForTest's installs in this run.
+var installs atomic.Int32
+
 // installForTest applies what render --in-cluster prints for the install's
 // identity and permissions, and a selector-less Service; the webhook
 // configurations are serve's to apply. The template is the built-in one
@@ -156,7 +175,9 @@ func TestInClusterTwoReplicas(t *testing.T) {
 func installForTest(t *testing.T) *inClusterInstall {
 	t.Helper()
 	ctx := context.Background()
-	in := &inClusterInstall{ns: "hookback-e2e-" + itoa(os.Getpid()%100000), workload: namespace(t), served: map[string]int{}}
+	// One namespace per install: the last one's may still be terminating.
+	n := installs.Add(1)
+	in := &inClusterInstall{ns: "hookback-e2e-" + itoa(os.Getpid()%100000) + "-" + itoa(int(n)), workload: namespace(t), served: map[string]int{}}
 	kubectl, err := ctlKubectlPath()
 	if err != nil {
 		t.Skip("no kubectl: ", err)
@@ -166,6 +187,7 @@ func installForTest(t *testing.T) *inClusterInstall {
 	if code != 0 {
 		t.Fatalf("render --in-cluster exit %d: %s", code, errOut)
 	}
+	in.rendered = out
 	t.Cleanup(func() {
 		// Even when the test failed half way: the configurations fail
 		// closed, and the namespace must go.
@@ -229,6 +251,10 @@ func (in *inClusterInstall) serviceAccountToken(t *testing.T) string {
 // a forwarder on the veth's host end to the apiserver's loopback address.
 func (in *inClusterInstall) start(t *testing.T, r *replica) {
 	t.Helper()
+	if in.image != "" {
+		in.startContainer(t, r)
+		return
+	}
 	if r.kubeconfig == "" {
 		r.kubeconfig = filepath.Join(t.TempDir(), r.id+".kubeconfig")
 		writeTokenKubeconfig(t, r.kubeconfig, forwardToAPIServer(t, r.ns.hostIP), in.token)

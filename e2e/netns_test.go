@@ -234,35 +234,54 @@ type nsProc struct {
 	log  string
 	cmd  *exec.Cmd
 	done chan struct{}
+	// signal delivers a signal to the process; nil: to cmd's process. A
+	// container's process is not cmd's (the engine's client is).
+	signal func(syscall.Signal)
+}
+
+func (p *nsProc) send(sig syscall.Signal) {
+	if p.signal != nil {
+		p.signal(sig)
+		return
+	}
+	_ = p.cmd.Process.Signal(sig)
 }
 
 // run starts path inside the namespace, logging to a file; it is stopped
 // when the test ends and its log is shown if the test failed.
 func (n *netns) run(t *testing.T, path string, args ...string) *nsProc {
 	t.Helper()
-	p := &nsProc{name: filepath.Base(path), done: make(chan struct{})}
+	// `ip netns exec` execs the binary itself, so the pid is the process.
+	cmd := exec.Command("ip", append([]string{"netns", "exec", n.name, path}, args...)...)
+	return startProc(t, filepath.Base(path), "in netns "+n.name, cmd, nil)
+}
+
+// startProc starts cmd, logging to a file, and stops it when the test ends
+// (signal as nsProc's); where says where it runs, for errors.
+func startProc(t *testing.T, name, where string, cmd *exec.Cmd, signal func(syscall.Signal)) *nsProc {
+	t.Helper()
+	p := &nsProc{name: name, done: make(chan struct{}), signal: signal}
 	p.log = filepath.Join(t.TempDir(), p.name+".log")
 	f, err := os.Create(p.log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// `ip netns exec` execs the binary itself, so the pid is the process.
-	cmd := exec.Command("ip", append([]string{"netns", "exec", n.name, path}, args...)...)
 	cmd.Env = withoutProxy(os.Environ())
 	cmd.Stdout, cmd.Stderr = f, f
 	// If the test binary dies, the control plane must not outlive it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		f.Close()
-		t.Fatalf("start %s in netns %s: %v", p.name, n.name, err)
+		t.Fatalf("start %s %s: %v", p.name, where, err)
 	}
 	p.cmd = cmd
 	go func() { _ = cmd.Wait(); f.Close(); close(p.done) }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
+		p.send(syscall.SIGTERM)
 		select {
 		case <-p.done:
 		case <-time.After(15 * time.Second):
+			p.send(syscall.SIGKILL)
 			_ = cmd.Process.Kill()
 			<-p.done
 		}
@@ -276,7 +295,7 @@ func (n *netns) run(t *testing.T, path string, args ...string) *nsProc {
 // stop sends sig and waits for the process to exit.
 func (p *nsProc) stop(t *testing.T, sig syscall.Signal) {
 	t.Helper()
-	_ = p.cmd.Process.Signal(sig)
+	p.send(sig)
 	select {
 	case <-p.done:
 	case <-time.After(deadline):
