@@ -12,9 +12,12 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/hookback/hookback/relay"
 )
 
 // TestInClusterImage is TestInClusterTwoReplicas with each replica run from
@@ -48,21 +51,33 @@ func TestInClusterImage(t *testing.T) {
 }
 
 // imageEngine is the container engine that has image and can run a
-// container in a network namespace the test made: podman (or
-// HOOKBACK_E2E_ENGINE), whose --network ns:PATH does that; docker cannot.
-// It checks the image's user is not root, as runAsNonRoot requires.
+// container in a network namespace the test made; it skips the test when
+// there is none.
 func imageEngine(t *testing.T, image string) string {
+	t.Helper()
+	engine, why := lookupEngine(t, image)
+	if why != "" {
+		t.Skip("skipped: " + why)
+	}
+	return engine
+}
+
+// lookupEngine is podman (or HOOKBACK_E2E_ENGINE), whose --network ns:PATH
+// runs a container in a test-made network namespace (docker cannot), or
+// why there is none. It fails the test when the engine lacks image or the
+// image's user is root, which the pods' runAsNonRoot refuses.
+func lookupEngine(t *testing.T, image string) (path, why string) {
 	t.Helper()
 	engine := os.Getenv("HOOKBACK_E2E_ENGINE")
 	if engine == "" {
 		engine = "podman"
 	}
 	if filepath.Base(engine) == "docker" {
-		t.Skip("skipped: docker cannot run a container in a network namespace the test made; use podman (HOOKBACK_E2E_ENGINE)")
+		return "", "docker cannot run a container in a network namespace the test made; use podman (HOOKBACK_E2E_ENGINE)"
 	}
 	path, err := exec.LookPath(engine)
 	if err != nil {
-		t.Skipf("skipped: %s is not on PATH (HOOKBACK_E2E_ENGINE picks another podman)", engine)
+		return "", engine + " is not on PATH (HOOKBACK_E2E_ENGINE picks another podman)"
 	}
 	out, err := exec.Command(path, "image", "inspect", "--format", "{{.Config.User}}", image).CombinedOutput()
 	if err != nil {
@@ -70,9 +85,25 @@ func imageEngine(t *testing.T, image string) string {
 	}
 	user := strings.TrimSpace(string(out))
 	if uid, _, _ := strings.Cut(user, ":"); uid == "" || uid == "0" || uid == "root" {
-		t.Fatalf("image %s runs as user %q: the Deployment's runAsNonRoot needs a non-root USER", image, user)
+		t.Fatalf("image %s runs as user %q: the pods' runAsNonRoot needs a non-root USER", image, user)
 	}
-	return path
+	return path, ""
+}
+
+// runContainer runs image in network namespace n with podman run options
+// opts and arguments cmd; the engine's client is the process, its output
+// the log, and signals go to the container.
+func runContainer(t *testing.T, engine, image string, n *netns, name string, opts, cmd []string) *nsProc {
+	t.Helper()
+	args := append([]string{"run", "--rm", "--name", name, "--network", "ns:/run/netns/" + n.name}, opts...)
+	args = append(append(args, image), cmd...)
+	// Registered before startProc's cleanup, so it runs after it: whatever
+	// the engine's client did, the container goes.
+	t.Cleanup(func() { _ = exec.Command(engine, "rm", "--force", "--time", "5", name).Run() })
+	signal := func(sig syscall.Signal) {
+		_ = exec.Command(engine, "kill", "--signal", strconv.Itoa(int(sig)), name).Run()
+	}
+	return startProc(t, name, "from image "+image, exec.Command(engine, args...), signal)
 }
 
 // startContainer runs replica r from in.image in r's network namespace,
@@ -91,24 +122,21 @@ func (in *inClusterInstall) startContainer(t *testing.T, r *replica) {
 	r.starts++
 	name := fmt.Sprintf("hookback-e2e-%s-%d-%d", r.id, os.Getpid(), r.starts)
 	const template = "/etc/hookback/webhooks.yaml.tmpl"
-	pod, cmd := podmanArgs(t, renderedDeployment(t, in.rendered), map[string]string{
-		"metadata.name": r.id, "metadata.namespace": in.ns})
-	args := append([]string{"run", "--rm", "--name", name,
-		"--network", "ns:/run/netns/" + r.ns.name, "--add-host", "kubernetes.default.svc:" + r.ns.hostIP,
+	fields := map[string]string{"metadata.name": r.id, "metadata.namespace": in.ns}
+	pod, cmd := podmanArgs(t, renderedDeployment(t, in.rendered).Spec.Template.Spec, func(from *corev1.EnvVarSource) string {
+		if from.FieldRef == nil {
+			return ""
+		}
+		return fields[from.FieldRef.FieldPath]
+	})
+	opts := append([]string{"--add-host", "kubernetes.default.svc:" + r.ns.hostIP,
 		"-e", "KUBERNETES_SERVICE_HOST=kubernetes.default.svc", "-e", "KUBERNETES_SERVICE_PORT=" + r.apiserverPort,
 		"-v", r.saDir + ":/var/run/secrets/kubernetes.io/serviceaccount:ro",
 		"-v", in.template + ":" + template + ":ro"}, pod...)
-	args = append(append(append(args, in.image), cmd...),
-		// The test's template (failurePolicy Fail, its namespace) and a
-		// Lease short enough for a takeover within the test.
-		"--template", template, "--lease-duration", inClusterLease.String(), "--shutdown-delay", "2s")
-	// Registered before startProc's cleanup, so it runs after it: whatever
-	// the engine's client did, the container goes.
-	t.Cleanup(func() { _ = exec.Command(in.engine, "rm", "--force", "--time", "5", name).Run() })
-	signal := func(sig syscall.Signal) {
-		_ = exec.Command(in.engine, "kill", "--signal", strconv.Itoa(int(sig)), name).Run()
-	}
-	r.proc = startProc(t, name, "from image "+in.image, exec.Command(in.engine, args...), signal)
+	// The test's template (failurePolicy Fail, its namespace) and a Lease
+	// short enough for a takeover within the test.
+	cmd = append(cmd, "--template", template, "--lease-duration", inClusterLease.String(), "--shutdown-delay", "2s")
+	r.proc = runContainer(t, in.engine, in.image, r.ns, name, opts, cmd)
 }
 
 // renderedDeployment is the Deployment in render --in-cluster's output.
@@ -124,22 +152,25 @@ func renderedDeployment(t *testing.T, rendered string) *appsv1.Deployment {
 	return &d
 }
 
-// podmanArgs turns the Deployment's pod and container settings into
+// podmanArgs turns a pod spec's settings for its one container into
 // podman run options (user, read-only root, emptyDirs as tmpfs,
-// capabilities, privilege escalation, env from the pod's fields) and the
-// container's arguments. A setting it does not know fails the test, so
-// the container never runs with less than the Deployment asks for.
-func podmanArgs(t *testing.T, d *appsv1.Deployment, fields map[string]string) (opts, cmd []string) {
+// capabilities, privilege escalation, env, valueFrom resolved by from) and
+// the container's arguments. A setting it does not know fails the test, so
+// the container never runs with less than the pod asks for; ports, probes
+// and resources are the test's to check.
+func podmanArgs(t *testing.T, spec corev1.PodSpec, from func(*corev1.EnvVarSource) string) (opts, cmd []string) {
 	t.Helper()
-	spec := d.Spec.Template.Spec
+	if len(spec.Containers) != 1 || len(spec.InitContainers) > 0 {
+		t.Fatalf("the pod has %d containers and %d init containers, want one container", len(spec.Containers), len(spec.InitContainers))
+	}
 	c := spec.Containers[0]
 	psc, sc := spec.SecurityContext, c.SecurityContext
 	if psc == nil || sc == nil {
-		t.Fatal("the rendered Deployment sets no securityContext")
+		t.Fatal("the pod sets no securityContext")
 	}
 	uid, gid := ptr.Deref(sc.RunAsUser, ptr.Deref(psc.RunAsUser, 0)), ptr.Deref(sc.RunAsGroup, ptr.Deref(psc.RunAsGroup, 0))
 	if uid == 0 || !ptr.Deref(psc.RunAsNonRoot, false) {
-		t.Fatalf("the rendered Deployment runs as uid %d (runAsNonRoot %v)", uid, psc.RunAsNonRoot)
+		t.Fatalf("the pod runs as uid %d (runAsNonRoot %v)", uid, psc.RunAsNonRoot)
 	}
 	opts = append(opts, "--user", fmt.Sprintf("%d:%d", uid, gid))
 	if ptr.Deref(sc.ReadOnlyRootFilesystem, false) {
@@ -159,24 +190,22 @@ func podmanArgs(t *testing.T, d *appsv1.Deployment, fields map[string]string) (o
 	emptyDirs := map[string]bool{}
 	for _, v := range spec.Volumes {
 		if v.EmptyDir == nil {
-			t.Fatalf("the rendered Deployment's volume %s is not an emptyDir: podmanArgs cannot give it", v.Name)
+			t.Fatalf("the pod's volume %s is not an emptyDir: podmanArgs cannot give it", v.Name)
 		}
 		emptyDirs[v.Name] = true
 	}
 	for _, m := range c.VolumeMounts {
 		if !emptyDirs[m.Name] {
-			t.Fatalf("the rendered container mounts %s, which is no emptyDir of the pod", m.Name)
+			t.Fatalf("the container mounts %s, which is no emptyDir of the pod", m.Name)
 		}
 		opts = append(opts, "--tmpfs", m.MountPath)
 	}
 	for _, e := range c.Env {
 		value := e.Value
 		if e.ValueFrom != nil {
-			f := e.ValueFrom.FieldRef
-			if f == nil || fields[f.FieldPath] == "" {
-				t.Fatalf("the rendered container's env %s comes from %+v, which podmanArgs does not know", e.Name, e.ValueFrom)
+			if value = from(e.ValueFrom); value == "" {
+				t.Fatalf("the container's env %s comes from %+v, which the test does not give", e.Name, e.ValueFrom)
 			}
-			value = fields[f.FieldPath]
 		}
 		opts = append(opts, "-e", e.Name+"="+value)
 	}
@@ -212,4 +241,18 @@ func serviceAccountDir(t *testing.T, ns, token string) string {
 		}
 	}
 	return dir
+}
+
+// relayContainer runs the relay from image in n as the relay pod, which the
+// session deployed, says: its container's arguments, user, securityContext
+// and the secret of its Secret in the env.
+func relayContainer(t *testing.T, engine, image string, n *netns, pod *corev1.Pod, secret string, start int) *nsProc {
+	t.Helper()
+	opts, cmd := podmanArgs(t, pod.Spec, func(from *corev1.EnvVarSource) string {
+		if ref := from.SecretKeyRef; ref != nil && ref.Key == relay.SecretKey {
+			return secret
+		}
+		return ""
+	})
+	return runContainer(t, engine, image, n, fmt.Sprintf("hookback-e2e-relay-%d-%d", os.Getpid(), start), opts, cmd)
 }

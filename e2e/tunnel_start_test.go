@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -55,11 +56,27 @@ func TestTunnelStart(t *testing.T) {
 	kubeconfig := filepath.Join(t.TempDir(), "admin.kubeconfig")
 	writeAdminKubeconfig(t, kubeconfig, forwardToAPIServer(t, n.hostIP))
 	health := "http://" + net.JoinHostPort(n.nsIP, "8081")
+	// hookback and the relay share the namespace, where a pod would have
+	// one of its own: hookback's port is not the relay's 8443, which the
+	// relay from the image binds on every address.
+	const hookbackPort = "7443"
+	// With HOOKBACK_E2E_IMAGE and podman the relay runs from the image, as
+	// the relay pod says; else as a process of the test's binary.
+	image, engine := os.Getenv("HOOKBACK_E2E_IMAGE"), ""
+	if image != "" {
+		var why string
+		if engine, why = lookupEngine(t, image); why != "" {
+			t.Logf("the relay runs as a process, not from %s: %s", image, why)
+			image = ""
+		} else {
+			t.Logf("the relay runs from image %s, by %s", image, engine)
+		}
+	}
 
 	hb := n.run(t, env.binary, "start", "--kubeconfig", kubeconfig, "--session", session, "--state-dir", t.TempDir(),
-		"--port", "8443", "--health-address", net.JoinHostPort(n.nsIP, "8081"), "--inspector-address", "",
+		"--port", hookbackPort, "--health-address", net.JoinHostPort(n.nsIP, "8081"), "--inspector-address", "",
 		"--webhooks", "pod-name", "--controllers", "none", "--verify-timeout", "30s",
-		"--tunnel", "--tunnel-namespace", tunnelNS, "--relay-image", "registry.invalid/hookback:e2e")
+		"--tunnel", "--tunnel-namespace", tunnelNS, "--relay-image", cmp.Or(image, "registry.invalid/hookback:e2e"))
 
 	// The relay pod, where the session deployed it, at the namespace's address.
 	pod := waitRelayPod(t, tunnelNS, name, hb)
@@ -71,7 +88,12 @@ func TestTunnelStart(t *testing.T) {
 		t.Fatalf("the relay's Secret: %v", err)
 	}
 	secret := string(sec.Data[relay.SecretKey])
+	relays := 0
 	startRelay := func() *nsProc {
+		if image != "" {
+			relays++
+			return relayContainer(t, engine, image, n, pod, secret, relays)
+		}
 		return n.run(t, "/usr/bin/env", "HOOKBACK_RELAY_SECRET="+secret, env.binary, "relay",
 			"--listen", net.JoinHostPort(n.nsIP, "8443"), "--control", net.JoinHostPort(n.nsIP, "9443"))
 	}
@@ -83,7 +105,7 @@ func TestTunnelStart(t *testing.T) {
 		t.Fatalf("not verified through the tunnel: %s", line)
 	}
 	checkTunnelRegistration(t, session, tunnelNS, name)
-	if !strings.Contains(readFile(t, hb.log), "tunnel:   relay "+tunnelNS+"/"+name+", through the apiserver's port-forward to 127.0.0.1:8443") {
+	if !strings.Contains(readFile(t, hb.log), "tunnel:   relay "+tunnelNS+"/"+name+", through the apiserver's port-forward to 127.0.0.1:"+hookbackPort) {
 		t.Errorf("the banner does not name the relay and the loopback listener:\n%s", tail(hb.log, 20))
 	}
 
@@ -142,7 +164,7 @@ func TestTunnelStart(t *testing.T) {
 	// A crashed session leaves its relay: cleanup removes it.
 	crashNS := tunnelNS + "-crash"
 	crashed := n.run(t, env.binary, "start", "--kubeconfig", kubeconfig, "--session", session, "--state-dir", t.TempDir(),
-		"--port", "8443", "--health-address", net.JoinHostPort(n.nsIP, "8081"), "--inspector-address", "",
+		"--port", hookbackPort, "--health-address", net.JoinHostPort(n.nsIP, "8081"), "--inspector-address", "",
 		"--webhooks", "pod-name", "--controllers", "none", "--lease-duration", "2s",
 		"--tunnel", "--tunnel-namespace", crashNS, "--relay-image", "registry.invalid/hookback:e2e")
 	waitLog(t, crashed, "relay deployed", "the second session's relay deployed")
