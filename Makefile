@@ -4,7 +4,7 @@ BIN := bin/hookback
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/hookback/hookback/cli.Version=$(VERSION)
 
-.PHONY: all build run test vet unit fuzz-short fuzz e2e bench cluster-up cluster-down clean image image-check
+.PHONY: all build run test vet unit fuzz-short fuzz e2e bench cluster-up cluster-down clean image image-check e2e-image
 
 all: build
 
@@ -52,6 +52,12 @@ image:
 	@if [ -z "$(CONTAINER_ENGINE)" ]; then \
 		echo "make image: no container engine found (looked for docker and podman on PATH; or set CONTAINER_ENGINE)" >&2; exit 1; fi
 	$(CONTAINER_ENGINE) build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
+
+## e2e-image: the image (make image) run by podman in the e2e tests that take
+## one: TestInClusterImage (serve's two replicas) and TestTunnelStart (the relay).
+e2e-image: image
+	HOOKBACK_E2E_IMAGE=$(IMAGE) HOOKBACK_E2E_ENGINE=$(CONTAINER_ENGINE) $(GO) test -count=1 -timeout 20m -v \
+		-run '^(TestInClusterImage|TestTunnelStart)$$' ./e2e/
 
 ## image-check: the image's build stage (hack/image-build) run here, without an
 ## engine: the binary must be static and report VERSION.
