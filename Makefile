@@ -4,7 +4,7 @@ BIN := bin/hookback
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/hookback/hookback/cli.Version=$(VERSION)
 
-.PHONY: all build run test vet unit fuzz-short fuzz e2e bench cluster-up cluster-down clean image image-check e2e-image
+.PHONY: all build run test vet unit fuzz-short fuzz e2e bench cluster-up cluster-down clean image image-check e2e-image e2e-external
 
 all: build
 
@@ -40,6 +40,11 @@ fuzz:
 
 e2e:
 	$(GO) test -count=1 -timeout 30m ./e2e/
+
+## e2e-external: the suite as on kind, against the cluster of a KUBECONFIG: the local
+## control plane, started first and left up; the tests that need its specifics skip and say why.
+e2e-external:
+	hack/e2e-external
 
 bench:
 	hack/bench
