@@ -25,10 +25,11 @@ import (
 // Deployment runs it: the image's entrypoint, the Deployment's arguments,
 // user, read-only root with its emptyDir on a tmpfs, dropped capabilities,
 // no privilege escalation and env (POD_NAME, POD_NAMESPACE), and the
-// ServiceAccount's token, CA and namespace where the kubelet mounts them. No kubeconfig: the binary finds the apiserver with
-// rest.InClusterConfig, through KUBERNETES_SERVICE_HOST=kubernetes.default.svc
-// (a name the local apiserver's certificate carries), which the container's
-// /etc/hosts points at the forwarder on its veth's host end.
+// ServiceAccount's token, CA and namespace where the kubelet mounts them.
+// No kubeconfig: the binary finds the apiserver with rest.InClusterConfig,
+// through KUBERNETES_SERVICE_HOST=kubernetes.default.svc (a name the local
+// apiserver's certificate carries), which the container's /etc/hosts
+// points at the forwarder on its veth's host end.
 //
 // The image comes from `make image` (on a machine that reaches no registry,
 // after hack/image-bases-offline); docs/in-cluster.md.
