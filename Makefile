@@ -60,6 +60,7 @@ image:
 
 ## e2e-image: the image (make image) run by podman in the e2e tests that take
 ## one: TestInClusterImage (serve's two replicas) and TestTunnelStart (the relay).
+## As root: rootful podman, and the tests make network namespaces.
 e2e-image: image
 	HOOKBACK_E2E_IMAGE=$(IMAGE) HOOKBACK_E2E_ENGINE=$(CONTAINER_ENGINE) $(GO) test -count=1 -timeout 20m -v \
 		-run '^(TestInClusterImage|TestTunnelStart)$$' ./e2e/
