@@ -29,17 +29,20 @@ type detail struct {
 	Redacted  bool
 	Filter    string
 	CanReplay bool
+	kept      bool // the review's body is kept
 }
 
 // detailOf parses e for its page.
 func detailOf(e *entry, source string) detail {
 	d := detail{Row: rowOf(e, source), Summary: e.summary(), Events: e.events}
-	d.Redacted = bytes.Contains(e.review, []byte(record.Redacted))
+	review, answer := e.bodies()
+	d.kept = review != nil
+	d.Redacted = bytes.Contains(review, []byte(record.Redacted))
 	var rv reviewDoc
-	if json.Unmarshal(e.review, &rv) == nil {
+	if json.Unmarshal(review, &rv) == nil {
 		d.Object, d.OldObject = pretty(rv.Request.Object), pretty(rv.Request.OldObject)
 	}
-	d.Answer = pretty(e.answer)
+	d.Answer = pretty(answer)
 	if len(d.Summary.Patch) == 0 {
 		return d
 	}

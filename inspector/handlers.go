@@ -242,13 +242,15 @@ func (s *Server) detail(w http.ResponseWriter, r *http.Request) {
 	}
 	d := detailOf(e, s.source(e))
 	d.Filter = filterOf(r.URL.Query()).query()
-	d.CanReplay = s.opts.Replay != nil && e.review != nil
+	d.CanReplay = s.opts.Replay != nil && d.kept
 	s.render(w, "detail", d)
 }
 
-// recordEntry is the review as `hookback replay` reads it.
-func recordEntry(e *entry) record.Entry {
-	return record.Entry{Webhook: e.webhook, Path: e.path, Review: e.review, Answer: e.answer}
+// recordEntry is the review as `hookback replay` reads it; false when its
+// body is not kept.
+func recordEntry(e *entry) (record.Entry, bool) {
+	review, answer := e.bodies()
+	return record.Entry{Webhook: e.webhook, Path: e.path, Review: review, Answer: answer}, review != nil
 }
 
 func (s *Server) download(w http.ResponseWriter, r *http.Request) {
@@ -256,11 +258,12 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 	if e == nil {
 		return
 	}
-	if e.review == nil {
+	rec, kept := recordEntry(e)
+	if !kept {
 		http.Error(w, "the inspector kept no body of this review", http.StatusGone)
 		return
 	}
-	b, err := json.MarshalIndent(recordEntry(e), "", "  ")
+	b, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		http.Error(w, "encode the review: "+err.Error(), http.StatusInternalServerError)
 		return
@@ -297,14 +300,15 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res := replayResult{ID: e.id}
+	rec, kept := recordEntry(e)
 	switch {
 	case s.opts.Replay == nil:
 		res.Error = "replay is not available in this session"
-	case e.review == nil:
+	case !kept:
 		res.Error = "the inspector kept no body of this review"
 	default:
 		ctx, cancel := context.WithTimeout(r.Context(), replayTimeout)
-		answer, diffs, err := record.ReplayOne(ctx, recordEntry(e), s.opts.Replay)
+		answer, diffs, err := record.ReplayOne(ctx, rec, s.opts.Replay)
 		cancel()
 		if err != nil {
 			res.Error = err.Error()

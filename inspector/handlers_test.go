@@ -164,8 +164,9 @@ func TestReplay(t *testing.T) {
 		{name: "changed answer is explained", path: "/reviews/3/replay", wantCode: 200, want: "allowed true -&gt; false",
 			before: func() {
 				// Review 3 was allowed; the webhook now denies it.
-				e := f.store.get(3)
-				e.answer = []byte(strings.Replace(string(e.answer), `"allowed":false`, `"allowed":true`, 1))
+				f.store.rewriteAnswer(t, 3, func(a []byte) []byte {
+					return bytes.Replace(a, []byte(`"allowed":false`), []byte(`"allowed":true`), 1)
+				})
 				f.srv.opts.Replay = func(record.Entry) (http.Handler, error) {
 					deny := admission.Webhook{Name: "d", Handler: admission.HandlerFunc(func(context.Context, admission.Request) admission.Response { return admission.Denied("now no") })}
 					return admission.NewHTTPHandler(deny, admission.HTTPOptions{}), nil

@@ -115,3 +115,24 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// rewriteAnswer replaces kept review id's answer in place (the store has
+// no such operation: kept reviews never change); the new answer must not
+// be longer.
+func (s *Store) rewriteAnswer(t *testing.T, id uint64, rewrite func([]byte) []byte) {
+	t.Helper()
+	e := s.get(id)
+	if e == nil {
+		t.Fatalf("review %d is not kept", id)
+	}
+	_, answer := e.bodies()
+	answer = rewrite(answer)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(answer) > e.answerLen {
+		t.Fatalf("rewritten answer of review %d is longer", id)
+	}
+	copy(s.arena.slice(e.off+e.reviewLen, len(answer)), answer)
+	s.bytes -= int64(e.answerLen - len(answer))
+	e.answerLen = len(answer)
+}

@@ -129,6 +129,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(s.ln) }()
+	s.opts.Store.warm(ctx)
 	var err error
 	select {
 	case <-ctx.Done():

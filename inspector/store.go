@@ -1,8 +1,8 @@
 package inspector
 
 import (
+	"bytes"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -45,6 +45,11 @@ type Event struct {
 // and bytes. It is the admission.ServedRecorder the transport feeds: the
 // hot path copies bytes (Secrets' data redacted first) and parses nothing;
 // what the page shows is parsed when the page asks.
+//
+// The bodies live in one arena (see arena), not in a slice per review, so
+// that what the inspector keeps does not grow the heap that admissions
+// allocate from. Their bytes are reused once a review leaves, so nothing
+// outside the lock holds them: readers get copies (entry.bodies).
 type Store struct {
 	keep     int
 	maxBytes int64
@@ -55,6 +60,8 @@ type Store struct {
 	start   int
 	n       int
 	bytes   int64
+	arena   arena
+	head    int // where the newest body ends in the arena
 	nextID  uint64
 	subs    map[chan struct{}]struct{}
 	pending map[string][]Event
@@ -76,8 +83,10 @@ func NewStore(opts StoreOptions) *Store {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Store{keep: opts.Keep, maxBytes: opts.MaxBytes, log: opts.Log,
+	s := &Store{keep: opts.Keep, maxBytes: opts.MaxBytes, log: opts.Log,
 		ring: make([]*entry, opts.Keep), subs: map[chan struct{}]struct{}{}}
+	s.arena = newArena(s, int(opts.MaxBytes))
+	return s
 }
 
 // Record implements admission.Recorder, for a transport that does not know
@@ -95,19 +104,13 @@ func (s *Store) RecordServed(x admission.Served) {
 		s.log.Warn("inspector keeps no body of a review it cannot redact", "webhook", x.Webhook, "error", err)
 		review, answer = nil, nil
 	}
-	// One allocation for both (the transport reuses its buffers); Concat
-	// does not zero what it copies over.
-	buf := slices.Concat(review, answer)
-	e := &entry{webhook: x.Webhook, path: x.Path, failure: x.Failure, start: x.Start, took: x.Took, upstream: x.Upstream,
-		review: buf[:len(review):len(review)], unredactable: err != nil}
-	if answer != nil {
-		e.answer = buf[len(review):]
-	}
+	e := &entry{store: s, webhook: x.Webhook, path: x.Path, failure: x.Failure, start: x.Start, took: x.Took, upstream: x.Upstream,
+		hasReview: review != nil, hasAnswer: answer != nil, unredactable: err != nil}
 	s.mu.Lock()
 	if len(s.pending) > 0 {
 		e.events = s.claimEvents(x.Webhook, x.Start)
 	}
-	s.add(e)
+	s.add(e, review, answer)
 	for ch := range s.subs {
 		select {
 		case ch <- struct{}{}:
@@ -117,26 +120,76 @@ func (s *Store) RecordServed(x admission.Served) {
 	s.mu.Unlock()
 }
 
-// add appends e as the newest entry, dropping the oldest ones past the
-// count or byte bound. Called with s.mu held.
-func (s *Store) add(e *entry) {
+// add appends e as the newest entry with copies of its bodies, dropping the
+// oldest entries past the count or byte bound. Called with s.mu held.
+func (s *Store) add(e *entry, review, answer []byte) {
 	s.nextID++
 	e.id = s.nextID
-	if e.size() > s.maxBytes {
+	if int64(len(review)+len(answer)) > s.maxBytes {
 		// Bigger than the whole bound: keep that it happened, not the body.
-		e.review, e.answer, e.tooBig = nil, nil, true
+		review, answer, e.hasReview, e.hasAnswer, e.tooBig = nil, nil, false, false, true
 	}
-	size := e.size()
-	for s.n > 0 && (s.n == s.keep || s.bytes+size > s.maxBytes) {
-		old := s.ring[s.start]
-		s.ring[s.start] = nil
-		s.bytes -= old.size()
-		s.start = (s.start + 1) % s.keep
-		s.n--
+	if s.n == s.keep {
+		s.dropOldest()
+	}
+	e.reviewLen, e.answerLen = len(review), len(answer)
+	if size := e.size(); size > 0 {
+		e.off = s.place(size)
+		b := s.arena.slice(e.off, size)
+		copy(b[copy(b, review):], answer)
+		s.head = e.off + size
+		s.bytes += int64(size)
 	}
 	s.ring[(s.start+s.n)%s.keep] = e
 	s.n++
-	s.bytes += size
+}
+
+// place finds room for size bytes in the arena, dropping the oldest entries
+// until there is, and returns where. Bodies lie in the arena in the ring's
+// order: from the oldest body's offset (tail) up to head, wrapping to 0.
+// Called with s.mu held; size is at most s.maxBytes.
+func (s *Store) place(size int) int {
+	for {
+		tail, ok := s.oldestBody()
+		if !ok {
+			return 0
+		}
+		if tail < s.head { // the bodies lie in [tail, head)
+			if size <= tail {
+				// Wrap as soon as the start is free: the arena's lowest
+				// pages are the ones already touched.
+				return 0
+			}
+			if int64(s.head+size) <= s.maxBytes {
+				return s.head
+			}
+		} else if s.head+size <= tail { // in [tail, top) and [0, head)
+			return s.head
+		}
+		s.dropOldest()
+	}
+}
+
+// oldestBody is the arena offset of the oldest kept entry with a body.
+// Called with s.mu held.
+func (s *Store) oldestBody() (int, bool) {
+	for i := 0; i < s.n; i++ {
+		if e := s.ring[(s.start+i)%s.keep]; e.size() > 0 {
+			return e.off, true
+		}
+	}
+	return 0, false
+}
+
+// dropOldest removes the oldest entry; its bytes are free to reuse from now
+// on. Called with s.mu held and s.n > 0.
+func (s *Store) dropOldest() {
+	old := s.ring[s.start]
+	s.ring[s.start] = nil
+	old.gone = true
+	s.bytes -= int64(old.size())
+	s.start = (s.start + 1) % s.keep
+	s.n--
 }
 
 // AddEvent notes an Event a webhook recorded; it is attached to that
@@ -226,22 +279,48 @@ func (s *Store) Keep() int { return s.keep }
 // entry is one kept review. Fields set at record time never change; the
 // summary is parsed once, when first asked for.
 type entry struct {
+	store          *Store
 	id             uint64
 	webhook, path  string
-	review, answer []byte
 	failure        string
 	start          time.Time
 	took, upstream time.Duration
 	events         []Event
+	// Where the bodies are in the store's arena, review then answer; a
+	// review or answer not kept (has* false) is nil, not empty, to readers.
+	off, reviewLen, answerLen int
+	hasReview, hasAnswer      bool
 	// unredactable: the review could not be parsed to redact it, so no body
 	// was kept; tooBig: the bodies exceeded the byte bound alone.
 	unredactable, tooBig bool
+	// gone: dropped from the store, its arena bytes now another's. Guarded
+	// by store.mu.
+	gone bool
 
 	once sync.Once
 	sum  *summary
 }
 
-func (e *entry) size() int64 { return int64(len(e.review) + len(e.answer)) }
+func (e *entry) size() int { return e.reviewLen + e.answerLen }
+
+// bodies returns copies of e's review and answer: nil when they were not
+// kept, or once e has left the store.
+func (e *entry) bodies() (review, answer []byte) {
+	s := e.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.gone {
+		return nil, nil
+	}
+	b := bytes.Clone(s.arena.slice(e.off, e.size()))
+	if e.hasReview {
+		review = b[:e.reviewLen:e.reviewLen]
+	}
+	if e.hasAnswer {
+		answer = b[e.reviewLen:]
+	}
+	return review, answer
+}
 
 // summary parses the entry on first use.
 func (e *entry) summary() *summary {

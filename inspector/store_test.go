@@ -67,9 +67,9 @@ func TestStoreCopies(t *testing.T) {
 		rv[i] = 'z'
 	}
 	ans[0] = 'z'
-	e := s.since(0)[0]
-	if !bytes.Contains(e.review, []byte(`"name":"web"`)) || e.answer[0] != '{' {
-		t.Errorf("the store kept the caller's buffers: %s / %s", e.review, e.answer)
+	kept, keptAnswer := s.since(0)[0].bodies()
+	if !bytes.Contains(kept, []byte(`"name":"web"`)) || keptAnswer[0] != '{' {
+		t.Errorf("the store kept the caller's buffers: %s / %s", kept, keptAnswer)
 	}
 }
 
@@ -95,16 +95,17 @@ func TestRedaction(t *testing.T) {
 			s := NewStore(StoreOptions{})
 			s.RecordServed(served(tt.review, tt.answer))
 			e := s.since(0)[0]
-			if tt.same && !bytes.Equal(e.review, tt.review) {
-				t.Errorf("review changed:\n%s", e.review)
+			kept, keptAnswer := e.bodies()
+			if tt.same && !bytes.Equal(kept, tt.review) {
+				t.Errorf("review changed:\n%s", kept)
 			}
 			for _, secret := range tt.wantAbsent {
-				if bytes.Contains(e.review, []byte(secret)) || strings.Contains(string(e.answer), secret) {
+				if bytes.Contains(kept, []byte(secret)) || strings.Contains(string(keptAnswer), secret) {
 					t.Errorf("%q kept", secret)
 				}
 			}
-			if !tt.same && !bytes.Contains(e.review, []byte(record.Redacted)) {
-				t.Errorf("no redaction marker in %s", e.review)
+			if !tt.same && !bytes.Contains(kept, []byte(record.Redacted)) {
+				t.Errorf("no redaction marker in %s", kept)
 			}
 			if tt.answer != nil {
 				d := detailOf(e, SourceBuiltIn)
@@ -138,5 +139,20 @@ func TestEventsGoWithTheirReview(t *testing.T) {
 	}
 	if len(all[1].events) != 0 {
 		t.Errorf("second review got events %+v", all[1].events)
+	}
+}
+
+// A review dropped while a page was about to show it says so, rather than
+// showing the bytes of the review that took its place.
+func TestStoreDroppedBeforeRead(t *testing.T) {
+	s := NewStore(StoreOptions{Keep: 1})
+	s.RecordServed(served(podReview("u1", "default", "first"), nil))
+	first := s.since(0)[0]
+	s.RecordServed(served(podReview("u2", "default", "second"), nil))
+	if review, _ := first.bodies(); review != nil {
+		t.Errorf("a dropped review reads %s", review)
+	}
+	if got := first.summary(); got.Name != "" || !strings.Contains(got.ParseError, "no longer kept") {
+		t.Errorf("summary of a dropped review = %+v", got)
 	}
 }

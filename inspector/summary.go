@@ -66,24 +66,27 @@ type answerDoc struct {
 
 func summarize(e *entry) summary {
 	var s summary
-	if e.review == nil {
+	review, answer := e.bodies()
+	if review == nil {
 		s.ParseError = "the body was not kept"
-		if e.unredactable {
+		if e.hasReview {
+			s.ParseError = "the body is no longer kept: newer reviews took its place"
+		} else if e.unredactable {
 			s.ParseError = "the body was not kept: it could not be read to redact it"
 		} else if e.tooBig {
 			s.ParseError = "the body was not kept: larger than the inspector's byte bound"
 		}
-	} else if err := s.readReview(e.review); err != nil {
+	} else if err := s.readReview(review); err != nil {
 		s.ParseError = err.Error()
 	}
 	if e.failure != "" {
 		s.Decision, s.Message = DecisionErrored, e.failure
 		return s
 	}
-	if e.answer == nil {
+	if answer == nil {
 		return s
 	}
-	if err := s.readAnswer(e.answer); err != nil {
+	if err := s.readAnswer(answer); err != nil {
 		s.Decision, s.ParseError = DecisionErrored, err.Error()
 	}
 	return s
