@@ -121,3 +121,21 @@ func TestArenaOffHeap(t *testing.T) {
 	}
 	runtime.KeepAlive(s)
 }
+
+// Writing the arena ahead leaves the reviews already kept as they were
+// and covers warmBytes of a reserved arena.
+func TestArenaWarm(t *testing.T) {
+	s := NewStore(StoreOptions{Keep: 10})
+	for id := uint64(1); id <= 5; id++ {
+		s.RecordServed(served(body(id, 3000), body(id+1, 10)))
+	}
+	s.warm(t.Context())
+	checkRing(t, s, 10, int(DefaultMaxBytes))
+	if s.arena.mapped && s.arena.warmed != warmBytes {
+		t.Errorf("warmed %d bytes, want %d", s.arena.warmed, warmBytes)
+	}
+	for id := uint64(6); id <= 30; id++ {
+		s.RecordServed(served(body(id, 3000), body(id+1, 10)))
+		checkRing(t, s, 10, int(DefaultMaxBytes))
+	}
+}
