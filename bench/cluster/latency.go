@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,8 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
 )
 
 type variant struct {
@@ -53,16 +51,53 @@ type variant struct {
 // the same calls: both are then servers the kernel wakes for every call.
 func (e *env) latency(ctx context.Context) error {
 	log.Printf("latency: %d warm-up + %d measured dry-run creates per variant", e.cfg.warmup, e.cfg.creates)
-	vs := []*variant{
+	vs := latencyVariants()
+	defer e.stopFloors(vs)
+	ours, err := e.startVariants(ctx, vs)
+	if err != nil {
+		return err
+	}
+	if err := e.awaitVariants(ctx, vs); err != nil {
+		return err
+	}
+	fh, stop := e.watchForeignHooks(ctx, ours)
+	defer stop()
+	apiBefore, apiErr := e.apiserverMetrics(ctx)
+	if err := e.sampleLatency(ctx, vs, fh); err != nil {
+		return err
+	}
+	var apiAfter map[string]float64
+	if apiErr == nil {
+		apiAfter, apiErr = e.apiserverMetrics(ctx)
+	}
+	srv, err := serverTimes(vs)
+	if err != nil {
+		return err
+	}
+	e.reportLatency(vs, srv)
+	if apiErr != nil {
+		fmt.Fprintf(e.out, "The apiserver's own time per webhook call: not measured (%v).\n\n", apiErr)
+	} else {
+		callTimes(e.out, vs, floorOf(vs), apiBefore, apiAfter)
+	}
+	latencyNotes(e.out, vs, fh.seen)
+	return nil
+}
+
+// latencyVariants are the namespaces the creates go to, in report order;
+// the first, no webhook, is the base every added figure is taken from.
+func latencyVariants() []*variant {
+	both := []string{"pod-name", "pod-lifespan", "pod-sidecar"}
+	return []*variant{
 		{name: "no webhook"},
 		{name: "floor: a constant allow-all validating webhook (net/http + TLS), its own process", flags: "floor", ownProcess: true, hooks: []string{"pod-name"}},
 		{name: "mutating floor: the same allow-all plus two mutating webhooks answering pod-lifespan's and pod-sidecar's precomputed patches, its own process", flags: "floor-mutating", ownProcess: true,
-			hooks: []string{"pod-name", "pod-lifespan", "pod-sidecar"}},
+			hooks: both},
 		{name: "floor, in the bench's process", flags: "floor", hooks: []string{"pod-name"}},
-		{name: "mutating floor, in the bench's process", flags: "floor-mutating", hooks: []string{"pod-name", "pod-lifespan", "pod-sidecar"}},
+		{name: "mutating floor, in the bench's process", flags: "floor-mutating", hooks: both},
 		{name: "`pod-name` (1 validating)", flags: "pod-name", hooks: []string{"pod-name"}},
-		{name: "`pod-name,pod-lifespan,pod-sidecar` (1 validating + 2 mutating, patching)", flags: "pod-name,pod-lifespan,pod-sidecar", hooks: []string{"pod-name", "pod-lifespan", "pod-sidecar"}},
-		{name: "the same three, template edited to `reinvocationPolicy: IfNeeded`", flags: "pod-name,pod-lifespan,pod-sidecar", hooks: []string{"pod-name", "pod-lifespan", "pod-sidecar"},
+		{name: "`pod-name,pod-lifespan,pod-sidecar` (1 validating + 2 mutating, patching)", flags: "pod-name,pod-lifespan,pod-sidecar", hooks: both},
+		{name: "the same three, template edited to `reinvocationPolicy: IfNeeded`", flags: "pod-name,pod-lifespan,pod-sidecar", hooks: both,
 			edit: func(t string) (string, error) {
 				if !strings.Contains(t, "reinvocationPolicy: Never") {
 					return "", errors.New("the template has no reinvocationPolicy: Never to edit; update bench/cluster")
@@ -70,11 +105,18 @@ func (e *env) latency(ctx context.Context) error {
 				return strings.ReplaceAll(t, "reinvocationPolicy: Never", "reinvocationPolicy: IfNeeded"), nil
 			}},
 	}
+}
+
+// startVariants makes each variant's namespace and starts its floor or
+// hookback. It returns the names of the webhook configurations they
+// register (a hookback's is its session's), so that they are not taken for
+// another session's.
+func (e *env) startVariants(ctx context.Context, vs []*variant) ([]string, error) {
 	var ours []string
 	for i, v := range vs {
 		ns, err := e.nss.create(ctx, "latency")
 		if err != nil {
-			return err
+			return nil, err
 		}
 		v.ns = ns
 		if v.flags == "" {
@@ -84,60 +126,64 @@ func (e *env) latency(ctx context.Context) error {
 		v.tag = fmt.Sprintf("v%d", i)
 		if strings.HasPrefix(v.flags, "floor") {
 			if v.floor, err = e.startFloor(ctx, ns.Name, v.tag+".bench.hookback.dev", v.flags == "floor-mutating", v.ownProcess); err != nil {
-				return err
+				return nil, err
 			}
-			defer func() {
-				cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				defer cancel()
-				if err := v.floor.stop(cctx, e); err != nil {
-					log.Printf("latency: delete %s: %v", v.floor.name, err)
-				}
-			}()
 			ours = append(ours, v.floor.name)
 			continue
 		}
-		tmpl, err := scopedTemplate(e.tmpl, ns.Name)
-		if err != nil {
-			return err
-		}
-		if v.edit != nil {
-			if tmpl, err = v.edit(tmpl); err != nil {
-				return err
-			}
-		}
-		if tmpl, err = renameWebhooks(tmpl, v.tag); err != nil {
-			return err
-		}
-		path := filepath.Join(e.cfg.workdir, fmt.Sprintf("latency-%d.yaml.tmpl", i))
-		if err := os.WriteFile(path, []byte(tmpl), 0o644); err != nil {
-			return err
-		}
 		sess := session("lat")
 		ours = append(ours, sess)
-		if v.proc, err = e.startHookback(sess, e.stateDir, e.extraEnv(), "--webhooks", v.flags, "--controllers", "none", "--template", path); err != nil {
+		if err := e.startLatencyHookback(v, i, sess); err != nil {
+			return nil, err
+		}
+	}
+	return ours, nil
+}
+
+// startLatencyHookback runs a hookback with the shipped template scoped to
+// v's namespace, its webhooks renamed with v's tag.
+func (e *env) startLatencyHookback(v *variant, i int, sess string) error {
+	tmpl, err := scopedTemplate(e.tmpl, v.ns.Name)
+	if err != nil {
+		return err
+	}
+	if v.edit != nil {
+		if tmpl, err = v.edit(tmpl); err != nil {
 			return err
 		}
 	}
-	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	if tmpl, err = renameWebhooks(tmpl, v.tag); err != nil {
+		return err
+	}
+	path := filepath.Join(e.cfg.workdir, fmt.Sprintf("latency-%d.yaml.tmpl", i))
+	if err := os.WriteFile(path, []byte(tmpl), 0o644); err != nil {
+		return err
+	}
+	v.proc, err = e.startHookback(sess, e.stateDir, e.extraEnv(), "--webhooks", v.flags, "--controllers", "none", "--template", path)
+	return err
+}
+
+// stopFloors deletes the floors' webhook configurations, last started first.
+func (e *env) stopFloors(vs []*variant) {
+	for _, v := range slices.Backward(vs) {
+		if v.floor == nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := v.floor.stop(ctx, e); err != nil {
+			log.Printf("latency: delete %s: %v", v.floor.name, err)
+		}
+		cancel()
+	}
+}
+
+// awaitVariants waits until the apiserver calls every floor and every
+// hookback is ready, and takes their counters before the creates.
+func (e *env) awaitVariants(ctx context.Context, vs []*variant) error {
 	for _, v := range vs {
 		if v.floor != nil {
-			// Wait until the apiserver's webhook informer has it.
-			for deadline := time.Now().Add(30 * time.Second); ; {
-				n, took, err := v.floor.calls()
-				if err != nil {
-					return err
-				}
-				if n > 0 {
-					v.before = map[string]float64{"calls": float64(n), "seconds": took.Seconds()}
-					break
-				}
-				if time.Now().After(deadline) {
-					return fmt.Errorf("the apiserver never called %s", v.floor.name)
-				}
-				if _, err := e.client.CoreV1().Pods(v.ns.Name).Create(ctx, benchPod(v.ns.Name, "floor-probe", 0, podOptions{}), dry); err != nil {
-					return err
-				}
-				time.Sleep(10 * time.Millisecond)
+			if err := e.awaitFloor(ctx, v); err != nil {
+				return err
 			}
 		}
 		if v.proc == nil {
@@ -152,124 +198,48 @@ func (e *env) latency(ctx context.Context) error {
 		}
 		v.before = m
 	}
+	return nil
+}
 
-	// Another session's webhook that selects our pods (someone running
-	// hookback with the shipped template on the same cluster) would slow the
-	// creates down: samples taken while one is registered are discarded.
-	inf := informers.NewSharedInformerFactory(e.client, 0)
-	mw := inf.Admissionregistration().V1().MutatingWebhookConfigurations().Lister()
-	vw := inf.Admissionregistration().V1().ValidatingWebhookConfigurations().Lister()
-	ictx, stopInf := context.WithCancel(ctx)
-	defer stopInf()
-	inf.Start(ictx.Done())
-	inf.WaitForCacheSync(ictx.Done())
-	isOurs := func(name string) bool {
-		for _, s := range ours {
-			if name == s || strings.HasSuffix(name, "-"+s) {
-				return true
-			}
+// awaitFloor sends probe creates until the apiserver's webhook informer has
+// v's floor and calls it.
+func (e *env) awaitFloor(ctx context.Context, v *variant) error {
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		n, took, err := v.floor.calls()
+		if err != nil {
+			return err
 		}
-		return false
+		if n > 0 {
+			v.before = map[string]float64{"calls": float64(n), "seconds": took.Seconds()}
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the apiserver never called %s", v.floor.name)
+		}
+		if _, err := e.client.CoreV1().Pods(v.ns.Name).Create(ctx, benchPod(v.ns.Name, "floor-probe", 0, podOptions{}), dry); err != nil {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	samplePod := benchPod("x", "x", 0, podOptions{hookbackMarkers: true})
-	foreign := func(ns *corev1.Namespace) []string {
-		var hits []string
-		ms, _ := mw.List(labels.Everything())
-		for _, c := range ms {
-			if isOurs(c.Name) {
-				continue
-			}
-			for _, w := range c.Webhooks {
-				if selectsPod(w.Rules, w.NamespaceSelector, w.ObjectSelector, ns, samplePod) {
-					hits = append(hits, c.Name)
-				}
-			}
-		}
-		vs, _ := vw.List(labels.Everything())
-		for _, c := range vs {
-			if isOurs(c.Name) {
-				continue
-			}
-			for _, w := range c.Webhooks {
-				if selectsPod(w.Rules, w.NamespaceSelector, w.ObjectSelector, ns, samplePod) {
-					hits = append(hits, c.Name)
-				}
-			}
-		}
-		return hits
-	}
+}
 
-	apiBefore, apiErr := e.apiserverMetrics(ctx)
-	enough := func() bool {
-		for _, v := range vs {
-			if len(v.samples) < e.cfg.creates {
-				return false
-			}
-		}
-		return true
-	}
-	foreignSeen := map[string]bool{}
-	limit := e.cfg.warmup + 3*e.cfg.creates
-	for i := 0; !enough(); i++ {
-		if i >= limit {
-			var got []int
-			for _, v := range vs {
-				got = append(got, len(v.samples))
-			}
-			return fmt.Errorf("only %v clean samples after %d rounds: other webhooks selecting pods kept being registered (%v)", got, i, keys(foreignSeen))
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		for _, j := range rand.Perm(len(vs)) {
-			v := vs[j]
-			pod := benchPod(v.ns.Name, fmt.Sprintf("latency-%d", i), i, podOptions{hookbackMarkers: true})
-			f0 := foreign(v.ns)
-			t := time.Now()
-			got, err := e.client.CoreV1().Pods(v.ns.Name).Create(ctx, pod, dry)
-			d := time.Since(t)
-			if err != nil {
-				return fmt.Errorf("dry-run create in %s: %w", v.ns.Name, err)
-			}
-			v.creates++
-			f1 := foreign(v.ns)
-			for _, n := range append(f0, f1...) {
-				foreignSeen[n] = true
-			}
-			patched := lifespanTolerations(got) > 0 || slices.ContainsFunc(got.Spec.Containers, func(c corev1.Container) bool { return c.Name == "xxl-agent" })
-			wantPatched := slices.Contains(v.hooks, "pod-sidecar")
-			if patched != wantPatched || (wantPatched && (lifespanTolerations(got) != 12 || len(got.Spec.Containers) != 3)) {
-				// Fail-open (a webhook call that failed) or a stray webhook:
-				// not the figure we want.
-				v.unpatched++
-				continue
-			}
-			if i < e.cfg.warmup {
-				continue
-			}
-			if len(f0) > 0 || len(f1) > 0 {
-				v.discarded++
-				continue
-			}
-			v.samples = append(v.samples, d)
-		}
-	}
+// served is a server's own count of the admission requests it answered
+// during the creates, and its mean time per request.
+type served struct {
+	calls   float64
+	handler time.Duration
+}
 
-	var apiAfter map[string]float64
-	if apiErr == nil {
-		apiAfter, apiErr = e.apiserverMetrics(ctx)
-	}
-	// hookback's own count of the admission requests it served, per webhook.
-	type served struct {
-		calls   float64
-		handler time.Duration
-	}
+// serverTimes reads each server's counters after the creates, and stops
+// the hookbacks.
+func serverTimes(vs []*variant) (map[*variant]served, error) {
 	srv := map[*variant]served{}
 	for _, v := range vs {
 		if v.floor != nil {
 			n, took, err := v.floor.calls()
 			if err != nil {
-				return err
+				return nil, err
 			}
 			calls := float64(n) - v.before["calls"]
 			srv[v] = served{calls: calls, handler: time.Duration((took.Seconds() - v.before["seconds"]) / calls * float64(time.Second))}
@@ -279,7 +249,7 @@ func (e *env) latency(ctx context.Context) error {
 		}
 		m, err := v.proc.metrics()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		var calls, secs float64
 		for _, h := range v.hooks {
@@ -289,17 +259,16 @@ func (e *env) latency(ctx context.Context) error {
 		}
 		srv[v] = served{calls: calls, handler: time.Duration(secs / calls * float64(time.Second))}
 		if _, err := v.proc.stop(30 * time.Second); err != nil {
-			return err
+			return nil, err
 		}
 	}
+	return srv, nil
+}
 
-	base := vs[0]
-	fmt.Fprintf(e.out, "### Added latency to a pod create\n\n")
-	fmt.Fprintf(e.out, "%d server-side dry-run pod creates per variant (`dryRun: All`, sequential, after %d warm-up creates), the variants in a random order on every round, each in its own namespace; client-side round trip through client-go. The pod has 2 containers and a 1.5 KB last-applied annotation; with the mutating webhooks it comes back with 12 tolerations and a third container. *calls/create* counts the calls the webhook servers saw (the apiserver reinvokes `reinvocationPolicy: IfNeeded` webhooks once the other mutating webhook has changed the pod). *time per call in the server* is hookback's `hookback_admission_duration_seconds` histogram: from the request's headers to the decision, reading the body included; the floors time the same span.\n\n", e.cfg.creates, e.cfg.warmup)
-	fmt.Fprintf(e.out, "| webhooks selecting the pod | calls/create | p50 | p90 | p99 | added p50 | added p99 | added p50 / floor's | added p99 / floor's | time per call in the server, mean |\n|---|---|---|---|---|---|---|---|---|---|\n")
-	// Each hookback variant against the floor that makes the same calls:
-	// one validating, or one validating and two patching.
-	floorOf := func(v *variant) *variant {
+// floorOf finds, for a hookback variant, the own-process floor that makes
+// the same calls: one validating, or one validating and two patching.
+func floorOf(vs []*variant) func(*variant) *variant {
+	return func(v *variant) *variant {
 		want := "floor"
 		if slices.Contains(v.hooks, "pod-sidecar") {
 			want = "floor-mutating"
@@ -311,24 +280,31 @@ func (e *env) latency(ctx context.Context) error {
 		}
 		return nil
 	}
+}
+
+// reportLatency writes the table of added latency, vs[0] being the base.
+func (e *env) reportLatency(vs []*variant, srv map[*variant]served) {
+	base, floor := vs[0], floorOf(vs)
+	fmt.Fprintf(e.out, "### Added latency to a pod create\n\n")
+	fmt.Fprintf(e.out, "%d server-side dry-run pod creates per variant (`dryRun: All`, sequential, after %d warm-up creates), the variants in a random order on every round, each in its own namespace; client-side round trip through client-go. The pod has 2 containers and a 1.5 KB last-applied annotation; with the mutating webhooks it comes back with 12 tolerations and a third container. *calls/create* counts the calls the webhook servers saw (the apiserver reinvokes `reinvocationPolicy: IfNeeded` webhooks once the other mutating webhook has changed the pod). *time per call in the server* is hookback's `hookback_admission_duration_seconds` histogram: from the request's headers to the decision, reading the body included; the floors time the same span.\n\n", e.cfg.creates, e.cfg.warmup)
+	fmt.Fprintf(e.out, "| webhooks selecting the pod | calls/create | p50 | p90 | p99 | added p50 | added p99 | added p50 / floor's | added p99 / floor's | time per call in the server, mean |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	added := func(v *variant, q float64) time.Duration { return quantile(v.samples, q) - quantile(base.samples, q) }
 	for _, v := range vs {
 		calls, added50, added99, handler, r50, r99 := "0", "—", "—", "—", "—", "—"
 		// The reinvoking variant makes more calls than any floor: no ratio.
-		if f := floorOf(v); v.proc != nil && f != nil && v.edit == nil {
+		if f := floor(v); v.proc != nil && f != nil && v.edit == nil {
 			ratio := func(q float64) string {
-				fl := quantile(f.samples, q) - quantile(base.samples, q)
-				if fl <= 0 {
+				if added(f, q) <= 0 {
 					return "n/a (floor within noise)"
 				}
-				return fmt.Sprintf("%.2f×", float64(quantile(v.samples, q)-quantile(base.samples, q))/float64(fl))
+				return fmt.Sprintf("%.2f×", float64(added(v, q))/float64(added(f, q)))
 			}
 			r50, r99 = ratio(.5), ratio(.99)
 		}
 		if v != base {
 			s := srv[v]
 			calls = fmt.Sprintf("%.2f", s.calls/float64(v.creates))
-			added50 = signedMS(quantile(v.samples, .5) - quantile(base.samples, .5))
-			added99 = signedMS(quantile(v.samples, .99) - quantile(base.samples, .99))
+			added50, added99 = signedMS(added(v, .5)), signedMS(added(v, .99))
 			if v.proc != nil || v.floor != nil {
 				handler = fmt.Sprintf("%.0f µs", float64(s.handler)/float64(time.Microsecond))
 			}
@@ -337,24 +313,22 @@ func (e *env) latency(ctx context.Context) error {
 			ms(quantile(v.samples, .5)), ms(quantile(v.samples, .9)), ms(quantile(v.samples, .99)), added50, added99, r50, r99, handler)
 	}
 	fmt.Fprintln(e.out)
-	if apiErr != nil {
-		fmt.Fprintf(e.out, "The apiserver's own time per webhook call: not measured (%v).\n\n", apiErr)
-	} else {
-		callTimes(e.out, vs, floorOf, apiBefore, apiAfter)
-	}
+}
+
+// latencyNotes says which samples were left out, and why.
+func latencyNotes(out io.Writer, vs []*variant, foreign map[string]bool) {
 	var notes []string
 	for _, v := range vs {
 		if v.discarded > 0 {
-			notes = append(notes, fmt.Sprintf("%d samples of %q discarded while another session's webhook selected the pods (%v)", v.discarded, v.name, keys(foreignSeen)))
+			notes = append(notes, fmt.Sprintf("%d samples of %q discarded while another session's webhook selected the pods (%v)", v.discarded, v.name, keys(foreign)))
 		}
 		if v.unpatched > 0 {
 			notes = append(notes, fmt.Sprintf("%d creates of %q came back not patched as expected (failed open?) and were not counted", v.unpatched, v.name))
 		}
 	}
 	if len(notes) > 0 {
-		fmt.Fprintf(e.out, "Notes: %s.\n\n", strings.Join(notes, "; "))
+		fmt.Fprintf(out, "Notes: %s.\n\n", strings.Join(notes, "; "))
 	}
-	return nil
 }
 
 func lifespanTolerations(p *corev1.Pod) int {
