@@ -34,33 +34,16 @@ func (e *env) reload(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	render := func(timeout int, active bool) (string, error) {
-		scope := ns.Name
-		if !active {
-			scope = ns.Name + "-elsewhere"
-		}
-		t, err := scopedTemplate(e.tmpl, scope)
-		if err != nil {
-			return "", err
-		}
-		i := strings.Index(t, "- name: pod-name.hookback.dev")
-		j := strings.Index(t[max(i, 0):], "timeoutSeconds: 5")
-		if i < 0 || j < 0 {
-			return "", errors.New("the template has no pod-name webhook with timeoutSeconds: 5; update bench/cluster")
-		}
-		j += i
-		return t[:j] + "timeoutSeconds: " + strconv.Itoa(timeout) + t[j+len("timeoutSeconds: 5"):], nil
-	}
-	path := filepath.Join(e.cfg.workdir, "reload.yaml.tmpl")
-	first, err := render(5, true)
+	r := &reloadRig{e: e, ns: ns.Name, path: filepath.Join(e.cfg.workdir, "reload.yaml.tmpl")}
+	first, err := r.render(5, true)
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, []byte(first), 0o644); err != nil {
+	if err := os.WriteFile(r.path, []byte(first), 0o644); err != nil {
 		return err
 	}
 	sess := session("reload")
-	p, err := e.startHookback(sess, e.stateDir, nil, "--webhooks", "pod-name", "--controllers", "none", "--template", path)
+	p, err := e.startHookback(sess, e.stateDir, nil, "--webhooks", "pod-name", "--controllers", "none", "--template", r.path)
 	if err != nil {
 		return err
 	}
@@ -68,120 +51,178 @@ func (e *env) reload(ctx context.Context) error {
 	if _, err := p.waitReady(ctx, 60*time.Second); err != nil {
 		return err
 	}
-	name := "hookback-validating-" + sess
-	vwc, err := e.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
+	r.name = "hookback-validating-" + sess
+	if err := r.check(ctx); err != nil {
 		return err
 	}
-	if got := podNameTimeout(vwc); got != 5 {
-		return fmt.Errorf("%s: pod-name timeoutSeconds = %d, want 5", name, got)
-	}
-	rv := vwc.ResourceVersion
-
-	probes := 0
-	probe := func() (denied bool, err error) {
-		probes++
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "offensive-probe-" + strconv.Itoa(probes), Namespace: ns.Name},
-			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/app:1"}}},
-		}
-		_, err = e.client.CoreV1().Pods(ns.Name).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err == nil {
-			return false, nil
-		}
-		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "denied the request") {
-			return true, nil
-		}
-		return false, err
-	}
-	if denied, err := probe(); err != nil || !denied {
-		return fmt.Errorf("before any edit, a banned pod name was not denied in %s (err %v)", ns.Name, err)
-	}
-
 	var live, enforced []time.Duration
 	for i := 0; i < e.cfg.edits; i++ {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		timeout, active := 6+i%20, i%2 == 1
-		text, err := render(timeout, active)
+		l, en, err := r.edit(ctx, i)
 		if err != nil {
 			return err
 		}
-		w, err := e.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Watch(ctx, metav1.ListOptions{
-			FieldSelector: "metadata.name=" + name, ResourceVersion: rv,
-		})
-		if err != nil {
-			return err
-		}
-		saved := time.Now()
-		if err := writeFileAtomic(path, text); err != nil {
-			w.Stop()
-			return err
-		}
-		type result struct {
-			took time.Duration
-			err  error
-		}
-		probed := make(chan result, 1)
-		go func() {
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				denied, err := probe()
-				if err != nil {
-					probed <- result{err: err}
-					return
-				}
-				if denied == active {
-					probed <- result{took: time.Since(saved)}
-					return
-				}
-				if time.Now().After(deadline) {
-					probed <- result{err: fmt.Errorf("edit %d: the apiserver did not enforce it within 10s", i)}
-					return
-				}
-			}
-		}()
-		var took time.Duration
-		timer := time.NewTimer(10 * time.Second)
-	events:
-		for {
-			select {
-			case ev, ok := <-w.ResultChan():
-				if !ok {
-					w.Stop()
-					return fmt.Errorf("edit %d: watch closed", i)
-				}
-				if ev.Type == watch.Error {
-					w.Stop()
-					return fmt.Errorf("edit %d: watch error: %v", i, apierrors.FromObject(ev.Object))
-				}
-				c, ok := ev.Object.(*admissionv1.ValidatingWebhookConfiguration)
-				if !ok {
-					continue
-				}
-				rv = c.ResourceVersion
-				if ev.Type == watch.Modified && podNameTimeout(c) == int32(timeout) {
-					took = time.Since(saved)
-					break events
-				}
-			case <-timer.C:
-				w.Stop()
-				return fmt.Errorf("edit %d: timeoutSeconds %d not seen within 10s", i, timeout)
-			}
-		}
-		timer.Stop()
-		w.Stop()
-		r := <-probed
-		if r.err != nil {
-			return r.err
-		}
-		live = append(live, took)
-		enforced = append(enforced, r.took)
+		live, enforced = append(live, l), append(enforced, en)
 		time.Sleep(200 * time.Millisecond)
 	}
-	applied := reappliedTook(p.logPath)
+	e.reportReload(live, enforced, reappliedTook(p.logPath), r.probes)
+	return nil
+}
 
+// reloadRig is one hookback's template, the configuration it renders to,
+// and the probes that tell whether the apiserver enforces it.
+type reloadRig struct {
+	e    *env
+	ns   string
+	path string // the template hookback watches
+	name string // its ValidatingWebhookConfiguration
+	rv   string // the configuration's last resourceVersion seen
+	// probes counts the dry-run creates sent.
+	probes int
+}
+
+// render is the shipped template scoped to the probe namespace (active) or
+// to one that does not exist, with pod-name's timeoutSeconds set.
+func (r *reloadRig) render(timeout int, active bool) (string, error) {
+	scope := r.ns
+	if !active {
+		scope = r.ns + "-elsewhere"
+	}
+	t, err := scopedTemplate(r.e.tmpl, scope)
+	if err != nil {
+		return "", err
+	}
+	i := strings.Index(t, "- name: pod-name.hookback.dev")
+	j := strings.Index(t[max(i, 0):], "timeoutSeconds: 5")
+	if i < 0 || j < 0 {
+		return "", errors.New("the template has no pod-name webhook with timeoutSeconds: 5; update bench/cluster")
+	}
+	j += i
+	return t[:j] + "timeoutSeconds: " + strconv.Itoa(timeout) + t[j+len("timeoutSeconds: 5"):], nil
+}
+
+// check makes sure the first rendering is registered and enforced.
+func (r *reloadRig) check(ctx context.Context) error {
+	vwc, err := r.e.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, r.name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if got := podNameTimeout(vwc); got != 5 {
+		return fmt.Errorf("%s: pod-name timeoutSeconds = %d, want 5", r.name, got)
+	}
+	r.rv = vwc.ResourceVersion
+	if denied, err := r.probe(ctx); err != nil || !denied {
+		return fmt.Errorf("before any edit, a banned pod name was not denied in %s (err %v)", r.ns, err)
+	}
+	return nil
+}
+
+// probe dry-run creates a pod with a banned name: denied says whether
+// pod-name judged it.
+func (r *reloadRig) probe(ctx context.Context) (denied bool, err error) {
+	r.probes++
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "offensive-probe-" + strconv.Itoa(r.probes), Namespace: r.ns},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/app:1"}}},
+	}
+	_, err = r.e.client.CoreV1().Pods(r.ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err == nil {
+		return false, nil
+	}
+	if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "denied the request") {
+		return true, nil
+	}
+	return false, err
+}
+
+// edit saves edit i and times it until the configuration is live (live)
+// and until the apiserver enforces it (enforced).
+func (r *reloadRig) edit(ctx context.Context, i int) (live, enforced time.Duration, err error) {
+	timeout, active := 6+i%20, i%2 == 1
+	text, err := r.render(timeout, active)
+	if err != nil {
+		return 0, 0, err
+	}
+	w, err := r.e.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Watch(ctx, metav1.ListOptions{
+		FieldSelector: "metadata.name=" + r.name, ResourceVersion: r.rv,
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer w.Stop()
+	saved := time.Now()
+	if err := writeFileAtomic(r.path, text); err != nil {
+		return 0, 0, err
+	}
+	type result struct {
+		took time.Duration
+		err  error
+	}
+	// Probe while the watch is read; only that goroutine counts probes
+	// until it reports.
+	probed := make(chan result, 1)
+	go func() {
+		took, err := r.awaitEnforced(ctx, active, saved)
+		probed <- result{took, err}
+	}()
+	live, err = r.awaitLive(w, int32(timeout), saved)
+	res := <-probed
+	if err != nil {
+		return 0, 0, fmt.Errorf("edit %d: %w", i, err)
+	}
+	if res.err != nil {
+		return 0, 0, fmt.Errorf("edit %d: %w", i, res.err)
+	}
+	return live, res.took, nil
+}
+
+// awaitLive reads the watch until the configuration carries timeout.
+func (r *reloadRig) awaitLive(w watch.Interface, timeout int32, saved time.Time) (time.Duration, error) {
+	timer := time.NewTimer(10 * time.Second)
+	defer timer.Stop()
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return 0, errors.New("watch closed")
+			}
+			if ev.Type == watch.Error {
+				return 0, fmt.Errorf("watch error: %v", apierrors.FromObject(ev.Object))
+			}
+			c, ok := ev.Object.(*admissionv1.ValidatingWebhookConfiguration)
+			if !ok {
+				continue
+			}
+			r.rv = c.ResourceVersion
+			if ev.Type == watch.Modified && podNameTimeout(c) == timeout {
+				return time.Since(saved), nil
+			}
+		case <-timer.C:
+			return 0, fmt.Errorf("timeoutSeconds %d not seen within 10s", timeout)
+		}
+	}
+}
+
+// awaitEnforced probes back to back until the answer is the edit's.
+func (r *reloadRig) awaitEnforced(ctx context.Context, active bool, saved time.Time) (time.Duration, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		denied, err := r.probe(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if denied == active {
+			return time.Since(saved), nil
+		}
+		if time.Now().After(deadline) {
+			return 0, errors.New("the apiserver did not enforce it within 10s")
+		}
+	}
+}
+
+func (e *env) reportReload(live, enforced, applied []time.Duration, probes int) {
 	fmt.Fprintf(e.out, "### Template edit to live\n\n")
 	fmt.Fprintf(e.out, "hookback started with `--webhooks pod-name --template <copy of webhook-url.yaml.tmpl>`; %d edits, each renamed into place like an editor saves, changing the pod-name webhook's `timeoutSeconds` and flipping its namespaceSelector between the probe namespace and one that does not exist. Clocks start just before the rename. hookback waits %s after the last file event before it re-renders (its debounce), which is included.\n\n", e.cfg.edits, "20 ms")
 	fmt.Fprintf(e.out, "| edit saved → | p50 | max | min |\n|---|---|---|---|\n")
@@ -191,7 +232,6 @@ func (e *env) reload(ctx context.Context) error {
 		fmt.Fprintf(e.out, "| (hookback's log: server-side apply of the re-rendered configuration, `took`) | %s | %s | %s |\n", ms(quantile(applied, .5)), ms(maxOf(applied)), ms(quantileMin(applied)))
 	}
 	fmt.Fprintf(e.out, "\n%d dry-run probes were sent in all, back to back, only while an edit was pending.\n\n", probes)
-	return nil
 }
 
 func quantileMin(ds []time.Duration) time.Duration { return quantile(ds, 1e-9) }
