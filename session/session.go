@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/informers"
 
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/certs"
@@ -51,19 +52,8 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	// 3. A certificate for that address.
-	co := cfg.Certs
-	co.Host = decision.Host
-	if tun != nil {
-		co.Names = tun.spec.DNSNames()[1:]
-		if cfg.BindAddress == "" {
-			// Only the tunnel needs to reach the server.
-			cfg.BindAddress = "127.0.0.1"
-		}
-	}
-	if co.ACME.ListenHost == "" {
-		co.ACME.ListenHost = bindAddress(cfg.BindAddress, decision.Host)
-	}
-	crt, err := certs.New(ctx, co)
+	bind := listenHost(cfg.BindAddress, decision.Host, tun)
+	crt, err := certs.New(ctx, certOptions(cfg.Certs, decision.Host, bind, tun))
 	if err != nil {
 		return err
 	}
@@ -91,29 +81,10 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	canary := registration.NewCanary()
 	hooks := append(append(p.webhooks, user.hooks...), admission.Webhook{Name: "canary", Path: registration.CanaryPath, Handler: canary})
-	rec, err := newRecorder(cfg, store)
-	if err != nil {
-		return err
-	}
-	insp, err := newInspector(cfg, store, hooks, user, factory)
-	if err != nil {
-		return err
-	}
 	// 4. The listeners, bound now: a busy port fails before anything is
 	// written to the cluster.
-	srv, err := server.NewServer(server.ServerOptions{
-		Address:       net.JoinHostPort(bindAddress(cfg.BindAddress, decision.Host), strconv.Itoa(cfg.Port)),
-		HealthAddress: cfg.HealthAddress,
-		TLS:           crt.TLSConfig(),
-		Webhooks:      hooks,
-		Log:           cfg.Log,
-		Metrics:       metrics,
-		Recorder:      rec,
-	})
+	srv, insp, err := newServers(cfg, net.JoinHostPort(bind, strconv.Itoa(cfg.Port)), crt, hooks, metrics, store, user, factory)
 	if err != nil {
-		if insp != nil {
-			_ = insp.Close()
-		}
 		return err
 	}
 	recorders.Start()
@@ -126,6 +97,59 @@ func Run(ctx context.Context, cfg Config) error {
 	r := newRun(cfg, cl, srv, canary, crt, p, url)
 	r.user, r.inspector, r.tunnel, r.metrics = user, insp, tun, metrics.Registry
 	return r.run(ctx, started)
+}
+
+// listenHost is the host the webhook server binds: --bind-address; else,
+// with --tunnel, loopback (only the tunnel needs to reach the server); else
+// the advertised host when it is this machine's own.
+func listenHost(configured, host string, tun *reverseTunnel) string {
+	if configured == "" && tun != nil {
+		return "127.0.0.1"
+	}
+	return bindAddress(configured, host)
+}
+
+// certOptions are the configured certificate options for the advertised
+// host; with --tunnel they also cover the relay Service's names.
+func certOptions(co certs.Options, host, bind string, tun *reverseTunnel) certs.Options {
+	co.Host = host
+	if tun != nil {
+		co.Names = tun.spec.DNSNames()[1:]
+	}
+	if co.ACME.ListenHost == "" {
+		co.ACME.ListenHost = bind
+	}
+	return co
+}
+
+// newServers binds the webhook server on addr, and the inspector's page
+// when it is enabled.
+func newServers(cfg Config, addr string, crt certs.Certs, hooks []admission.Webhook, metrics *server.Metrics,
+	store *inspector.Store, user *userWebhooks, factory informers.SharedInformerFactory) (*server.Server, *inspector.Server, error) {
+	rec, err := newRecorder(cfg, store)
+	if err != nil {
+		return nil, nil, err
+	}
+	insp, err := newInspector(cfg, store, hooks, user, factory)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv, err := server.NewServer(server.ServerOptions{
+		Address:       addr,
+		HealthAddress: cfg.HealthAddress,
+		TLS:           crt.TLSConfig(),
+		Webhooks:      hooks,
+		Log:           cfg.Log,
+		Metrics:       metrics,
+		Recorder:      rec,
+	})
+	if err != nil {
+		if insp != nil {
+			_ = insp.Close()
+		}
+		return nil, nil, err
+	}
+	return srv, insp, nil
 }
 
 // run is the part of a session that writes to the cluster, from the Lease
