@@ -105,51 +105,11 @@ func main() {
 func run(c config) (err error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-
-	if c.binary == "" {
-		return errors.New("-hookback is required: the path of the hookback binary to measure")
-	}
-	if c.kubeconfig == "" {
-		return errors.New("no kubeconfig: pass -kubeconfig or set KUBECONFIG")
-	}
-	rc, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	e, removeWorkdir, err := newEnv(c)
 	if err != nil {
 		return err
 	}
-	// Sequential latency samples must never wait on client-side throttling;
-	// the memory section bounds its load with -concurrency instead.
-	rc.QPS, rc.Burst = 1000, 2000
-	rc.UserAgent = "hookback-bench-cluster"
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return err
-	}
-	tmpl, err := os.ReadFile(c.template)
-	if err != nil {
-		return err
-	}
-	if c.binary, err = filepath.Abs(c.binary); err != nil {
-		return err
-	}
-	if c.workdir == "" {
-		if c.workdir, err = os.MkdirTemp("", "hookback-bench-cluster-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(c.workdir)
-	}
-	if c.workdir, err = filepath.Abs(c.workdir); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Join(c.workdir, "logs"), 0o755); err != nil {
-		return err
-	}
-	e := &env{
-		cfg: c, rest: rc, client: cs, tmpl: string(tmpl),
-		stateDir: filepath.Join(c.workdir, "state"),
-		procs:    &procs{},
-		nss:      &namespaces{client: cs},
-		out:      os.Stdout,
-	}
+	defer removeWorkdir()
 	// Whatever happens, stop every hookback we started (so they deregister),
 	// then delete every namespace we created and wait for them to go.
 	defer func() {
@@ -160,34 +120,92 @@ func run(c config) (err error) {
 			err = errors.Join(err, fmt.Errorf("cleanup: %w", cerr))
 		}
 	}()
-
 	if err := e.header(ctx); err != nil {
 		return err
 	}
-	for _, s := range strings.Split(c.sections, ",") {
-		var serr error
+	return e.sections(ctx, strings.Split(c.sections, ","))
+}
+
+// newEnv checks the flags, connects and prepares the work directory (a
+// temporary one, which removeWorkdir deletes, unless -workdir names one).
+func newEnv(c config) (e *env, removeWorkdir func(), err error) {
+	removeWorkdir = func() {}
+	if c.binary == "" {
+		return nil, nil, errors.New("-hookback is required: the path of the hookback binary to measure")
+	}
+	if c.kubeconfig == "" {
+		return nil, nil, errors.New("no kubeconfig: pass -kubeconfig or set KUBECONFIG")
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Sequential latency samples must never wait on client-side throttling;
+	// the memory section bounds its load with -concurrency instead.
+	rc.QPS, rc.Burst = 1000, 2000
+	rc.UserAgent = "hookback-bench-cluster"
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl, err := os.ReadFile(c.template)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.binary, err = filepath.Abs(c.binary); err != nil {
+		return nil, nil, err
+	}
+	if c.workdir == "" {
+		if c.workdir, err = os.MkdirTemp("", "hookback-bench-cluster-"); err != nil {
+			return nil, nil, err
+		}
+		dir := c.workdir
+		removeWorkdir = func() { os.RemoveAll(dir) }
+	}
+	if c.workdir, err = filepath.Abs(c.workdir); err == nil {
+		err = os.MkdirAll(filepath.Join(c.workdir, "logs"), 0o755)
+	}
+	if err != nil {
+		removeWorkdir()
+		return nil, nil, err
+	}
+	return &env{
+		cfg: c, rest: rc, client: cs, tmpl: string(tmpl),
+		stateDir: filepath.Join(c.workdir, "state"),
+		procs:    &procs{},
+		nss:      &namespaces{client: cs},
+		out:      os.Stdout,
+	}, removeWorkdir, nil
+}
+
+// sections runs each named section in turn, each followed by the load
+// average before and after it.
+func (e *env) sections(ctx context.Context, names []string) error {
+	for _, s := range names {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
 		load := loadavg()
-		switch strings.TrimSpace(s) {
+		var err error
+		switch s {
 		case "latency":
-			serr = e.latency(ctx)
+			err = e.latency(ctx)
 		case "start":
-			serr = e.startup(ctx)
+			err = e.startup(ctx)
 		case "reload":
-			serr = e.reload(ctx)
+			err = e.reload(ctx)
 		case "memory":
-			serr = e.memory(ctx)
+			err = e.memory(ctx)
 		case "manager":
-			serr = e.manager(ctx)
-		case "":
+			err = e.manager(ctx)
 		default:
-			serr = fmt.Errorf("unknown section %q", s)
+			err = fmt.Errorf("unknown section %q", s)
 		}
-		if serr != nil {
-			return fmt.Errorf("%s: %w", s, serr)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s, err)
 		}
-		if strings.TrimSpace(s) != "" {
-			fmt.Fprintf(e.out, "Load average (1 min) on the machine: %s before, %s after.\n\n", load, loadavg())
-		}
+		fmt.Fprintf(e.out, "Load average (1 min) on the machine: %s before, %s after.\n\n", load, loadavg())
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

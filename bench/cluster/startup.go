@@ -45,22 +45,8 @@ func (e *env) startup(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		p, err := e.startHookback(session("start"), state, nil,
-			"--webhooks", startWebhooks, "--controllers", "all", "--template", path)
+		r, err := e.startOnce(ctx, path, state)
 		if err != nil {
-			return err
-		}
-		var r startRun
-		if r.ready, err = p.waitReady(ctx, 60*time.Second); err != nil {
-			return err
-		}
-		if r.banner, r.verified, err = p.banner(10 * time.Second); err != nil {
-			return err
-		}
-		// Nobody stops it the instant it is ready; let the controllers
-		// settle into their loops first.
-		time.Sleep(300 * time.Millisecond)
-		if r.stop, err = p.stop(30 * time.Second); err != nil {
 			return err
 		}
 		if i == 0 {
@@ -70,6 +56,33 @@ func (e *env) startup(ctx context.Context) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	e.reportStartup(cold, warm)
+	return nil
+}
+
+// startOnce starts a hookback with a fresh session, times it to ready and
+// verified, and stops it.
+func (e *env) startOnce(ctx context.Context, path, state string) (startRun, error) {
+	var r startRun
+	p, err := e.startHookback(session("start"), state, nil,
+		"--webhooks", startWebhooks, "--controllers", "all", "--template", path)
+	if err != nil {
+		return r, err
+	}
+	if r.ready, err = p.waitReady(ctx, 60*time.Second); err != nil {
+		return r, err
+	}
+	if r.banner, r.verified, err = p.banner(10 * time.Second); err != nil {
+		return r, err
+	}
+	// Nobody stops it the instant it is ready; let the controllers
+	// settle into their loops first.
+	time.Sleep(300 * time.Millisecond)
+	r.stop, err = p.stop(30 * time.Second)
+	return r, err
+}
+
+func (e *env) reportStartup(cold startRun, warm []startRun) {
 	pick := func(f func(startRun) time.Duration) []time.Duration {
 		var ds []time.Duration
 		for _, r := range warm {
@@ -89,5 +102,4 @@ func (e *env) startup(ctx context.Context) error {
 	fmt.Fprintf(e.out, "| warm, p50 of %d | %s | %s | %s | %s |\n", len(warm), ms(quantile(ready, .5)), ms(quantile(banner, .5)), ms(quantile(verified, .5)), ms(quantile(stop, .5)))
 	fmt.Fprintf(e.out, "| warm, max of %d | %s | %s | %s | %s |\n", len(warm), ms(maxOf(ready)), ms(maxOf(banner)), ms(maxOf(verified)), ms(maxOf(stop)))
 	fmt.Fprintln(e.out)
-	return nil
 }

@@ -32,6 +32,13 @@ type result struct {
 	errors  int64
 }
 
+// key names one cell of the report.
+type key struct {
+	proto string
+	conc  int
+	srv   string
+}
+
 // drive runs every combination and prints the report.
 func drive(out io.Writer, duration time.Duration, rounds int, protos []string, concs []int) error {
 	dir, err := os.MkdirTemp("", "hookback-throughput-")
@@ -50,11 +57,6 @@ func drive(out io.Writer, duration time.Duration, rounds int, protos []string, c
 	self, err := os.Executable()
 	if err != nil {
 		return err
-	}
-	type key struct {
-		proto string
-		conc  int
-		srv   string
 	}
 	all := map[key][]result{}
 	for _, proto := range protos {
@@ -76,31 +78,43 @@ func drive(out io.Writer, duration time.Duration, rounds int, protos []string, c
 			}
 		}
 	}
+	report(out, all, protos, concs)
+	return nil
+}
+
+// report prints one row per protocol, concurrency and server, each
+// server's rounds merged.
+func report(out io.Writer, all map[key][]result, protos []string, concs []int) {
 	fmt.Fprintf(out, "| protocol | concurrency | server | req/s | p50 | p99 | server CPU s / 10k req | errors | req/s vs controller-runtime | req/s vs bare |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, proto := range protos {
 		for _, conc := range concs {
 			rate := map[string]float64{}
 			merged := map[string]result{}
 			for _, s := range servers {
-				var m result
-				for _, r := range all[key{proto, conc, s}] {
-					m.reqs += r.reqs
-					m.elapsed += r.elapsed
-					m.cpu += r.cpu
-					m.errors += r.errors
-					m.lat = append(m.lat, r.lat...)
-				}
+				m := merge(all[key{proto, conc, s}])
 				merged[s], rate[s] = m, float64(m.reqs)/m.elapsed.Seconds()
 			}
 			for _, s := range servers {
 				m := merged[s]
-				slices.Sort(m.lat)
 				fmt.Fprintf(out, "| %s | %d | %s | %.0f | %s | %s | %.2f | %d | %.2f× | %.2f× |\n", proto, conc, s, rate[s],
 					q(m.lat, .5), q(m.lat, .99), m.cpu.Seconds()/float64(m.reqs)*1e4, m.errors, rate[s]/rate["controller-runtime"], rate[s]/rate["bare"])
 			}
 		}
 	}
-	return nil
+}
+
+// merge adds rounds up; the latencies come back sorted.
+func merge(rs []result) result {
+	var m result
+	for _, r := range rs {
+		m.reqs += r.reqs
+		m.elapsed += r.elapsed
+		m.cpu += r.cpu
+		m.errors += r.errors
+		m.lat = append(m.lat, r.lat...)
+	}
+	slices.Sort(m.lat)
+	return m
 }
 
 func q(lat []time.Duration, p float64) string {
@@ -113,48 +127,18 @@ func q(lat []time.Duration, p float64) string {
 
 // runOnce starts one server process, loads it for duration and stops it.
 func runOnce(self, kind, dir string, pool *x509.CertPool, proto string, conc int, duration time.Duration, body []byte) (result, error) {
-	cmd := exec.Command(self, "-serve", kind, "-dir", dir)
-	stdout, err := cmd.StdoutPipe()
+	cmd, addr, err := startServer(self, kind, dir)
 	if err != nil {
-		return result{}, err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
 		return result{}, err
 	}
 	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		return result{}, fmt.Errorf("read the server's address: %w", err)
-	}
-	url := "https://" + strings.TrimSpace(line) + "/validate?timeout=10s"
-	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, NextProtos: []string{proto}}, ForceAttemptHTTP2: proto == "h2",
-		MaxIdleConnsPerHost: conc, MaxConnsPerHost: conc}
-	if proto != "h2" {
-		tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
-	}
-	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	defer tr.CloseIdleConnections()
-	post := func() error {
-		resp, err := client.Post(url, "application/json", bytes.NewReader(body))
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"allowed":true`)) {
-			return fmt.Errorf("status %d: %.200s", resp.StatusCode, b)
-		}
-		if proto == "h2" && resp.ProtoMajor != 2 {
-			return fmt.Errorf("served over %s", resp.Proto)
-		}
-		return nil
-	}
+	c := newClient(pool, proto, conc, "https://"+addr+"/validate?timeout=10s", body)
+	defer c.tr.CloseIdleConnections()
 	// Ready and warm: every connection made before the clock starts.
 	deadline := time.Now().Add(10 * time.Second)
-	for post() != nil {
+	for c.post() != nil {
 		if time.Now().After(deadline) {
-			return result{}, fmt.Errorf("%s never answered: %w", kind, post())
+			return result{}, fmt.Errorf("%s never answered: %w", kind, c.post())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -162,6 +146,74 @@ func runOnce(self, kind, dir string, pool *x509.CertPool, proto string, conc int
 	if err != nil {
 		return result{}, err
 	}
+	res := c.load(conc, duration)
+	cpu1, err := cpuTime(cmd.Process.Pid)
+	if err != nil {
+		return result{}, err
+	}
+	res.cpu = cpu1 - cpu0
+	return res, nil
+}
+
+// startServer runs this program as one server and reads the address it
+// prints.
+func startServer(self, kind, dir string) (*exec.Cmd, string, error) {
+	cmd := exec.Command(self, "-serve", kind, "-dir", dir)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, "", err
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, "", fmt.Errorf("read the server's address: %w", err)
+	}
+	return cmd, strings.TrimSpace(line), nil
+}
+
+// client posts the same review over one protocol, as the apiserver does:
+// one HTTP/2 connection, or up to conc HTTP/1.1 keep-alive connections.
+type client struct {
+	tr    *http.Transport
+	http  *http.Client
+	url   string
+	proto string
+	body  []byte
+}
+
+func newClient(pool *x509.CertPool, proto string, conc int, url string, body []byte) *client {
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, NextProtos: []string{proto}}, ForceAttemptHTTP2: proto == "h2",
+		MaxIdleConnsPerHost: conc, MaxConnsPerHost: conc}
+	if proto != "h2" {
+		tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	}
+	return &client{tr: tr, http: &http.Client{Transport: tr, Timeout: 10 * time.Second}, url: url, proto: proto, body: body}
+}
+
+// post sends one review and checks the answer allows it.
+func (c *client) post() error {
+	resp, err := c.http.Post(c.url, "application/json", bytes.NewReader(c.body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"allowed":true`)) {
+		return fmt.Errorf("status %d: %.200s", resp.StatusCode, b)
+	}
+	if c.proto == "h2" && resp.ProtoMajor != 2 {
+		return fmt.Errorf("served over %s", resp.Proto)
+	}
+	return nil
+}
+
+// load posts from conc goroutines back to back for duration.
+func (c *client) load(conc int, duration time.Duration) result {
 	var res result
 	var mu sync.Mutex
 	var errs atomic.Int64
@@ -169,13 +221,11 @@ func runOnce(self, kind, dir string, pool *x509.CertPool, proto string, conc int
 	start := time.Now()
 	end := start.Add(duration)
 	for range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			var lat []time.Duration
 			for time.Now().Before(end) {
 				t := time.Now()
-				if err := post(); err != nil {
+				if err := c.post(); err != nil {
 					errs.Add(1)
 					continue
 				}
@@ -184,16 +234,12 @@ func runOnce(self, kind, dir string, pool *x509.CertPool, proto string, conc int
 			mu.Lock()
 			res.lat = append(res.lat, lat...)
 			mu.Unlock()
-		}()
+		})
 	}
 	wg.Wait()
 	res.elapsed = time.Since(start)
-	cpu1, err := cpuTime(cmd.Process.Pid)
-	if err != nil {
-		return result{}, err
-	}
-	res.reqs, res.errors, res.cpu = int64(len(res.lat)), errs.Load(), cpu1-cpu0
-	return res, nil
+	res.reqs, res.errors = int64(len(res.lat)), errs.Load()
+	return res
 }
 
 // cpuTime is a process's user plus system time, from /proc.

@@ -47,15 +47,11 @@ func runServer(kind, dir string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if path := os.Getenv("BENCH_CPUPROFILE"); path != "" {
-		f, err := os.Create(path + "." + kind)
+		stopProfile, err := startProfile(path + "." + kind)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stopProfile()
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -70,53 +66,83 @@ func runServer(kind, dir string) error {
 	switch kind {
 	case "hookback":
 		ln.Close()
-		h := hookback.HandlerFunc(func(_ context.Context, req hookback.Request) hookback.Response {
-			ok, msg, err := decide(req.Object.Raw)
-			switch {
-			case err != nil:
-				return hookback.Errored(http.StatusBadRequest, err)
-			case !ok:
-				return hookback.Denied(msg)
-			}
-			return hookback.Allowed("")
-		})
-		srv, err := server.NewServer(server.ServerOptions{Address: addr, HealthAddress: "127.0.0.1:0", TLS: tlsConf,
-			Webhooks: []hookback.Webhook{{Name: "bench", Path: "/validate", Handler: h}},
-			Log:      slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: server.NewMetrics()})
-		if err != nil {
-			return err
-		}
-		fmt.Println(addr)
-		return srv.Start(ctx)
+		return serveHookback(ctx, addr, tlsConf)
 	case "controller-runtime":
 		ln.Close()
-		_, port, _ := net.SplitHostPort(addr)
-		p, _ := strconv.Atoi(port)
-		srv := crwebhook.NewServer(crwebhook.Options{Host: "127.0.0.1", Port: p, CertDir: dir, CertName: "tls.crt", KeyName: "tls.key"})
-		srv.Register("/validate", &cradmission.Webhook{Handler: cradmission.HandlerFunc(func(_ context.Context, req cradmission.Request) cradmission.Response {
-			ok, msg, err := decide(req.Object.Raw)
-			switch {
-			case err != nil:
-				return cradmission.Errored(http.StatusBadRequest, err)
-			case !ok:
-				return cradmission.Denied(msg)
-			}
-			return cradmission.Allowed("")
-		})})
-		fmt.Println(addr)
-		return srv.Start(ctx)
+		return serveControllerRuntime(ctx, addr, dir)
 	case "bare":
-		mux := http.NewServeMux()
-		mux.HandleFunc("/validate", bareHandler)
-		s := &http.Server{Handler: mux, TLSConfig: tlsConf, ReadHeaderTimeout: 10 * time.Second}
-		go func() { <-ctx.Done(); _ = s.Close() }()
-		fmt.Println(addr)
-		if err := s.ServeTLS(ln, "", ""); err != http.ErrServerClosed {
-			return err
-		}
-		return nil
+		return serveBare(ctx, ln, tlsConf)
 	}
 	return fmt.Errorf("unknown server %q", kind)
+}
+
+// startProfile writes a CPU profile to path until stop.
+func startProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// serveHookback is hookback's server.Server with its default limits,
+// metrics and one log line per admission (to a discarded writer).
+func serveHookback(ctx context.Context, addr string, tlsConf *tls.Config) error {
+	h := hookback.HandlerFunc(func(_ context.Context, req hookback.Request) hookback.Response {
+		ok, msg, err := decide(req.Object.Raw)
+		switch {
+		case err != nil:
+			return hookback.Errored(http.StatusBadRequest, err)
+		case !ok:
+			return hookback.Denied(msg)
+		}
+		return hookback.Allowed("")
+	})
+	srv, err := server.NewServer(server.ServerOptions{Address: addr, HealthAddress: "127.0.0.1:0", TLS: tlsConf,
+		Webhooks: []hookback.Webhook{{Name: "bench", Path: "/validate", Handler: h}},
+		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: server.NewMetrics()})
+	if err != nil {
+		return err
+	}
+	fmt.Println(addr)
+	return srv.Start(ctx)
+}
+
+// serveControllerRuntime is controller-runtime's webhook.Server with its
+// defaults, reading the same certificate from dir.
+func serveControllerRuntime(ctx context.Context, addr, dir string) error {
+	_, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.Atoi(port)
+	srv := crwebhook.NewServer(crwebhook.Options{Host: "127.0.0.1", Port: p, CertDir: dir, CertName: "tls.crt", KeyName: "tls.key"})
+	srv.Register("/validate", &cradmission.Webhook{Handler: cradmission.HandlerFunc(func(_ context.Context, req cradmission.Request) cradmission.Response {
+		ok, msg, err := decide(req.Object.Raw)
+		switch {
+		case err != nil:
+			return cradmission.Errored(http.StatusBadRequest, err)
+		case !ok:
+			return cradmission.Denied(msg)
+		}
+		return cradmission.Allowed("")
+	})})
+	fmt.Println(addr)
+	return srv.Start(ctx)
+}
+
+// serveBare is net/http with nothing but the handler: the floor.
+func serveBare(ctx context.Context, ln net.Listener, tlsConf *tls.Config) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/validate", bareHandler)
+	s := &http.Server{Handler: mux, TLSConfig: tlsConf, ReadHeaderTimeout: 10 * time.Second}
+	go func() { <-ctx.Done(); _ = s.Close() }()
+	fmt.Println(ln.Addr().String())
+	if err := s.ServeTLS(ln, "", ""); err != http.ErrServerClosed {
+		return err
+	}
+	return nil
 }
 
 // bareHandler gives the same answer with nothing around it: the floor.
