@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -154,9 +155,11 @@ func Patched(msg string, ops ...PatchOp) Response {
 	return resp
 }
 
-// WithWarnings returns r with warnings added.
+// WithWarnings returns r with warnings added. r is left as it was: the
+// result never shares its warnings' array with r, so a base Response kept
+// and extended per request cannot mix two requests' warnings.
 func (r Response) WithWarnings(w ...string) Response {
-	r.Warnings = append(r.Warnings, w...)
+	r.Warnings = append(slices.Clip(r.Warnings), w...)
 	return r
 }
 

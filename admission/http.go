@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/url"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -139,8 +141,8 @@ func (a *admissionHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed: admission reviews are POSTed", r.Method))
 		return
 	}
-	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
-		a.fail(w, http.StatusUnsupportedMediaType, fmt.Sprintf("content type %q not supported: send application/json", r.Header.Get("Content-Type")))
+	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
+		a.fail(w, http.StatusUnsupportedMediaType, fmt.Sprintf("content type %q not supported: send application/json", ct))
 		return
 	}
 	// The buffer holds the review until its bookkeeping is done (reply).
@@ -164,7 +166,7 @@ func (a *admissionHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	req := Request{AdmissionRequest: *review.Request, ReviewVersion: review.APIVersion, Raw: buf.Bytes()}
 	ctx := r.Context()
-	if t, err := time.ParseDuration(r.URL.Query().Get("timeout")); err == nil && t > 0 {
+	if t := timeoutParam(r.URL.RawQuery); t > 0 {
 		// The apiserver gives up then: no handler should outlive it.
 		req.Timeout = t
 		var cancel context.CancelFunc
@@ -173,6 +175,42 @@ func (a *admissionHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := a.call(ctx, req)
 	a.reply(w, review.TypeMeta, req, resp, start, buf)
+}
+
+// isJSON reports whether a request's content type is application/json. The
+// apiserver sends exactly that, so it is matched before the media type is
+// parsed: ParseMediaType allocates, on every request.
+func isJSON(contentType string) bool {
+	if contentType == "application/json" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "application/json"
+}
+
+// timeoutParam is the apiserver's ?timeout= (it sends e.g. "10s"), zero when
+// absent or not a positive duration. It scans the raw query for that one
+// parameter rather than building url.Values, on every request.
+func timeoutParam(rawQuery string) time.Duration {
+	for rawQuery != "" {
+		var pair string
+		pair, rawQuery, _ = strings.Cut(rawQuery, "&")
+		v, ok := strings.CutPrefix(pair, "timeout=")
+		if !ok {
+			continue
+		}
+		if strings.ContainsAny(v, "%+") {
+			var err error
+			if v, err = url.QueryUnescape(v); err != nil {
+				return 0
+			}
+		}
+		if t, err := time.ParseDuration(v); err == nil && t > 0 {
+			return t
+		}
+		return 0
+	}
+	return 0
 }
 
 // decodeReview accepts admission.k8s.io/v1 and v1beta1: their JSON shapes are

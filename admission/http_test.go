@@ -252,3 +252,65 @@ func TestAdmissionHTTPServedRecorder(t *testing.T) {
 		})
 	}
 }
+
+func TestTimeoutParam(t *testing.T) {
+	for _, tc := range []struct {
+		name, query string
+		want        time.Duration
+	}{
+		{"the apiserver's", "timeout=10s", 10 * time.Second},
+		{"among others", "a=1&timeout=2500ms&b=2", 2500 * time.Millisecond},
+		{"escaped", "timeout=1m%2030s", 0},
+		{"escaped duration", "timeout=1%6D", time.Minute},
+		{"first wins", "timeout=3s&timeout=4s", 3 * time.Second},
+		{"absent", "dryRun=true", 0},
+		{"empty query", "", 0},
+		{"not a duration", "timeout=soon", 0},
+		{"negative", "timeout=-1s", 0},
+		{"bad escape", "timeout=%zz", 0},
+		{"prefix of another key", "timeouts=5s", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := timeoutParam(tc.query); got != tc.want {
+				t.Errorf("timeoutParam(%q) = %v, want %v", tc.query, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestIsJSON(t *testing.T) {
+	for _, tc := range []struct {
+		contentType string
+		want        bool
+	}{
+		{"application/json", true},
+		{"application/json; charset=utf-8", true},
+		{"Application/JSON", true},
+		{"application/json-patch+json", false},
+		{"application/yaml", false},
+		{"", false},
+		{"application/json; charset", false},
+	} {
+		t.Run(tc.contentType, func(t *testing.T) {
+			if got := isJSON(tc.contentType); got != tc.want {
+				t.Errorf("isJSON(%q) = %v, want %v", tc.contentType, got, tc.want)
+			}
+		})
+	}
+}
+
+// A base Response extended per request keeps each request's warnings its
+// own (append into shared spare capacity would not).
+func TestWithWarningsDoesNotShare(t *testing.T) {
+	base := Allowed("").WithWarnings("a", "b", "c").WithWarnings("d")
+	one, two := base.WithWarnings("for one"), base.WithWarnings("for two")
+	if got := strings.Join(one.Warnings, ","); got != "a,b,c,d,for one" {
+		t.Errorf("first: %s", got)
+	}
+	if got := strings.Join(two.Warnings, ","); got != "a,b,c,d,for two" {
+		t.Errorf("second: %s", got)
+	}
+	if got := strings.Join(base.Warnings, ","); got != "a,b,c,d" {
+		t.Errorf("base changed: %s", got)
+	}
+}
