@@ -173,6 +173,11 @@ const afterwardsQueue = 64
 // Start serves until ctx is done, then shuts down gracefully, letting
 // in-flight reviews finish and their bookkeeping be done. A clean shutdown
 // returns nil.
+//
+// Reviews still running after shutdown's bound (an upstream stopped at a
+// breakpoint) have their contexts cancelled by the close; Start waits up to
+// inFlightBound more for them to return, so that no review, nor its log
+// line, outlives it.
 func (s *Server) Start(ctx context.Context) error {
 	after := admission.NewAfterwards(afterwardsQueue)
 	afterDone := make(chan struct{})
@@ -185,8 +190,9 @@ func (s *Server) Start(ctx context.Context) error {
 		<-afterDone
 	}()
 	tlsConf := s.tls.Clone()
+	serving := newInFlight()
 	webhookSrv := &http.Server{
-		Handler:           s.webhookMux(after),
+		Handler:           serving.wrap(s.webhookMux(after)),
 		TLSConfig:         tlsConf,
 		ReadHeaderTimeout: s.limits.ReadHeaderTimeout,
 		ReadTimeout:       s.limits.ReadTimeout,
@@ -209,12 +215,20 @@ func (s *Server) Start(ctx context.Context) error {
 		err = fmt.Errorf("serve: %w", e)
 	}
 	err = errors.Join(err, shutdown(webhookSrv), shutdown(healthSrv))
+	if n := serving.wait(inFlightBound); n > 0 {
+		s.log.Warn("reviews still running at shutdown ignore their cancelled context; their log lines may be lost", "reviews", n)
+	}
 	// Wait for the serve goroutines so none outlives Start.
 	for ; pending > 0; pending-- {
 		err = errors.Join(err, <-errc)
 	}
 	return err
 }
+
+// inFlightBound is how long Start waits, after closing, for reviews that
+// were still running: long enough for any handler that honours its
+// context, short enough for a Ctrl-C.
+const inFlightBound = 2 * time.Second
 
 // shutdown lets in-flight reviews finish, then closes what is left. The
 // apiserver was deregistered first, so nothing new arrives; without the

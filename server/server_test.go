@@ -1,12 +1,16 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,5 +89,81 @@ func TestServerServesAndStops(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Start did not return after cancel")
+	}
+}
+
+type countingRecorder struct{ n atomic.Int32 }
+
+func (c *countingRecorder) Record(string, string, []byte, []byte) { c.n.Add(1) }
+
+// TestStartWaitsForReviewsInFlight: a review still running when the server
+// stops (an upstream at a breakpoint) has its context cancelled, and Start
+// returns only after it did, with its bookkeeping done.
+func TestStartWaitsForReviewsInFlight(t *testing.T) {
+	crt, err := certs.NewSelfSigned(context.Background(), certs.TLSOptions{StateDir: t.TempDir(), Host: "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer crt.Stop()
+	// The handler sees its context cancelled, then takes until release to
+	// return, as an upstream call unwinding would.
+	entered, cancelled, release := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	block := admission.HandlerFunc(func(ctx context.Context, _ admission.Request) admission.Response {
+		close(entered)
+		<-ctx.Done()
+		close(cancelled)
+		<-release
+		return admission.Allowed("")
+	})
+	rec := &countingRecorder{}
+	s, err := NewServer(ServerOptions{Address: "127.0.0.1:0", HealthAddress: "127.0.0.1:0", TLS: crt.TLSConfig(), Recorder: rec,
+		Log: slog.New(slog.DiscardHandler), Webhooks: []admission.Webhook{{Name: "block", Path: "/block", Handler: block}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Start(ctx) }()
+
+	body, err := os.ReadFile(filepath.Join("..", "testdata", "admission", "pod-create.v1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 10 * time.Second}
+	go func() {
+		resp, err := client.Post("https://"+s.Addr().String()+"/block", "application/json", bytes.NewReader(body))
+		if err == nil {
+			resp.Body.Close()
+		}
+	}()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the review never reached the handler")
+	}
+	cancel()
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the review's context was not cancelled when the server stopped")
+	}
+	// Without the wait, Start returns within milliseconds of the close; with
+	// it, not before release (or inFlightBound, 2 s, far beyond the window).
+	select {
+	case <-done:
+		t.Fatal("Start returned while a review was still running")
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Start = %v, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Start did not return")
+	}
+	if n := rec.n.Load(); n != 1 {
+		t.Errorf("reviews recorded when Start returned: %d, want 1 (the one in flight, its bookkeeping done)", n)
 	}
 }
