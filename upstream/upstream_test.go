@@ -60,6 +60,14 @@ func TestForwarder(t *testing.T) {
 		{name: "patch that does not apply", version: v1, body: answer(v1, map[string]any{"uid": "u1", "allowed": true, "patchType": "JSONPatch",
 			"patch": b64(`[{"op":"add","path":"/metadata/labels/x","value":"y"},{"op":"add","path":"/spec/containers/9","value":{}}]`)}),
 			wantFailed: "patch op 2: path /spec/containers/9"},
+		{name: "several ops applied at once", version: v1, body: answer(v1, map[string]any{"uid": "u1", "allowed": true, "patchType": "JSONPatch",
+			"patch": b64(`[{"op":"add","path":"/metadata/labels/x","value":"y"},{"op":"replace","path":"/metadata/labels/x","value":"z"},{"op":"remove","path":"/metadata/labels/a"}]`)}),
+			wantAllowed: true, wantPatchOps: 3},
+		// The apiserver decodes answers case-sensitively: "UID" is no uid.
+		{name: "field names in the wrong case", version: v1, body: `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"UID":"u1","Allowed":true}}`,
+			wantFailed: `upstream answered uid "" for request "u1"`},
+		{name: "response in the wrong case", version: v1, body: `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","Response":{"uid":"u1","allowed":true}}`,
+			wantFailed: "no response"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
