@@ -93,7 +93,8 @@ func NewAttacher(o AttachOptions) (*Attacher, error) {
 func (a *Attacher) Start(ctx context.Context) error {
 	defer a.streamW.Wait()
 	backoff := a.o.MinBackoff
-	logged := false // one warning per outage
+	logged := false // one line per outage
+	everUp := false
 	for ctx.Err() == nil {
 		attached, err := a.once(ctx)
 		if ctx.Err() != nil {
@@ -103,14 +104,19 @@ func (a *Attacher) Start(ctx context.Context) error {
 			return err // retrying cannot help: another session's relay
 		}
 		if attached {
-			backoff, logged = a.o.MinBackoff, false
+			backoff, logged, everUp = a.o.MinBackoff, false, true
 		}
-		if !logged {
-			a.o.Log.Warn("reverse tunnel down: the webhooks fail open until it is back", "error", err, "retry_in", backoff)
-			logged = true
-		} else {
+		switch {
+		case logged:
 			a.o.Log.Debug("reverse tunnel still down", "error", err, "retry_in", backoff)
+		case !everUp:
+			// A relay pod being scheduled and started is no outage: the
+			// session is not ready, nor verified, until the tunnel is up.
+			a.o.Log.Info("waiting for the relay", "reason", err, "retry_in", backoff)
+		default:
+			a.o.Log.Warn("reverse tunnel down: the webhooks fail open until it is back", "error", err, "retry_in", backoff)
 		}
+		logged = true
 		select {
 		case <-ctx.Done():
 			return nil

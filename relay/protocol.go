@@ -56,8 +56,9 @@ func hello(conn net.Conn, secret string) error {
 }
 
 // accept reads a hello and checks its secret in constant time; it answers
-// either way.
-func accept(conn net.Conn, secret string) error {
+// either way. accepted runs between the check and the OK: what the relay
+// must have done before the laptop learns it is attached.
+func accept(conn net.Conn, secret string, accepted func()) error {
 	_ = conn.SetDeadline(time.Now().Add(handshakeTimeout))
 	defer func() { _ = conn.SetDeadline(time.Time{}) }()
 	line, err := readLine(conn)
@@ -69,6 +70,7 @@ func accept(conn net.Conn, secret string) error {
 		_, _ = io.WriteString(conn, "DENIED\n")
 		return errors.New("wrong or missing session secret")
 	}
+	accepted()
 	_, err = io.WriteString(conn, answerOK+"\n")
 	return err
 }

@@ -91,7 +91,12 @@ func (r *Relay) acceptLoop(ln net.Listener, handle func(net.Conn)) {
 // attach authenticates a laptop and makes its session the current one; a
 // newer session replaces an older one (the laptop reconnected).
 func (r *Relay) attach(c net.Conn) {
-	if err := accept(c, r.opts.Secret); err != nil {
+	// The previous laptop's session is closed before the new laptop hears
+	// OK: the apiserver connections carried over it close with it, so the
+	// calls the new laptop makes it send (its canary, once attached) do not
+	// go down one of them to a laptop that is gone (a restart after a
+	// crash). Meanwhile connections are closed at once: fail open.
+	if err := accept(c, r.opts.Secret, r.detach); err != nil {
 		r.opts.Log.Warn("refused a control connection", "remote", c.RemoteAddr().String(), "error", err)
 		c.Close()
 		return
@@ -107,7 +112,7 @@ func (r *Relay) attach(c net.Conn) {
 	r.session, r.warnedNoneAttach = s, false
 	r.mu.Unlock()
 	if old != nil {
-		old.Close()
+		old.Close() // another laptop attached in between: the newest wins
 	}
 	r.opts.Log.Info("laptop attached", "remote", c.RemoteAddr().String())
 	<-s.CloseChan()
@@ -117,6 +122,18 @@ func (r *Relay) attach(c net.Conn) {
 	}
 	r.mu.Unlock()
 	r.opts.Log.Info("laptop detached", "remote", c.RemoteAddr().String())
+}
+
+// detach closes the current laptop's session, and every connection carried
+// over it.
+func (r *Relay) detach() {
+	r.mu.Lock()
+	old := r.session
+	r.session = nil
+	r.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
 }
 
 // forward carries one apiserver connection to the laptop. Without one

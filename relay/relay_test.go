@@ -46,18 +46,23 @@ func startRelay(t *testing.T, control string) (*Relay, context.CancelFunc) {
 	return r, stop
 }
 
-// attach runs an attacher to the relay's control port until the test ends.
-func attach(t *testing.T, control func() string, secret, local string, reg prometheus.Registerer) (*atomic.Int32, chan error, context.CancelFunc) {
+// attach runs an attacher to the relay's control port until the test ends;
+// log, when given, gets its lines.
+func attach(t *testing.T, control func() string, secret, local string, reg prometheus.Registerer, log ...*slog.Logger) (*atomic.Int32, chan error, context.CancelFunc) {
 	t.Helper()
 	var ups atomic.Int32
-	a, err := NewAttacher(AttachOptions{
+	o := AttachOptions{
 		Dialer: DialerFunc(func(ctx context.Context) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "tcp", control())
 		}),
 		Secret: secret, Local: local, OnUp: func() { ups.Add(1) }, Metrics: reg,
 		MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond,
-	})
+	}
+	if len(log) > 0 {
+		o.Log = log[0]
+	}
+	a, err := NewAttacher(o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,63 @@
+package relay
+
+import (
+	"bytes"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// lockedBuffer is a log destination the test reads while the attacher
+// writes to it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestAttachLogs: while the relay is not there yet the attacher says it is
+// waiting, once, at info; only losing a tunnel that was up is a warning.
+func TestAttachLogs(t *testing.T) {
+	srv := echo(t)
+	// A loopback port nothing listens on yet: dialling it is refused.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	control := ln.Addr().String()
+	ln.Close()
+
+	var logs lockedBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ups, _, _ := attach(t, func() string { return control }, "s3cret", srv.Listener.Addr().String(), nil, log)
+
+	waitFor(t, "a retry after the first refusal", func() bool { return strings.Contains(logs.String(), "reverse tunnel still down") })
+	before := logs.String()
+	if n := strings.Count(before, `msg="waiting for the relay"`); n != 1 || !strings.Contains(before, "level=INFO") {
+		t.Errorf("want one info line saying it waits for the relay, got %d:\n%s", n, before)
+	}
+	if strings.Contains(before, "level=WARN") {
+		t.Errorf("a relay not there yet is no outage, but warned:\n%s", before)
+	}
+
+	_, stopRelay := startRelay(t, control)
+	waitFor(t, "attached", func() bool { return ups.Load() == 1 })
+	stopRelay()
+	waitFor(t, "the outage warned", func() bool { return strings.Contains(logs.String(), "level=WARN") })
+	if after := logs.String(); strings.Count(after, "reverse tunnel down: the webhooks fail open") != 1 {
+		t.Errorf("want one warning for the outage:\n%s", after)
+	}
+}
