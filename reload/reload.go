@@ -7,14 +7,17 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
 )
 
 // FileWatcher reports when a file's content changes. It watches the file's
-// directory, not the file, because editors and ConfigMap mounts replace files
-// by rename, which ends a watch on the file itself; a periodic re-read backs
+// directory, not the file, because editors replace files by rename, which
+// ends a watch on the file itself. A Secret or ConfigMap volume never
+// touches the file's own name: the kubelet swaps the directory's `..data`
+// symlink, so events on `..`-names count too. A periodic re-read backs
 // fsnotify up where events are lost (network filesystems, full queues).
 type FileWatcher struct {
 	Path string
@@ -68,7 +71,7 @@ func (w *FileWatcher) loop(ctx context.Context, fw *fsnotify.Watcher, last []byt
 		case <-ctx.Done():
 			return
 		case ev, ok := <-fw.Events:
-			if ok && filepath.Clean(ev.Name) == base && debounce == nil {
+			if ok && debounce == nil && (filepath.Clean(ev.Name) == base || strings.HasPrefix(filepath.Base(ev.Name), "..")) {
 				debounce = time.After(w.Debounce)
 			}
 		case err, ok := <-fw.Errors:
