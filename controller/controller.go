@@ -22,9 +22,11 @@ import (
 
 // Controller is one built-in controller. Contract: Run blocks until ctx is
 // done, waits for its informers' caches before working, and returns only
-// after its workers stopped. It is called once. Its only error is caches that
-// never synced before ctx ended; that error wraps ctx's cause, so a caller
-// can tell a shutdown during startup (errors.Is(err, context.Canceled)).
+// after its workers stopped. It may be called again once it has returned (an
+// in-cluster replica leading a second time), never twice at once. Its only
+// error is caches that never synced before ctx ended; that error wraps ctx's
+// cause, so a caller can tell a shutdown during startup
+// (errors.Is(err, context.Canceled)).
 type Controller interface {
 	Name() string
 	Run(ctx context.Context, workers int) error

@@ -93,38 +93,51 @@ type execRBAC struct {
 	// managed-by labels and already logged, so the warning is logged once.
 	notManagedLogged sync.Map
 	loop             queueLoop[string]
+	// ran is set by the first Run; runs never overlap.
+	ran bool
 }
 
 func newExecRBAC(d Deps, metrics workqueue.MetricsProvider) *execRBAC {
 	pods := d.Factory.Core().V1().Pods()
-	rf := informers.NewSharedInformerFactoryWithOptions(d.Client, 0,
+	c := &execRBAC{
+		client:      d.Client,
+		podInformer: pods.Informer(),
+		pods:        pods.Lister(),
+		labels:      maps.Clone(d.ManagedByLabels),
+		recorder:    recorderFor(d, ExecRBACName),
+		log:         loggerFor(d, ExecRBACName),
+		enqueue:     func(string) {},
+	}
+	c.watchRBAC()
+	c.loop = queueLoop[string]{name: ExecRBACName, log: c.log, metrics: metrics, reconcile: c.reconcile}
+	return c
+}
+
+// watchRBAC makes the private factory and its informers. A factory, once
+// shut down, can neither start nor take handlers again, and Run shuts it
+// down when it returns, so each later Run (an in-cluster replica leading
+// again) needs a new one.
+func (c *execRBAC) watchRBAC() {
+	rf := informers.NewSharedInformerFactoryWithOptions(c.client, 0,
 		informers.WithTransform(StripUnusedFields),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", ExecRBACObjectName).String()
 		}))
 	roles, bindings := rf.Rbac().V1().ClusterRoles(), rf.Rbac().V1().RoleBindings()
-	c := &execRBAC{
-		client:          d.Client,
-		podInformer:     pods.Informer(),
-		pods:            pods.Lister(),
-		rbacFactory:     rf,
-		roleInformer:    roles.Informer(),
-		roles:           roles.Lister(),
-		bindingInformer: bindings.Informer(),
-		bindings:        bindings.Lister(),
-		labels:          maps.Clone(d.ManagedByLabels),
-		recorder:        recorderFor(d, ExecRBACName),
-		log:             loggerFor(d, ExecRBACName),
-		enqueue:         func(string) {},
-	}
-	c.loop = queueLoop[string]{name: ExecRBACName, log: c.log, metrics: metrics, reconcile: c.reconcile}
-	return c
+	c.rbacFactory = rf
+	c.roleInformer, c.roles = roles.Informer(), roles.Lister()
+	c.bindingInformer, c.bindings = bindings.Informer(), bindings.Lister()
 }
 
 func (c *execRBAC) Name() string { return ExecRBACName }
 
-// Run implements Controller.
+// Run implements Controller. It may run again after it returned (an
+// in-cluster replica that lost the Lease and leads again).
 func (c *execRBAC) Run(ctx context.Context, workers int) error {
+	if c.ran {
+		c.watchRBAC()
+	}
+	c.ran = true
 	q := c.loop.newQueue()
 	c.enqueue = q.Add
 	var synced []cache.InformerSynced

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -276,5 +277,46 @@ func TestExecRBACRun(t *testing.T) {
 	eventually(t, "ns-1's binding recreated", equal(want))
 	if _, err := cs.RbacV1().ClusterRoleBindings().Get(t.Context(), ExecRBACObjectName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("clusterrolebinding: err = %v, want NotFound", err)
+	}
+}
+
+// TestExecRBACRunsAgain: an in-cluster replica that lost the Lease and
+// leads again runs the same controller a second time. The second Run must
+// work as the first: its RBAC informers are new (the first Run's factory was
+// shut down, and a stopped informer takes no handler), and a binding deleted
+// between the terms is written again.
+func TestExecRBACRunsAgain(t *testing.T) {
+	cs := fake.NewClientset(newPod("a", "agent", enabled, withSA("agent")))
+	factory := NewInformerFactory(cs, 0)
+	ctrls, err := Build([]string{ExecRBACName}, Deps{Client: cs, Factory: factory, ManagedByLabels: managedBy, Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As in `hookback serve`, the shared pod cache outlives the terms.
+	cacheCtx, stopCache := context.WithCancel(t.Context())
+	factory.Start(cacheCtx.Done())
+	defer func() { stopCache(); factory.Shutdown() }()
+	bound := func(ctx context.Context) (bool, error) {
+		_, err := cs.RbacV1().RoleBindings("a").Get(ctx, ExecRBACObjectName, metav1.GetOptions{})
+		return err == nil, nil
+	}
+	for term := 1; term <= 2; term++ {
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- ctrls[0].Run(ctx, 1) }()
+		eventually(t, fmt.Sprintf("the binding in term %d", term), bound)
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("term %d: Run = %v", term, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("term %d: Run did not return", term)
+		}
+		// Between the terms someone deletes the binding.
+		if err := cs.RbacV1().RoleBindings("a").Delete(t.Context(), ExecRBACObjectName, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
