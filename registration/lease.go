@@ -46,6 +46,12 @@ type Heartbeat struct {
 // ErrSessionInUse means another live process holds the session's Lease.
 var ErrSessionInUse = errors.New("registration: session in use")
 
+// ErrSessionTakenOver means another process took the session's Lease over
+// while this one held it: this one could not renew it in time (a laptop
+// asleep past it) and a new run of the session started meanwhile. What the
+// session registered is that run's now.
+var ErrSessionTakenOver = errors.New("registration: session taken over")
+
 // HolderAlive tells whether the process named by a Lease's holder identity
 // still runs. It is asked only for a live Lease held by someone else, so that
 // a restart right after kill -9 on the same machine does not have to wait
@@ -65,14 +71,21 @@ func (h *Heartbeat) Acquire(ctx context.Context, alive HolderAlive) error {
 		return errkind.New(ErrSessionInUse, fmt.Errorf("session in use: %q is held by %s (Lease %s/%s): stop that hookback, or pick another --session",
 			h.Session, *l.Spec.HolderIdentity, h.Namespace, l.Name))
 	}
-	_, err = h.Renew(ctx)
+	_, err = h.renew(ctx, true)
 	return err
 }
 
 // Renew creates or renews the Lease. It reports created=true when the Lease
 // did not exist, which during a run means someone cleaned the session up
-// (for example after this laptop slept past the Lease).
+// (for example after this laptop slept past the Lease), and
+// ErrSessionTakenOver when another process holds it now.
 func (h *Heartbeat) Renew(ctx context.Context) (created bool, err error) {
+	return h.renew(ctx, false)
+}
+
+// renew is Renew; takeover lets it take the Lease from another holder,
+// which only Acquire decides.
+func (h *Heartbeat) renew(ctx context.Context, takeover bool) (created bool, err error) {
 	leases := h.Client.CoordinationV1().Leases(h.Namespace)
 	now := metav1.NewMicroTime(time.Now())
 	l, err := leases.Get(ctx, LeaseName(h.Session), metav1.GetOptions{})
@@ -99,6 +112,10 @@ func (h *Heartbeat) Renew(ctx context.Context) (created bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("get lease %s/%s: %w", h.Namespace, LeaseName(h.Session), err)
 	}
+	if holder := ptr.Deref(l.Spec.HolderIdentity, h.Holder); !takeover && holder != h.Holder {
+		return false, errkind.New(ErrSessionTakenOver, fmt.Errorf("session %q was taken over by %s (Lease %s/%s) while this process could not renew it",
+			h.Session, holder, h.Namespace, l.Name))
+	}
 	l = l.DeepCopy()
 	// A Lease taken over from a crashed run of this session still names that
 	// run's parts; other sessions decide their shared cleanup by them.
@@ -123,8 +140,10 @@ func (h *Heartbeat) Renew(ctx context.Context) (created bool, err error) {
 // called when the session may have lost its registration: the Lease had
 // disappeared and was recreated, or renewals failed (the apiserver was
 // unreachable or restarted) and succeed again. One warning is logged per
-// outage, not one per failed renewal.
-func (h *Heartbeat) Run(ctx context.Context, interval time.Duration, regained func(why string)) {
+// outage, not one per failed renewal. When another process has taken the
+// Lease over, Run calls lost with ErrSessionTakenOver and returns: the
+// session is no longer this process's to renew.
+func (h *Heartbeat) Run(ctx context.Context, interval time.Duration, regained func(why string), lost func(error)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var failingSince time.Time
@@ -136,6 +155,9 @@ func (h *Heartbeat) Run(ctx context.Context, interval time.Duration, regained fu
 		}
 		created, err := h.Renew(ctx)
 		switch {
+		case errors.Is(err, ErrSessionTakenOver):
+			lost(err)
+			return
 		case err != nil && ctx.Err() == nil:
 			if failingSince.IsZero() {
 				failingSince = time.Now()
@@ -154,10 +176,25 @@ func (h *Heartbeat) Run(ctx context.Context, interval time.Duration, regained fu
 	}
 }
 
-// Release deletes the Lease.
+// Release deletes the Lease while this process holds it; a Lease another
+// process took over is theirs, and stays.
 func (h *Heartbeat) Release(ctx context.Context) error {
-	_, err := deleteLease(ctx, h.Client, h.Namespace, LeaseName(h.Session))
-	return err
+	leases := h.Client.CoordinationV1().Leases(h.Namespace)
+	l, err := leases.Get(ctx, LeaseName(h.Session), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("get lease %s/%s: %w", h.Namespace, LeaseName(h.Session), err)
+	case ptr.Deref(l.Spec.HolderIdentity, h.Holder) != h.Holder:
+		return nil
+	}
+	// Only the Lease as read: one taken over meanwhile is not deleted.
+	err = leases.Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &l.UID, ResourceVersion: &l.ResourceVersion}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete lease %s/%s: %w", h.Namespace, l.Name, err)
+	}
+	return nil
 }
 
 // AnnotationParts on a session Lease lists the webhooks and controllers the

@@ -109,3 +109,59 @@ func TestAcquire(t *testing.T) {
 		})
 	}
 }
+
+// TestTakenOver: this process slept past its Lease and another run of the
+// session acquired it. The heartbeat must not take it back, Run reports the
+// loss and stops, and Release leaves the other run's Lease alone.
+func TestTakenOver(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	asleep := &Heartbeat{Client: cs, Namespace: "default", Session: "dev", Holder: "laptop/100", Duration: 30 * time.Second,
+		Log: slog.New(slog.DiscardHandler)}
+	if err := asleep.Acquire(ctx, func(string) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	// The Lease expires while the laptop sleeps; a new run takes it over.
+	l, err := cs.CoordinationV1().Leases("default").Get(ctx, LeaseName("dev"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now().Add(-time.Hour)}
+	if _, err := cs.CoordinationV1().Leases("default").Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	awake := &Heartbeat{Client: cs, Namespace: "default", Session: "dev", Holder: "desktop/7", Duration: 30 * time.Second,
+		Log: slog.New(slog.DiscardHandler)}
+	if err := awake.Acquire(ctx, func(string) bool { return true }); err != nil {
+		t.Fatalf("the new run could not take over the expired Lease: %v", err)
+	}
+
+	if _, err := asleep.Renew(ctx); !errors.Is(err, ErrSessionTakenOver) {
+		t.Fatalf("Renew by the old holder = %v, want ErrSessionTakenOver", err)
+	}
+	lost := make(chan error, 1)
+	runCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	asleep.Run(runCtx, time.Millisecond, func(string) { t.Error("regained, want lost") }, func(err error) { lost <- err })
+	select {
+	case err := <-lost:
+		if !errors.Is(err, ErrSessionTakenOver) {
+			t.Errorf("lost(%v), want ErrSessionTakenOver", err)
+		}
+	default:
+		t.Fatal("Run returned without reporting the loss")
+	}
+	if err := asleep.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := cs.CoordinationV1().Leases("default").Get(ctx, LeaseName("dev"), metav1.GetOptions{})
+	if err != nil || ptr.Deref(got.Spec.HolderIdentity, "") != "desktop/7" {
+		t.Fatalf("after the old holder's Release: %v, %v; want the Lease kept, held by desktop/7", got, err)
+	}
+	if err := awake.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoordinationV1().Leases("default").Get(ctx, LeaseName("dev"), metav1.GetOptions{}); err == nil {
+		t.Error("the holder's Release left its Lease")
+	}
+}

@@ -79,7 +79,7 @@ func (r *run) canaryKey() string {
 func (r *run) loop(ctx, bgCtx context.Context, errc <-chan error) error {
 	reapply := make(chan struct{}, 1)
 	r.bg.Go(func() {
-		r.heartbeat.Run(bgCtx, r.cfg.LeaseDuration/6, r.reverifyLater)
+		r.heartbeat.Run(bgCtx, r.cfg.LeaseDuration/6, r.reverifyLater, func(err error) { r.lost <- err })
 	})
 	if r.cfg.Template.Path != "" {
 		w := &reload.FileWatcher{Path: r.cfg.Template.Path, Interval: r.cfg.ReloadInterval, Debounce: 20 * time.Millisecond, Log: r.cfg.Log}
@@ -103,12 +103,19 @@ func (r *run) loop(ctx, bgCtx context.Context, errc <-chan error) error {
 			return nil
 		case err := <-errc:
 			return fmt.Errorf("stopped unexpectedly: %w", err)
+		case err := <-r.lost:
+			// Another run of this session holds the Lease now, and what the
+			// session registered is that run's: shutdown must not undo it.
+			r.acquired = false
+			return fmt.Errorf("%w: stopped without deregistering, the webhook configurations are the other run's now", err)
 		case <-reapply:
 			r.reapply(ctx)
 		case why := <-r.regained:
-			// The configurations may have been removed meanwhile (a stale
-			// cleanup by another run), and the apiserver is a new process:
-			// apply again, then prove again that it calls back.
+			// The configurations, and a relay, may have been removed
+			// meanwhile (a stale cleanup by another run), and the apiserver
+			// is a new process: apply again, then prove again that it calls
+			// back.
+			r.redeployRelay(ctx, why)
 			r.reapply(ctx)
 			r.reverify(ctx, why)
 		}

@@ -176,6 +176,8 @@ type run struct {
 	// regained says why the apiserver must be shown again that it calls
 	// back: the Lease regained, the tunnel re-attached.
 	regained chan string
+	// lost gets the heartbeat's one ErrSessionTakenOver.
+	lost chan error
 	// bg tracks the controllers and loops, srv the server: run waits for
 	// both, the server last, so it answers until the apiserver stops calling.
 	bg, srv sync.WaitGroup
@@ -189,6 +191,7 @@ func newRun(cfg Config, cl *Cluster, srv *server.Server, canary *registration.Ca
 			Holder: holderIdentity(), Duration: cfg.LeaseDuration, Parts: p.names(), Log: cfg.Log},
 		leaseRef: cfg.LeaseNamespace + "/" + registration.LeaseName(cfg.Session),
 		regained: make(chan string, 1),
+		lost:     make(chan error, 1),
 	}
 }
 
@@ -200,7 +203,9 @@ func (r *run) run(ctx context.Context, started time.Time) (err error) {
 	// Controllers too: they stop after deregistration (shutdown).
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	runnables := r.parts.runnables()
-	errc := make(chan error, 2+len(runnables))
+	// Room for every sender, so none blocks once the loop stops reading:
+	// the server, the inspector, the tunnel's attacher and each runnable.
+	errc := make(chan error, 3+len(runnables))
 	r.srv.Go(func() { errc <- r.server.Start(srvCtx) })
 	if r.inspector != nil {
 		r.srv.Go(func() { errc <- r.inspector.Start(srvCtx) })

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -121,6 +122,29 @@ func newTunnel(cfg Config, cl *Cluster) (*reverseTunnel, error) {
 // service is the clientConfig.service every configuration points at.
 func (t *reverseTunnel) service() registration.ServiceRef {
 	return registration.ServiceRef{Namespace: t.spec.Namespace, Name: t.spec.Name, Port: 443}
+}
+
+// adoptSecret takes over the session secret of a relay that a crashed run
+// of this session left: its pod read the secret from the Secret when it
+// started and refuses any other, so a fresh secret would keep the restarted
+// session from attaching (kill -9, then start again) until the pod is
+// replaced. The session's Lease is ours by now, so the relay is too.
+func (t *reverseTunnel) adoptSecret(ctx context.Context) {
+	list, err := t.cluster.Client.CoreV1().Secrets(t.spec.Namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: registration.ManagedSelector + "," + registration.LabelSession + "=" + t.spec.Session,
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", t.spec.Name).String(),
+	})
+	if err != nil {
+		t.log.Debug("no relay secret to reuse", "namespace", t.spec.Namespace, "error", err)
+		return
+	}
+	for _, s := range list.Items {
+		if s.Name == t.spec.Name && len(s.Data[relay.SecretKey]) > 0 { // the fake clientset ignores field selectors
+			t.spec.Secret = string(s.Data[relay.SecretKey])
+			t.log.Info("reusing the relay a previous run of this session left", "namespace", t.spec.Namespace, "name", t.spec.Name)
+			return
+		}
+	}
 }
 
 // deploy writes the relay's namespace (when missing), Secret, Deployment
@@ -291,15 +315,18 @@ func deleteRelays(ctx context.Context, cl *Cluster, namespace, session string, l
 }
 
 // removeTunnelNamespace deletes namespace when a tunnel session created it
-// and no Deployment runs there any more.
+// and nothing but what hookback wrote is left in it: no Deployment (another
+// session's relay), and no Pod, Service or Secret without hookback's
+// managed-by label (someone else's work, put in a namespace they may not
+// know hookback made).
 func removeTunnelNamespace(ctx context.Context, cl *Cluster, namespace string, log *slog.Logger) error {
 	ns, err := cl.Client.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
 	if err != nil || ns.Labels[labelTunnelNamespace] != "true" {
 		return nil // not ours to delete, or not readable: leave it
 	}
-	deps, err := cl.Client.AppsV1().Deployments(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil || len(deps.Items) > 0 {
-		return nil // another session's relay, or anything else, still runs there
+	if what := occupant(ctx, cl, namespace); what != "" {
+		log.Info("left the tunnel namespace: it is not empty", "namespace", namespace, "holds", what)
+		return nil
 	}
 	if err := cl.Client.CoreV1().Namespaces().Delete(ctx, namespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		if apierrors.IsForbidden(err) {
@@ -309,4 +336,20 @@ func removeTunnelNamespace(ctx context.Context, cl *Cluster, namespace string, l
 	}
 	log.Info("deleted the tunnel namespace", "namespace", namespace)
 	return nil
+}
+
+// occupant names something in namespace that keeps it from being deleted:
+// any Deployment (another session's relay is hookback's too), or a Pod,
+// Service or Secret without hookback's managed-by label. It lists only what
+// a tunnel session may list there anyway.
+func occupant(ctx context.Context, cl *Cluster, namespace string) string {
+	deployments := []schema.GroupVersionResource{{Group: "apps", Version: "v1", Resource: "deployments"}}
+	if what := Occupant(ctx, cl.Dynamic, namespace, deployments, func(*unstructured.Unstructured) bool { return false }); what != "" {
+		return what
+	}
+	return Occupant(ctx, cl.Dynamic, namespace, []schema.GroupVersionResource{
+		{Version: "v1", Resource: "pods"}, {Version: "v1", Resource: "services"}, {Version: "v1", Resource: "secrets"},
+	}, func(o *unstructured.Unstructured) bool {
+		return o.GetLabels()[registration.LabelManagedBy] == registration.ManagedByValue
+	})
 }

@@ -32,12 +32,30 @@ func reach(ctx context.Context, cfg Config, cl *Cluster) (tunnel.Decision, *reve
 	return d, t, nil
 }
 
+// whyTunnelReattached is the reason to verify again after the tunnel came
+// back; the other reasons are the heartbeat's (the cluster regained).
+const whyTunnelReattached = "the reverse tunnel attached again"
+
+// redeployRelay writes the relay's objects again after the session regained
+// the cluster: a stale cleanup by another run, while this laptop slept past
+// its Lease, deletes the relay with the configurations. Applying what is
+// there changes nothing, so the pod is not replaced.
+func (r *run) redeployRelay(ctx context.Context, why string) {
+	if r.tunnel == nil || why == whyTunnelReattached {
+		return
+	}
+	if err := r.tunnel.deploy(ctx, r.leaseRef); err != nil {
+		r.cfg.Log.Error("could not deploy the relay again; the webhooks fail open until it is back", "error", err)
+	}
+}
+
 // startTunnel deploys the relay and keeps this process attached to it
 // until bgCtx ends. It returns once the first attach is up, so that the
 // canary that follows goes through the tunnel; every later attach verifies
 // again.
 func (r *run) startTunnel(ctx, bgCtx context.Context, errc chan<- error) error {
 	t := r.tunnel
+	t.adoptSecret(ctx)
 	if err := t.deploy(ctx, r.leaseRef); err != nil {
 		return err
 	}
@@ -49,12 +67,14 @@ func (r *run) startTunnel(ctx, bgCtx context.Context, errc chan<- error) error {
 			close(up)
 			return
 		}
-		r.reverifyLater("the reverse tunnel attached again")
+		r.reverifyLater(whyTunnelReattached)
 	})
 	if err != nil {
 		return err
 	}
+	ended := make(chan struct{})
 	r.bg.Go(func() {
+		defer close(ended)
 		if err := a.Start(bgCtx); err != nil {
 			errc <- fmt.Errorf("reverse tunnel: %w", err)
 		}
@@ -69,6 +89,9 @@ func (r *run) startTunnel(ctx, bgCtx context.Context, errc chan<- error) error {
 		select {
 		case <-up:
 			return nil
+		case <-ended:
+			// Refused for good (relay.ErrDenied); the error is in errc.
+			return errors.New("the reverse tunnel stopped before it attached")
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-poll.C:

@@ -12,10 +12,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/hookback/hookback/certs"
@@ -107,6 +110,11 @@ func TestTunnelNamespace(t *testing.T) {
 		{name: "created when missing, deleted by the last session"},
 		{name: "kept while another session's relay runs there", existing: relayObjects("other", "tun"), kept: true},
 		{name: "never one hookback did not create", existing: []runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tun"}}}, kept: true},
+		{name: "kept while someone else's Secret is there", existing: []runtime.Object{&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: "tun"}}}, kept: true},
+		{name: "kept while someone else's pod runs there", existing: []runtime.Object{&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "job-x", Namespace: "tun"}}}, kept: true},
+		{name: "kept while someone else's Service is there", existing: []runtime.Object{&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "tun"}}}, kept: true},
+		{name: "the session's own relay pod, still terminating, does not keep it", existing: []runtime.Object{&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "relay-x", Namespace: "tun",
+			Labels: map[string]string{registration.LabelManagedBy: registration.ManagedByValue, registration.LabelSession: "s"}}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cl := fakeCluster(tc.existing...)
@@ -123,6 +131,33 @@ func TestTunnelNamespace(t *testing.T) {
 				t.Errorf("namespace deleted: %v, want it kept", err)
 			case !tc.kept && !apierrors.IsNotFound(err):
 				t.Errorf("namespace after the last session: %v, want not found", err)
+			}
+		})
+	}
+}
+
+// TestAdoptSecret: a restart of a crashed session reuses the secret its
+// relay pod was started with; nobody else's.
+func TestAdoptSecret(t *testing.T) {
+	const ns = "hookback-system"
+	log := slog.New(slog.DiscardHandler)
+	unlabelled := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: relayName("bare"), Namespace: ns},
+		Data: map[string][]byte{relay.SecretKey: []byte("not-hookbacks")}}
+	for _, tc := range []struct {
+		name, session, want string
+		existing            []runtime.Object
+	}{
+		{name: "the crashed run's relay", session: "mine", existing: relayObjects("mine", ns), want: "s"},
+		{name: "none left: the fresh secret", session: "mine", want: "fresh"},
+		{name: "another session's relay is not ours", session: "mine", existing: relayObjects("other", ns), want: "fresh"},
+		{name: "a Secret of that name without hookback's labels", session: "bare", existing: []runtime.Object{unlabelled}, want: "fresh"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tun := &reverseTunnel{spec: relay.Spec{Name: relayName(tc.session), Namespace: ns, Session: tc.session, Secret: "fresh"},
+				cluster: fakeCluster(tc.existing...), log: log}
+			tun.adoptSecret(context.Background())
+			if tun.spec.Secret != tc.want {
+				t.Errorf("secret %q, want %q", tun.spec.Secret, tc.want)
 			}
 		})
 	}
@@ -205,6 +240,43 @@ func TestPullFailure(t *testing.T) {
 			}
 			if tc.fails && !strings.Contains(why, tc.reason) {
 				t.Errorf("pullFailure = %q, want it to name %s", why, tc.reason)
+			}
+		})
+	}
+}
+
+// TestRedeployRelay: when the session regains the cluster, a relay that a
+// stale cleanup deleted meanwhile is written again; a tunnel re-attach
+// alone writes nothing.
+func TestRedeployRelay(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		why     string
+		applied []string
+	}{
+		{why: "lease recreated", applied: []string{"secrets", "deployments", "services"}},
+		{why: whyTunnelReattached},
+	} {
+		t.Run(tc.why, func(t *testing.T) {
+			cl := fakeCluster()
+			// The fake dynamic client cannot apply: record the applies.
+			var applied []string
+			cl.Dynamic.(*dynamicfake.FakeDynamicClient).PrependReactor("patch", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				if p, ok := a.(k8stesting.PatchAction); ok && p.GetPatchType() == types.ApplyPatchType && p.GetNamespace() == "tun" {
+					applied = append(applied, a.GetResource().Resource)
+				}
+				return true, &unstructured.Unstructured{}, nil
+			})
+			tun := &reverseTunnel{spec: relay.Spec{Name: relayName("s"), Namespace: "tun", Session: "s", Image: "img", Secret: "k"},
+				cluster: cl, log: slog.New(slog.DiscardHandler)}
+			r := &run{tunnel: tun, leaseRef: "default/hookback-s", cfg: Config{Log: slog.New(slog.DiscardHandler)}}
+			r.redeployRelay(ctx, tc.why)
+			if !slices.Equal(applied, tc.applied) {
+				t.Errorf("applied %v, want %v", applied, tc.applied)
+			}
+			_, err := cl.Client.CoreV1().Namespaces().Get(ctx, "tun", metav1.GetOptions{})
+			if got, want := err == nil, tc.applied != nil; got != want {
+				t.Errorf("tunnel namespace written: %v, want %v", got, want)
 			}
 		})
 	}
