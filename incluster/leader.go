@@ -57,7 +57,15 @@ func (l *leader) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("leader election: %w", err)
 		}
-		le.Run(ctx)
+		// ReleaseOnCancel releases the Lease as soon as the elector's
+		// context ends, so that context ends only once the term's
+		// controllers have returned: the next leader must not start while
+		// a write of this one is still in flight.
+		electCtx, stopElect := context.WithCancel(context.WithoutCancel(ctx))
+		stopAfter := context.AfterFunc(ctx, func() { t.end(); stopElect() })
+		le.Run(electCtx)
+		stopAfter()
+		stopElect()
 		// Run starts the term's controllers on a goroutine of its own and
 		// may return before they stop: end the term and wait for them,
 		// so the next campaign cannot overlap it.
@@ -76,24 +84,31 @@ func (l *leader) Run(ctx context.Context) error {
 type term struct {
 	mu      sync.Mutex
 	ended   bool
+	stop    context.CancelFunc // the running controllers' context
 	running sync.WaitGroup
 }
 
-// begin reports whether the term may start its controllers: not once it
-// has ended.
-func (t *term) begin() bool {
+// begin reports whether the term may start its controllers, and the
+// context they run in: not once it has ended.
+func (t *term) begin(ctx context.Context) (context.Context, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.ended {
-		return false
+		return nil, false
 	}
+	ctx, t.stop = context.WithCancel(ctx)
 	t.running.Add(1)
-	return true
+	return ctx, true
 }
 
+// end stops the term's controllers and waits for them; it may be called
+// more than once.
 func (t *term) end() {
 	t.mu.Lock()
 	t.ended = true
+	if t.stop != nil {
+		t.stop()
+	}
 	t.mu.Unlock()
 	t.running.Wait()
 }
@@ -114,7 +129,8 @@ func (l *leader) config(t *term) leaderelection.LeaderElectionConfig {
 		Name:            "hookback",
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
-				if !t.begin() {
+				ctx, ok := t.begin(ctx)
+				if !ok {
 					return
 				}
 				defer t.running.Done()

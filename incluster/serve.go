@@ -132,12 +132,19 @@ func (r *replica) run(ctx context.Context) (err error) {
 	errc := make(chan error, 3)
 	wg.Go(func() { errc <- r.srv.Start(srvCtx) })
 	wg.Go(func() { errc <- r.leader.Run(leadCtx) })
+	// The certificate watchers end with srvCtx, so they are waited for only
+	// once it is cancelled (a deferred wait of its own would run first and
+	// never return: SIGTERM hung every replica serving certificate files).
+	var waitWatch func()
 	defer func() {
 		r.srv.SetReady(false)
 		stopLeading()
 		r.cfg.Log.Info("stopping: not ready, still answering", "for", r.cfg.ShutdownDelay)
 		time.Sleep(r.cfg.ShutdownDelay)
 		stopServer()
+		if waitWatch != nil {
+			waitWatch()
+		}
 		wg.Wait()
 		close(errc)
 		for e := range errc {
@@ -148,12 +155,9 @@ func (r *replica) run(ctx context.Context) (err error) {
 		return err
 	}
 	changed := make(chan struct{}, 1)
-	waitWatch, err := r.certs.Watch(srvCtx, changed)
+	waitWatch, err = r.certs.Watch(srvCtx, changed)
 	if err != nil {
 		return err
-	}
-	if waitWatch != nil {
-		defer waitWatch()
 	}
 	r.cfg.Log.Info("serving", "after", time.Since(r.started).Round(time.Millisecond), "service", Name+"."+r.cfg.Namespace+".svc",
 		"port", r.cfg.Port, "health", r.srv.HealthAddr().String(), "identity", r.cfg.Identity)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes/fake"
 )
@@ -85,12 +86,21 @@ func TestLeaderHandsOver(t *testing.T) {
 	cs := fake.NewClientset()
 	var mu sync.Mutex
 	running := map[string]int{}
+	var early []string // controllers that found the Lease released while they still ran
 	newReplica := func(id string) *leader {
 		ctl := func(ctx context.Context) error {
 			mu.Lock()
 			running[id]++
 			mu.Unlock()
 			<-ctx.Done()
+			// A controller stopping may still be writing: the Lease must
+			// still be this replica's (ReleaseOnCancel only after).
+			if l, err := cs.CoordinationV1().Leases("hb").Get(context.Background(), LeaseName, metav1.GetOptions{}); err != nil ||
+				l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != id {
+				mu.Lock()
+				early = append(early, id)
+				mu.Unlock()
+			}
 			mu.Lock()
 			running[id]--
 			mu.Unlock()
@@ -133,6 +143,9 @@ func TestLeaderHandsOver(t *testing.T) {
 	}
 	if running["b"] != 0 {
 		t.Errorf("b's controllers still running: %v", running)
+	}
+	if len(early) > 0 {
+		t.Errorf("the Lease was released while the controllers of %v still ran", early)
 	}
 }
 

@@ -181,6 +181,13 @@ func (u *uninstaller) delete(ctx context.Context, steps []uninstallStep) error {
 			if !s.namespaced && !u.belongs(&o) {
 				continue
 			}
+			if o.GetKind() == "Namespace" {
+				if what := u.occupant(ctx); what != "" {
+					u.log.Warn("left the namespace: it holds what the install did not write (render's Namespace labels one that already existed); delete it yourself if it should go",
+						"namespace", u.ns, "holds", what)
+					continue
+				}
+			}
 			err := ri.Delete(ctx, o.GetName(), metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)})
 			if err != nil && !apierrors.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("delete %s %q: %w", o.GetKind(), o.GetName(), err))
@@ -191,6 +198,23 @@ func (u *uninstaller) delete(ctx context.Context, steps []uninstallStep) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// occupant names something in the namespace that the install did not
+// write, "" when there is nothing; a list that fails counts as something.
+// `kubectl apply` of render's output labels a namespace that already
+// existed as the install's, so the label alone does not say the namespace
+// is the install's to delete. What every namespace gets on its own (the
+// default ServiceAccount, the kube-root-ca.crt ConfigMap) does not count.
+func (u *uninstaller) occupant(ctx context.Context) string {
+	install := labels.SelectorFromSet(Labels())
+	automatic := map[string]string{"ConfigMap": "kube-root-ca.crt", "ServiceAccount": "default"}
+	return session.Occupant(ctx, u.dyn, u.ns, []schema.GroupVersionResource{
+		gvr("apps", "v1", "deployments"), gvr("", "v1", "pods"), gvr("", "v1", "services"),
+		gvr("", "v1", "secrets"), gvr("", "v1", "configmaps"), gvr("", "v1", "serviceaccounts"),
+	}, func(o *unstructured.Unstructured) bool {
+		return automatic[o.GetKind()] == o.GetName() || install.Matches(labels.Set(o.GetLabels()))
+	})
 }
 
 // waitPodsGone waits until no pod of the install is left.

@@ -150,9 +150,15 @@ func volumes(o Options) []corev1.Volume {
 	return v
 }
 
-// certManager are a self-signed Issuer and the serving Certificate for the
-// Service's names; cainjector copies its CA into the configurations'
-// caBundle (AnnotationInjectCA).
+// certManager are the Issuers and Certificates of the serving certificate:
+// a self-signed Issuer makes a CA, a CA Issuer signs the serving Certificate
+// for the Service's names with it, and cainjector copies that CA into the
+// configurations' caBundle (AnnotationInjectCA). The CA, not the leaf, is
+// what the apiserver trusts: a self-signed leaf is its own CA, and every
+// renewal (a new key) changed the caBundle at once, while the pods served
+// the old leaf until the kubelet updated their Secret volume, so every call
+// failed TLS, and failed open, for up to a minute. Both Secrets carry the
+// install's labels, so uninstall finds them.
 func certManager(o Options) []runtime.Object {
 	obj := func(kind, name string, spec map[string]any) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "cert-manager.io/v1", "kind": kind, "spec": spec}}
@@ -161,22 +167,41 @@ func certManager(o Options) []runtime.Object {
 		u.SetLabels(Labels())
 		return u
 	}
+	secretTemplate := func() map[string]any {
+		labels := map[string]any{}
+		for k, v := range Labels() {
+			labels[k] = v
+		}
+		return map[string]any{"labels": labels}
+	}
 	names := make([]any, 0, 3)
 	for _, n := range DNSNames(Name, o.Namespace) {
 		names = append(names, n)
 	}
 	return []runtime.Object{
 		obj("Issuer", Name+"-selfsigned", map[string]any{"selfSigned": map[string]any{}}),
-		obj("Certificate", Name, map[string]any{"secretName": tlsSecretName, "dnsNames": names,
-			"issuerRef": map[string]any{"kind": "Issuer", "name": Name + "-selfsigned"}}),
+		obj("Certificate", caCertificateName, map[string]any{"isCA": true, "commonName": Name + "-ca." + o.Namespace,
+			"secretName": caCertificateName, "duration": "87600h", "secretTemplate": secretTemplate(),
+			"privateKey": map[string]any{"algorithm": "ECDSA", "size": int64(256)},
+			"issuerRef":  map[string]any{"kind": "Issuer", "name": Name + "-selfsigned"}}),
+		obj("Issuer", caCertificateName, map[string]any{"ca": map[string]any{"secretName": caCertificateName}}),
+		obj("Certificate", Name, map[string]any{"secretName": tlsSecretName, "dnsNames": names, "secretTemplate": secretTemplate(),
+			"issuerRef": map[string]any{"kind": "Issuer", "name": caCertificateName}}),
 	}
 }
 
+// caCertificateName names the cert-manager CA's Certificate, its Secret and
+// the Issuer that signs with it.
+const caCertificateName = Name + "-cert-manager-ca"
+
+// podDisruptionBudget lets a drain evict one replica at a time. It is
+// maxUnavailable, not minAvailable 1: with --replicas 1 that would block
+// every drain of the node the pod runs on.
 func podDisruptionBudget(o Options) *policyv1.PodDisruptionBudget {
 	return &policyv1.PodDisruptionBudget{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
 		ObjectMeta: meta(o, Name),
-		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: selector()},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1)), Selector: selector()},
 	}
 }
 
