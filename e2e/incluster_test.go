@@ -26,6 +26,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
+
+	"github.com/hookback/hookback/incluster"
 )
 
 // inClusterLease is the replicas' leader election Lease duration: short, so
@@ -43,6 +45,8 @@ type replica struct {
 	// forwarder to the apiserver, and how often it was started.
 	saDir, apiserverPort string
 	starts               int
+	// args are more flags for serve.
+	args []string
 }
 
 func (r *replica) health() string { return "http://" + net.JoinHostPort(r.ns.nsIP, "8080") }
@@ -76,6 +80,25 @@ func TestInClusterTwoReplicas(t *testing.T) {
 	requireLocal(t, "needs kube-apiserver's --enable-aggregator-routing=true to call replicas in test-made network namespaces (on kind: TestInClusterDeployment)")
 	requireNetns(t)
 	installForTest(t).twoReplicas(t)
+}
+
+// TestInClusterServeCertFiles runs a replica as the cert-manager install
+// does, serving certificate files it watches: it gets ready, and SIGTERM
+// stops it within its shutdown delay (the watchers' wait once ran before
+// the server was stopped, and the replica never exited).
+func TestInClusterServeCertFiles(t *testing.T) {
+	requireLocal(t, "runs `hookback serve` in a test-made network namespace against the local control plane")
+	requireNetns(t)
+	in := installForTest(t)
+	in.image = "" // the binary as a process: a container replica takes no extra flags
+	p := writePKI(t, t.TempDir(), "127.0.0.1")
+	r := &replica{id: "files", ns: newNetns(t), args: []string{"--tls-cert-file", p.servingCert, "--tls-key-file", p.servingKey, "--ca-file", p.caCert}}
+	in.start(t, r)
+	waitReady(t, r)
+	r.proc.stop(t, syscall.SIGTERM)
+	if log := readFile(t, r.proc.log); !strings.Contains(log, "stopping: not ready, still answering") {
+		t.Errorf("no graceful stop:\n%s", tail(r.proc.log, 20))
+	}
 }
 
 // twoReplicas is TestInClusterTwoReplicas on an install, whose replicas
@@ -198,8 +221,10 @@ func installForTest(t *testing.T) *inClusterInstall {
 	if b, err := apply.CombinedOutput(); err != nil {
 		t.Fatalf("kubectl apply: %v\n%s", err, b)
 	}
+	// The install's own Service (uninstall deletes it, and only then the
+	// namespace), without a selector: the test points its endpoints.
 	_, err = env.client.CoreV1().Services(in.ns).Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "hookback"},
+		ObjectMeta: metav1.ObjectMeta{Name: "hookback", Labels: incluster.Labels()},
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "https", Port: 443, TargetPort: intstr.FromInt32(8443)}}},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -259,10 +284,11 @@ func (in *inClusterInstall) start(t *testing.T, r *replica) {
 		r.kubeconfig = filepath.Join(t.TempDir(), r.id+".kubeconfig")
 		writeTokenKubeconfig(t, r.kubeconfig, forwardToAPIServer(t, r.ns.hostIP), in.token)
 	}
-	r.proc = r.ns.run(t, env.binary, "serve", "--kubeconfig", r.kubeconfig, "--namespace", in.ns, "--identity", r.id,
+	args := []string{"serve", "--kubeconfig", r.kubeconfig, "--namespace", in.ns, "--identity", r.id,
 		"--bind-address", r.ns.nsIP, "--port", "8443", "--health-address", net.JoinHostPort(r.ns.nsIP, "8080"),
 		"--webhooks", "pod-name", "--controllers", "pod-name-label", "--template", in.template,
-		"--lease-duration", inClusterLease.String(), "--shutdown-delay", "2s")
+		"--lease-duration", inClusterLease.String(), "--shutdown-delay", "2s"}
+	r.proc = r.ns.run(t, env.binary, append(args, r.args...)...)
 }
 
 func writeTokenKubeconfig(t *testing.T, path, server, token string) {

@@ -39,8 +39,9 @@ import (
 // hookback attaches through the apiserver's real pod port-forward. It shows
 // admissions served through the tunnel, concurrent ones each answered
 // right, fail-open and recovery when the relay process dies and when the
-// port-forward is cut, the relay removed when the session stops, and a
-// crashed session's relay removed by cleanup.
+// port-forward is cut, a restart after kill -9 attaching to the relay the
+// dead run left, the relay removed when the session stops, and a crashed
+// session's relay removed by cleanup.
 func TestTunnelStart(t *testing.T) {
 	requireLocal(t, "needs kwok's PortForward resource and kube-apiserver's --enable-aggregator-routing=true")
 	requireNetns(t)
@@ -73,10 +74,14 @@ func TestTunnelStart(t *testing.T) {
 		}
 	}
 
-	hb := n.run(t, env.binary, "start", "--kubeconfig", kubeconfig, "--session", session, "--state-dir", t.TempDir(),
-		"--port", hookbackPort, "--health-address", net.JoinHostPort(n.nsIP, "8081"), "--inspector-address", "",
-		"--webhooks", "pod-name", "--controllers", "none", "--verify-timeout", "30s",
-		"--tunnel", "--tunnel-namespace", tunnelNS, "--relay-image", cmp.Or(image, "registry.invalid/hookback:e2e"))
+	stateDir := t.TempDir()
+	startHookback := func() *nsProc {
+		return n.run(t, env.binary, "start", "--kubeconfig", kubeconfig, "--session", session, "--state-dir", stateDir,
+			"--port", hookbackPort, "--health-address", net.JoinHostPort(n.nsIP, "8081"), "--inspector-address", "",
+			"--webhooks", "pod-name", "--controllers", "none", "--verify-timeout", "30s",
+			"--tunnel", "--tunnel-namespace", tunnelNS, "--relay-image", cmp.Or(image, "registry.invalid/hookback:e2e"))
+	}
+	hb := startHookback()
 
 	// The relay pod, where the session deployed it, at the namespace's address.
 	pod := waitRelayPod(t, tunnelNS, name, hb)
@@ -148,6 +153,20 @@ func TestTunnelStart(t *testing.T) {
 	eventually(t, "admissions through the tunnel after the port-forward was cut", func(ctx context.Context) (bool, error) {
 		return true, tunnelAdmissions(ctx, work, 8)
 	})
+
+	// hookback is killed and started again, same session, as after a crash:
+	// it takes over the relay the dead run left, whose pod only knows that
+	// run's secret, attaches and verifies.
+	hb.stop(t, syscall.SIGKILL)
+	hb = startHookback()
+	waitLog(t, hb, "hookback is ready", "the restarted session ready")
+	if log := readFile(t, hb.log); !strings.Contains(log, "reusing the relay a previous run of this session left") ||
+		!strings.Contains(logLine(log, "hookback is ready"), "verified: the apiserver called back") {
+		t.Fatalf("the restarted session did not attach to the relay left running:\n%s", tail(hb.log, 20))
+	}
+	if err := tunnelAdmissions(ctx, work, 8); err != nil {
+		t.Fatalf("through the tunnel after the restart: %v", err)
+	}
 
 	// The session stops: configurations, relay and its namespace go.
 	hb.stop(t, syscall.SIGTERM)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -76,7 +77,19 @@ func TestTunnelThroughPortForward(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ups, downs atomic.Int32
+	// The attacher's log says why it is not attached, when a wait times out.
+	var attachLog syncBuffer
+	upsAtLeast := func(n int32) func(context.Context) (bool, error) {
+		return func(context.Context) (bool, error) {
+			if ups.Load() >= n {
+				return true, nil
+			}
+			lines := strings.Split(strings.TrimSpace(attachLog.String()), "\n")
+			return false, fmt.Errorf("not attached; the attacher last logged: %s", lines[len(lines)-1])
+		}
+	}
 	a, err := relay.NewAttacher(relay.AttachOptions{
+		Log: slog.New(slog.NewTextHandler(&attachLog, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Dialer: &relay.PortForward{Config: rc, Client: env.client, Namespace: ns, Port: relayControlPort,
 			Pod: func(context.Context) (string, error) { return "relay", nil }},
 		Secret: "e2e-secret", Local: srv.Listener.Addr().String(),
@@ -97,7 +110,7 @@ func TestTunnelThroughPortForward(t *testing.T) {
 			return true, tunnelRequests(srv, listen, 32)
 		})
 	}
-	eventually(t, "attached through the port-forward", func(context.Context) (bool, error) { return ups.Load() == 1, nil })
+	eventually(t, "attached through the port-forward", upsAtLeast(1))
 	through("after attaching")
 
 	// The relay process dies and comes back (the relay pod restarted).
@@ -105,7 +118,7 @@ func TestTunnelThroughPortForward(t *testing.T) {
 	_ = relayCmd.Wait()
 	eventually(t, "the tunnel seen down", func(context.Context) (bool, error) { return downs.Load() >= 1, nil })
 	startRelay()
-	eventually(t, "attached again after the relay restarted", func(context.Context) (bool, error) { return ups.Load() >= 2, nil })
+	eventually(t, "attached again after the relay restarted", upsAtLeast(2))
 	through("after the relay restarted")
 
 	// The port-forward is cut: the apiserver goes away and comes back.
@@ -116,7 +129,7 @@ func TestTunnelThroughPortForward(t *testing.T) {
 	if out, err := exec.Command(repoPath("hack", "cluster", "apiserver"), "start").CombinedOutput(); err != nil {
 		t.Fatalf("hack/cluster/apiserver start: %v\n%s", err, out)
 	}
-	eventually(t, "attached again after the port-forward was cut", func(context.Context) (bool, error) { return ups.Load() > before, nil })
+	eventually(t, "attached again after the port-forward was cut", upsAtLeast(before+1))
 	through("after the port-forward was cut")
 }
 
@@ -128,7 +141,14 @@ func forwardPod(t *testing.T, ns, name string, target int) {
 	if _, err := env.client.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "relay", Image: "registry.invalid/hookback",
-			Ports: []corev1.ContainerPort{{Name: "control", ContainerPort: relayControlPort}}}}},
+			Ports: []corev1.ContainerPort{{Name: "control", ContainerPort: relayControlPort}}}},
+			// The apiserver restarts in the tunnel tests leave kwok's node
+			// NotReady, and so tainted, for up to a minute afterwards; the
+			// fake pod needs no healthy node.
+			Tolerations: []corev1.Toleration{
+				{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists},
+				{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists},
+			}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
