@@ -116,14 +116,18 @@ func (v *Verifier) Verify(ctx context.Context) (time.Duration, error) {
 	}}
 	// The apiserver picks up a new webhook configuration asynchronously, so
 	// the first creates may not call us yet: retry until the canary sees one.
+	var pending error // a failure that may pass by itself, reported if it does not
 	for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, 200*time.Millisecond) {
 		start := time.Now()
 		_, err := v.Client.CoreV1().ConfigMaps(v.Namespace).Create(ctx, cm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		rtt := time.Since(start)
-		if err != nil && ctx.Err() == nil {
-			if v.Tunnel && !apierrors.IsForbidden(err) {
-				return 0, errkind.New(ErrVerify, DiagnoseTunnel(err, v.URL))
-			}
+		switch {
+		case err == nil || ctx.Err() != nil:
+		case v.Tunnel && noEndpoints(err):
+			pending = err
+		case v.Tunnel && !apierrors.IsForbidden(err):
+			return 0, errkind.New(ErrVerify, DiagnoseTunnel(err, v.URL))
+		default:
 			return 0, errkind.New(ErrVerify, Diagnose(err, v.URL, v.Namespace))
 		}
 		select {
@@ -133,12 +137,22 @@ func (v *Verifier) Verify(ctx context.Context) (time.Duration, error) {
 		}
 		select {
 		case <-ctx.Done():
+			if pending != nil {
+				return 0, errkind.New(ErrVerify, DiagnoseTunnel(pending, v.URL))
+			}
 			return 0, errkind.New(ErrVerify, fmt.Errorf("the apiserver never called the canary webhook within %s: are the ValidatingAdmissionWebhook and MutatingAdmissionWebhook admission plugins enabled?", v.Timeout))
 		case <-seen:
 			return rtt, nil
 		case <-time.After(backoff):
 		}
 	}
+}
+
+// noEndpoints reports the apiserver finding no ready endpoint behind the
+// relay's Service. Right after the relay pod turns ready this passes by
+// itself: the endpoints controller publishes the pod a moment later.
+func noEndpoints(err error) bool {
+	return strings.Contains(err.Error(), "no endpoints available for service")
 }
 
 // tunnelHint ends the diagnoses of an apiserver that cannot reach this
