@@ -22,8 +22,9 @@ import (
 const UserAgent = "hookback"
 
 // restConfig copies the config with hookback's user agent, a request timeout
-// and client-side rate limits: webhooks and controllers make bursts of small
-// requests that client-go's default 5 QPS would throttle.
+// and client-side rate limits (webhooks and controllers make bursts of small
+// requests that client-go's default 5 QPS would throttle), reading the
+// apiserver's clock from every answer.
 func (c *Config) restConfig(timeout time.Duration) *rest.Config {
 	rc := rest.CopyConfig(c.Rest)
 	rc.UserAgent = UserAgent
@@ -33,6 +34,9 @@ func (c *Config) restConfig(timeout time.Duration) *rest.Config {
 	if rc.QPS == 0 {
 		rc.QPS = 50
 		rc.Burst = 100
+	}
+	if c.Clock != nil {
+		rc.Wrap(c.Clock.wrap)
 	}
 	return rc
 }

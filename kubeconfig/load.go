@@ -45,6 +45,9 @@ type Config struct {
 	Context string
 	// Server is the apiserver URL.
 	Server string
+	// Clock is the apiserver's clock, read from the answers of every client
+	// built from this Config.
+	Clock *ServerClock
 }
 
 // Source describes where the config came from, for log lines and messages.
@@ -88,7 +91,7 @@ func Load(opts Options) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %q, context %q: %w", strings.Join(files, ","), ctxName, err)
 	}
-	return &Config{Rest: rc, Files: files, Context: ctxName, Server: rc.Host}, nil
+	return &Config{Rest: rc, Files: files, Context: ctxName, Server: rc.Host, Clock: &ServerClock{}}, nil
 }
 
 // files lists the kubeconfig files to merge, most important first, keeping
@@ -143,7 +146,7 @@ func (o Options) inCluster() (*Config, error) {
 	if o.Context != "" {
 		return nil, fmt.Errorf("--context %q given but no kubeconfig file was found: set --kubeconfig or KUBECONFIG", o.Context)
 	}
-	return &Config{Rest: rc, Server: rc.Host}, nil
+	return &Config{Rest: rc, Server: rc.Host, Clock: &ServerClock{}}, nil
 }
 
 func checkContext(raw *clientcmdapi.Config, name string, explicit bool, files []string) error {

@@ -40,7 +40,20 @@ type Heartbeat struct {
 	Duration time.Duration
 	// Parts are recorded on the Lease for other sessions (AnnotationParts).
 	Parts []string
-	Log   *slog.Logger
+	// Now is the apiserver's clock (kubeconfig.ServerClock), on which every
+	// session writes and judges renewTime; nil is the local clock.
+	Now func() time.Time
+	Log *slog.Logger
+}
+
+func (h *Heartbeat) now() time.Time { return nowOf(h.Now) }
+
+// nowOf reads clock, the local clock when it is nil.
+func nowOf(clock func() time.Time) time.Time {
+	if clock == nil {
+		return time.Now()
+	}
+	return clock()
 }
 
 // ErrSessionInUse means another live process holds the session's Lease.
@@ -67,7 +80,7 @@ func (h *Heartbeat) Acquire(ctx context.Context, alive HolderAlive) error {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return fmt.Errorf("get lease %s/%s: %w", h.Namespace, LeaseName(h.Session), err)
-	case l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != h.Holder && !LeaseExpired(l, time.Now()) && alive(*l.Spec.HolderIdentity):
+	case l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != h.Holder && !LeaseExpired(l, h.now()) && alive(*l.Spec.HolderIdentity):
 		return errkind.New(ErrSessionInUse, fmt.Errorf("session in use: %q is held by %s (Lease %s/%s): stop that hookback, or pick another --session",
 			h.Session, *l.Spec.HolderIdentity, h.Namespace, l.Name))
 	}
@@ -87,7 +100,7 @@ func (h *Heartbeat) Renew(ctx context.Context) (created bool, err error) {
 // which only Acquire decides.
 func (h *Heartbeat) renew(ctx context.Context, takeover bool) (created bool, err error) {
 	leases := h.Client.CoordinationV1().Leases(h.Namespace)
-	now := metav1.NewMicroTime(time.Now())
+	now := metav1.NewMicroTime(h.now())
 	l, err := leases.Get(ctx, LeaseName(h.Session), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		l = &coordinationv1.Lease{
@@ -203,22 +216,21 @@ const AnnotationParts = "hookback.dev/parts"
 
 // LiveParts collects the parts of every live session whose Lease is in one
 // of namespaces, except the session named except.
-func LiveParts(ctx context.Context, cs kubernetes.Interface, namespaces []string, except string) (map[string]bool, error) {
+func LiveParts(ctx context.Context, cs kubernetes.Interface, namespaces []string, except string, now func() time.Time) (map[string]bool, error) {
 	live := map[string]bool{}
 	for _, ns := range namespaces {
-		if err := addLiveParts(ctx, cs, ns, except, live); err != nil {
+		if err := addLiveParts(ctx, cs, ns, except, nowOf(now), live); err != nil {
 			return nil, err
 		}
 	}
 	return live, nil
 }
 
-func addLiveParts(ctx context.Context, cs kubernetes.Interface, namespace, except string, live map[string]bool) error {
+func addLiveParts(ctx context.Context, cs kubernetes.Interface, namespace, except string, now time.Time, live map[string]bool) error {
 	leases, err := cs.CoordinationV1().Leases(namespace).List(ctx, metav1.ListOptions{LabelSelector: ManagedSelector})
 	if err != nil {
 		return fmt.Errorf("list session leases in %s: %w", namespace, err)
 	}
-	now := time.Now()
 	for i := range leases.Items {
 		l := &leases.Items[i]
 		if l.Labels[LabelSession] == except || LeaseExpired(l, now) {

@@ -24,6 +24,41 @@ func lease(session, parts string, renewed time.Time) *coordinationv1.Lease {
 	}
 }
 
+// TestLivePartsServerClock: Leases are judged on the clock given (the
+// apiserver's), not the local one: renewed an hour "ago" by the local clock
+// is live when the apiserver's clock is an hour behind it.
+func TestLivePartsServerClock(t *testing.T) {
+	server := time.Now().Add(-time.Hour)
+	cs := fake.NewClientset(lease("behind", "exec-rbac", server))
+	tests := []struct {
+		name  string
+		now   func() time.Time
+		alive bool
+	}{
+		{"apiserver's clock", func() time.Time { return server.Add(5 * time.Second) }, true},
+		{"local clock", nil, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			live, err := LiveParts(context.Background(), cs, []string{"default"}, "", tc.now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if live["exec-rbac"] != tc.alive {
+				t.Errorf("exec-rbac live = %v, want %v", live["exec-rbac"], tc.alive)
+			}
+			opts := CleanupOptions{Stale: true, DefaultLeaseNamespace: "default", Now: tc.now}
+			stale, err := opts.Selects(context.Background(), cs, "behind", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stale == tc.alive {
+				t.Errorf("Selects(stale) = %v, want %v", stale, !tc.alive)
+			}
+		})
+	}
+}
+
 func TestLivePartsAndCleanups(t *testing.T) {
 	now := time.Now()
 	cs := fake.NewClientset(
@@ -31,7 +66,7 @@ func TestLivePartsAndCleanups(t *testing.T) {
 		lease("alive", "exec-rbac,pod-name", now),
 		lease("dead", "node-status", now.Add(-time.Hour)),
 	)
-	live, err := LiveParts(context.Background(), cs, []string{"default", "other"}, "me")
+	live, err := LiveParts(context.Background(), cs, []string{"default", "other"}, "me", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

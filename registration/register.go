@@ -152,6 +152,9 @@ type CleanupOptions struct {
 	// DefaultLeaseNamespace is where a session's Lease is looked up when its
 	// configurations did not record one.
 	DefaultLeaseNamespace string
+	// Now is the apiserver's clock, by which Leases expire (Heartbeat.Now);
+	// nil is the local clock.
+	Now func() time.Time
 }
 
 // Cleanup deletes the configurations (and Leases) of the selected sessions
@@ -225,11 +228,11 @@ func (o CleanupOptions) Selects(ctx context.Context, cs kubernetes.Interface, se
 		return false, nil
 	}
 	ns, name := SplitLeaseRef(leaseRef, o.DefaultLeaseNamespace, session)
-	alive, err := leaseAlive(ctx, cs, ns, name)
+	alive, err := leaseAlive(ctx, cs, ns, name, o.Now)
 	return !alive, err
 }
 
-func leaseAlive(ctx context.Context, cs kubernetes.Interface, ns, name string) (bool, error) {
+func leaseAlive(ctx context.Context, cs kubernetes.Interface, ns, name string, now func() time.Time) (bool, error) {
 	l, err := cs.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false, nil
@@ -237,7 +240,7 @@ func leaseAlive(ctx context.Context, cs kubernetes.Interface, ns, name string) (
 	if err != nil {
 		return false, fmt.Errorf("get lease %s/%s: %w", ns, name, err)
 	}
-	return !LeaseExpired(l, time.Now()), nil
+	return !LeaseExpired(l, nowOf(now)), nil
 }
 
 // SplitLeaseRef splits a recorded namespace/name Lease reference; an

@@ -30,6 +30,15 @@ type Cluster struct {
 	Dynamic dynamic.Interface
 }
 
+// Now is the time on the apiserver's clock, by which session Leases are
+// written and judged.
+func (c *Cluster) Now() time.Time {
+	if c.Config == nil {
+		return time.Now()
+	}
+	return c.Config.Clock.Now()
+}
+
 // Connect loads the kubeconfig and checks that the apiserver answers and
 // that every permission in perms is granted, before anything is written.
 func Connect(ctx context.Context, opts kubeconfig.Options, log *slog.Logger, perms []admission.Permission) (*Cluster, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"time"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -102,7 +103,7 @@ func Cleanup(ctx context.Context, cfg CleanupConfig) ([]string, error) {
 		return nil, err
 	}
 	r := &registration.Registrar{Client: cs, Dynamic: dyn, Log: cfg.Log}
-	opts := registration.CleanupOptions{All: cfg.All, Sessions: cfg.Sessions, Stale: true, DefaultLeaseNamespace: cfg.LeaseNamespace}
+	opts := registration.CleanupOptions{All: cfg.All, Sessions: cfg.Sessions, Stale: true, DefaultLeaseNamespace: cfg.LeaseNamespace, Now: kc.Clock.Now}
 	removed, err := r.Cleanup(ctx, opts)
 	if cfg.TunnelNamespace == "" {
 		cfg.TunnelNamespace = DefaultTunnelNamespace
@@ -118,19 +119,19 @@ func Cleanup(ctx context.Context, cfg CleanupConfig) ([]string, error) {
 		}
 	}
 	slices.Sort(removed)
-	return removed, errors.Join(err, rerr, CleanupShared(ctx, cs, dyn, cfg.LeaseNamespace, cfg.Log))
+	return removed, errors.Join(err, rerr, CleanupShared(ctx, cs, dyn, cfg.LeaseNamespace, kc.Clock.Now, cfg.Log))
 }
 
 // CleanupShared undoes what the parts wrote outside any configuration (exec
 // RBAC, node CPU), for every part no live session still uses: the last
 // step of cleanup and of `hookback uninstall`.
-func CleanupShared(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, leaseNamespace string, log *slog.Logger) error {
+func CleanupShared(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, leaseNamespace string, now func() time.Time, log *slog.Logger) error {
 	r := &registration.Registrar{Client: cs, Dynamic: dyn, Log: log}
 	namespaces, err := r.LeaseNamespaces(ctx, leaseNamespace)
 	if err != nil {
 		return err
 	}
-	live, err := registration.LiveParts(ctx, cs, namespaces, "")
+	live, err := registration.LiveParts(ctx, cs, namespaces, "", now)
 	if err != nil {
 		return err
 	}

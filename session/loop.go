@@ -158,7 +158,7 @@ func (r *run) cleanupShared(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	live, err := registration.LiveParts(ctx, r.cluster.Client, namespaces, r.cfg.Session)
+	live, err := registration.LiveParts(ctx, r.cluster.Client, namespaces, r.cfg.Session, r.cluster.Now)
 	if err != nil {
 		return err
 	}

@@ -188,7 +188,7 @@ func newRun(cfg Config, cl *Cluster, srv *server.Server, canary *registration.Ca
 		cfg: cfg, cluster: cl, server: srv, canary: canary, certs: crt, parts: p, url: url, user: &userWebhooks{},
 		registrar: &registration.Registrar{Client: cl.Client, Dynamic: cl.Dynamic, Session: cfg.Session, Log: cfg.Log},
 		heartbeat: &registration.Heartbeat{Client: cl.Client, Namespace: cfg.LeaseNamespace, Session: cfg.Session,
-			Holder: holderIdentity(), Duration: cfg.LeaseDuration, Parts: p.names(), Log: cfg.Log},
+			Holder: holderIdentity(), Duration: cfg.LeaseDuration, Parts: p.names(), Now: cl.Now, Log: cfg.Log},
 		leaseRef: cfg.LeaseNamespace + "/" + registration.LeaseName(cfg.Session),
 		regained: make(chan string, 1),
 		lost:     make(chan error, 1),
@@ -255,13 +255,13 @@ func (r *run) run(ctx context.Context, started time.Time) (err error) {
 
 // acquire cleans up dead sessions and takes this session's Lease.
 func (r *run) acquire(ctx context.Context) error {
-	removed, err := r.registrar.Cleanup(ctx, registration.CleanupOptions{Stale: true, Except: r.cfg.Session, DefaultLeaseNamespace: r.cfg.LeaseNamespace})
+	opts := registration.CleanupOptions{Stale: true, Except: r.cfg.Session, DefaultLeaseNamespace: r.cfg.LeaseNamespace, Now: r.cluster.Now}
+	removed, err := r.registrar.Cleanup(ctx, opts)
 	if err != nil {
 		r.cfg.Log.Warn("could not clean up every stale session", "error", err)
 	}
 	if r.tunnel != nil {
-		relays, err := cleanupRelays(ctx, r.cluster, r.tunnel.spec.Namespace, registration.CleanupOptions{
-			Stale: true, Except: r.cfg.Session, DefaultLeaseNamespace: r.cfg.LeaseNamespace}, r.cfg.Log)
+		relays, err := cleanupRelays(ctx, r.cluster, r.tunnel.spec.Namespace, opts, r.cfg.Log)
 		if err != nil {
 			r.cfg.Log.Warn("could not clean up every stale relay", "error", err)
 		}
