@@ -214,10 +214,20 @@ func (h *Heartbeat) Release(ctx context.Context) error {
 // session runs.
 const AnnotationParts = "hookback.dev/parts"
 
-// LiveParts collects the parts of every live session whose Lease is in one
-// of namespaces, except the session named except.
+// LiveParts collects the parts of every live session, except the session
+// named except. It lists session Leases in every namespace where the user
+// may, so that a session whose Lease namespace no configuration records
+// (--webhooks none with --lease-namespace) is seen too; otherwise in
+// namespaces, those the sessions' configurations recorded.
 func LiveParts(ctx context.Context, cs kubernetes.Interface, namespaces []string, except string, now func() time.Time) (map[string]bool, error) {
 	live := map[string]bool{}
+	err := addLiveParts(ctx, cs, metav1.NamespaceAll, except, nowOf(now), live)
+	switch {
+	case err == nil:
+		return live, nil
+	case !apierrors.IsForbidden(errors.Unwrap(err)):
+		return nil, err
+	}
 	for _, ns := range namespaces {
 		if err := addLiveParts(ctx, cs, ns, except, nowOf(now), live); err != nil {
 			return nil, err
@@ -229,7 +239,11 @@ func LiveParts(ctx context.Context, cs kubernetes.Interface, namespaces []string
 func addLiveParts(ctx context.Context, cs kubernetes.Interface, namespace, except string, now time.Time, live map[string]bool) error {
 	leases, err := cs.CoordinationV1().Leases(namespace).List(ctx, metav1.ListOptions{LabelSelector: ManagedSelector})
 	if err != nil {
-		return fmt.Errorf("list session leases in %s: %w", namespace, err)
+		where := namespace
+		if where == metav1.NamespaceAll {
+			where = "every namespace"
+		}
+		return fmt.Errorf("list session leases in %s: %w", where, err)
 	}
 	for i := range leases.Items {
 		l := &leases.Items[i]

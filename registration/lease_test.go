@@ -8,8 +8,12 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 )
 
@@ -54,6 +58,43 @@ func TestLivePartsServerClock(t *testing.T) {
 			}
 			if stale == tc.alive {
 				t.Errorf("Selects(stale) = %v, want %v", stale, !tc.alive)
+			}
+		})
+	}
+}
+
+// TestLivePartsEveryNamespace: a session whose Lease is in a namespace no
+// configuration records is seen when the user may list Leases everywhere;
+// without that right the recorded namespaces are listed one by one.
+func TestLivePartsEveryNamespace(t *testing.T) {
+	now := time.Now()
+	elsewhere := lease("controllers-only", "exec-rbac", now)
+	elsewhere.Namespace = "team-a"
+	tests := []struct {
+		name      string
+		forbidden bool // listing Leases in every namespace is forbidden
+		want      bool // exec-rbac live
+	}{
+		{"allowed everywhere", false, true},
+		{"only the recorded namespaces", true, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := fake.NewClientset(elsewhere, lease("alive", "pod-name", now))
+			var listed []string
+			cs.PrependReactor("list", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				listed = append(listed, a.GetNamespace())
+				if tc.forbidden && a.GetNamespace() == metav1.NamespaceAll {
+					return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "", errors.New("no"))
+				}
+				return false, nil, nil
+			})
+			live, err := LiveParts(context.Background(), cs, []string{"default"}, "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if live["exec-rbac"] != tc.want || !live["pod-name"] {
+				t.Errorf("live parts = %v (listed in %q), want exec-rbac %v and pod-name", live, listed, tc.want)
 			}
 		})
 	}
