@@ -19,6 +19,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/incluster"
+	"github.com/hookback/hookback/registration"
 )
 
 // metricValue is the value of an unlabelled metric on a replica's
@@ -207,4 +209,22 @@ func (l *load) stop() (int64, []error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.ok.Load(), l.failed
+}
+
+// waitPresence waits for the presence Lease to be held by r and to name the
+// install's parts, as laptop sessions read it.
+func (in *inClusterInstall) waitPresence(t *testing.T, r *replica) {
+	t.Helper()
+	name := registration.LeaseName(incluster.PresenceSession)
+	eventually(t, "presence Lease "+in.ns+"/"+name+" held by "+r.id, func(ctx context.Context) (bool, error) {
+		l, err := env.client.CoordinationV1().Leases(in.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		holder, parts := ptr.Deref(l.Spec.HolderIdentity, ""), l.Annotations[registration.AnnotationParts]
+		if holder == r.id && parts != "pod-name,pod-name-label" {
+			return false, fmt.Errorf("presence Lease names parts %q, want pod-name,pod-name-label", parts)
+		}
+		return holder == r.id && l.Labels[registration.LabelSession] == incluster.PresenceSession, nil
+	})
 }

@@ -124,8 +124,10 @@ func (in *inClusterInstall) twoReplicas(t *testing.T) {
 		return true, in.denied(ctx)
 	})
 
-	// One leader, and only it writes.
+	// One leader, and only it writes; it announces the install's parts to
+	// laptop sessions in a session Lease of its own.
 	lead, follow := in.leader(t)
+	in.waitPresence(t, lead)
 	pod := in.createPod(t, "web-1")
 	in.waitLabelled(t, pod)
 	if n := queueAdds(follow); n != 0 {
@@ -171,6 +173,7 @@ func (in *inClusterInstall) twoReplicas(t *testing.T) {
 	if err := in.denied(ctx); err != nil {
 		t.Errorf("after the takeover: %v", err)
 	}
+	in.waitPresence(t, follow)
 
 	// uninstall removes the install, configurations first.
 	out, errOut, code := hookback(t, env.kubeconfig, "uninstall", "--namespace", in.ns, "--wait", "5s")

@@ -25,6 +25,9 @@ const (
 	// LeaseName is the leader election Lease: only its holder runs the
 	// controllers.
 	LeaseName = "hookback"
+	// PresenceSession names the session Lease the leader keeps, so that
+	// laptop sessions see the install's parts as live.
+	PresenceSession = "in-cluster"
 )
 
 // ServeConfig is one run of `hookback serve`, already parsed.
@@ -130,9 +133,10 @@ func DNSNames(service, namespace string) []string {
 
 // ServePermissions are what serve needs: apply the webhook configurations
 // (never delete: a pod's exit must not deregister), the CA Secret, the
-// leader election Lease, Events, and the selected parts' declarations. No
-// laptop-session permissions (canary ConfigMaps, session Leases, deleting
-// configurations): those are `hookback uninstall`'s, run by a person.
+// leader election Lease and the leader's presence Lease, Events, and the
+// selected parts' declarations. No laptop-session permissions (canary
+// ConfigMaps, other sessions' Leases, deleting configurations): those are
+// `hookback uninstall`'s, run by a person.
 func ServePermissions(namespace string, caSecret bool, webhooks, controllers []string) ([]admission.Permission, error) {
 	ctl, err := controller.Permissions(controllers)
 	if err != nil {
@@ -155,7 +159,11 @@ func ServePermissions(namespace string, caSecret bool, webhooks, controllers []s
 	for _, verb := range []string{"get", "update"} {
 		add(verb, "coordination.k8s.io", "leases", namespace, LeaseName, "leader election")
 	}
-	add("create", "coordination.k8s.io", "leases", namespace, "", "leader election, on first start")
+	add("create", "coordination.k8s.io", "leases", namespace, "", "leader election and the presence Lease")
+	for _, verb := range []string{"get", "update", "delete"} {
+		add(verb, "coordination.k8s.io", "leases", namespace, registration.LeaseName(PresenceSession),
+			"the presence Lease: laptop sessions leave what the install's parts share while it is live")
+	}
 	add("create", "", "events", "", "", "Events")
 	add("patch", "", "events", "", "", "Events (repeats)")
 	return admission.MergePermissions(core, webhook.Permissions(webhooks), ctl), nil

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/hookback/hookback/registration"
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -25,7 +27,9 @@ type leader struct {
 	identity    string
 	duration    time.Duration
 	controllers []func(context.Context) error
-	log         *slog.Logger
+	// presence is the session Lease the leader keeps (PresenceSession).
+	presence *registration.Heartbeat
+	log      *slog.Logger
 	// leading is read by readiness: a leader is ready only once its caches
 	// have synced.
 	leading atomic.Bool
@@ -35,9 +39,12 @@ type leader struct {
 	errs []error
 }
 
-func newLeader(client kubernetes.Interface, cfg ServeConfig, controllers []func(context.Context) error, reg prometheus.Registerer) (*leader, error) {
+func newLeader(client kubernetes.Interface, cfg ServeConfig, controllers []func(context.Context) error, reg prometheus.Registerer, now func() time.Time) (*leader, error) {
 	l := &leader{client: client, namespace: cfg.Namespace, identity: cfg.Identity, duration: cfg.LeaseDuration,
 		controllers: controllers, log: cfg.Log,
+		presence: &registration.Heartbeat{Client: client, Namespace: cfg.Namespace, Session: PresenceSession,
+			Holder: cfg.Identity, Duration: cfg.LeaseDuration, Parts: slices.Concat(cfg.Webhooks, cfg.Controllers),
+			Now: now, Labels: Labels(), Log: cfg.Log},
 		gauge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "hookback_leader",
 			Help: "1 while this replica holds the leader election Lease and runs the controllers."})}
 	if err := reg.Register(l.gauge); err != nil {
@@ -153,6 +160,14 @@ func (l *leader) lead(ctx context.Context) {
 	l.gauge.Set(1)
 	l.log.Info("leading: controllers started", "identity", l.identity, "controllers", len(l.controllers))
 	var wg sync.WaitGroup
+	if l.announce(ctx) {
+		wg.Go(func() {
+			l.presence.Run(ctx, l.duration/3, func(string) {}, func(err error) {
+				l.log.Warn("presence Lease taken over; laptop sessions may undo what the parts share", "error", err)
+			})
+		})
+		defer l.withdraw(ctx)
+	}
 	for _, run := range l.controllers {
 		wg.Go(func() {
 			if err := run(ctx); err != nil {
@@ -164,4 +179,28 @@ func (l *leader) lead(ctx context.Context) {
 		})
 	}
 	wg.Wait()
+}
+
+// announce takes the presence Lease: laptop sessions read it, as they read
+// each other's session Leases, and leave what the install's parts share with
+// them (exec RBAC, node CPU) while it is live. A previous leader's Lease is
+// taken over at once: only one replica leads.
+func (l *leader) announce(ctx context.Context) bool {
+	if err := l.presence.Acquire(ctx, func(string) bool { return false }); err != nil {
+		if ctx.Err() == nil {
+			l.log.Warn("could not announce the install to laptop sessions; their exit may undo what the parts share until the next event", "error", err)
+		}
+		return false
+	}
+	return true
+}
+
+// withdraw releases the presence Lease at the end of the term, after the
+// controllers stopped.
+func (l *leader) withdraw(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := l.presence.Release(ctx); err != nil {
+		l.log.Warn("could not release the presence Lease; it expires by itself", "error", err)
+	}
 }

@@ -62,7 +62,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if err != nil {
 		return err
 	}
-	lead, err := newLeader(cl.Client, cfg, comps.Controllers(), metrics.Registry)
+	lead, err := newLeader(cl.Client, cfg, comps.Controllers(), metrics.Registry, cl.Now)
 	if err != nil {
 		return err
 	}

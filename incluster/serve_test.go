@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookback/hookback/registration"
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
 )
 
 func TestExcludeNamespace(t *testing.T) {
@@ -107,7 +109,7 @@ func TestLeaderHandsOver(t *testing.T) {
 			return nil
 		}
 		l, err := newLeader(cs, ServeConfig{Namespace: "hb", Identity: id, LeaseDuration: 2 * time.Second, // the Lease records whole seconds
-			Log: slog.New(slog.DiscardHandler)}, []func(context.Context) error{ctl}, prometheus.NewRegistry())
+			Controllers: []string{"exec-rbac"}, Log: slog.New(slog.DiscardHandler)}, []func(context.Context) error{ctl}, prometheus.NewRegistry(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,8 +119,18 @@ func TestLeaderHandsOver(t *testing.T) {
 	ctxA, stopA := context.WithCancel(context.Background())
 	ctxB, stopB := context.WithCancel(context.Background())
 	doneA, doneB := make(chan error, 1), make(chan error, 1)
+	// The leader announces itself to laptop sessions with a session Lease
+	// naming its parts, its own while it leads, gone when no one leads.
+	presence := func() string {
+		l, err := cs.CoordinationV1().Leases("hb").Get(context.Background(), registration.LeaseName(PresenceSession), metav1.GetOptions{})
+		if err != nil {
+			return ""
+		}
+		return ptr.Deref(l.Spec.HolderIdentity, "") + " " + l.Annotations[registration.AnnotationParts]
+	}
 	go func() { doneA <- a.Run(ctxA) }()
 	waitFor(t, "a leading", func() bool { return a.leading.Load() })
+	waitFor(t, "a's presence Lease", func() bool { return presence() == "a exec-rbac" })
 	go func() { doneB <- b.Run(ctxB) }()
 	// b campaigns for a few retry periods while a holds the Lease.
 	time.Sleep(time.Second)
@@ -137,9 +149,13 @@ func TestLeaderHandsOver(t *testing.T) {
 	}
 	mu.Unlock()
 	waitFor(t, "b leading after a released the Lease", func() bool { return b.leading.Load() })
+	waitFor(t, "b's presence Lease", func() bool { return presence() == "b exec-rbac" })
 	stopB()
 	if err := <-doneB; err != nil {
 		t.Fatal(err)
+	}
+	if p := presence(); p != "" {
+		t.Errorf("presence Lease %q left after the last leader stopped", p)
 	}
 	if running["b"] != 0 {
 		t.Errorf("b's controllers still running: %v", running)

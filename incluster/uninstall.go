@@ -113,7 +113,7 @@ func Uninstall(ctx context.Context, cfg UninstallConfig) ([]string, error) {
 	if err := u.waitPodsGone(ctx, cfg.PodsTimeout); err != nil {
 		errs = append(errs, err)
 	} else {
-		errs = append(errs, session.CleanupShared(ctx, cl.Client, cl.Dynamic, cfg.LeaseNamespace, cl.Now, cfg.Log))
+		errs = append(errs, session.CleanupShared(ctx, cl.Client, cl.Dynamic, cfg.LeaseNamespace, PresenceSession, cl.Now, cfg.Log))
 	}
 	errs = append(errs, u.delete(ctx, restSteps))
 	return u.deleted, errors.Join(errs...)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"time"
 
@@ -43,7 +44,9 @@ type Heartbeat struct {
 	// Now is the apiserver's clock (kubeconfig.ServerClock), on which every
 	// session writes and judges renewTime; nil is the local clock.
 	Now func() time.Time
-	Log *slog.Logger
+	// Labels are put on the Lease besides the session's own.
+	Labels map[string]string
+	Log    *slog.Logger
 }
 
 func (h *Heartbeat) now() time.Time { return nowOf(h.Now) }
@@ -107,7 +110,7 @@ func (h *Heartbeat) renew(ctx context.Context, takeover bool) (created bool, err
 			ObjectMeta: metav1.ObjectMeta{
 				Name:        LeaseName(h.Session),
 				Namespace:   h.Namespace,
-				Labels:      map[string]string{LabelManagedBy: ManagedByValue, LabelSession: h.Session},
+				Labels:      h.labels(nil),
 				Annotations: map[string]string{AnnotationParts: strings.Join(h.Parts, ",")},
 			},
 			Spec: coordinationv1.LeaseSpec{
@@ -132,10 +135,7 @@ func (h *Heartbeat) renew(ctx context.Context, takeover bool) (created bool, err
 	l = l.DeepCopy()
 	// A Lease taken over from a crashed run of this session still names that
 	// run's parts; other sessions decide their shared cleanup by them.
-	if l.Labels == nil {
-		l.Labels = map[string]string{}
-	}
-	l.Labels[LabelManagedBy], l.Labels[LabelSession] = ManagedByValue, h.Session
+	l.Labels = h.labels(l.Labels)
 	if l.Annotations == nil {
 		l.Annotations = map[string]string{}
 	}
@@ -187,6 +187,16 @@ func (h *Heartbeat) Run(ctx context.Context, interval time.Duration, regained fu
 			regained("apiserver reachable again")
 		}
 	}
+}
+
+// labels adds the Lease's labels to those it has.
+func (h *Heartbeat) labels(have map[string]string) map[string]string {
+	if have == nil {
+		have = map[string]string{}
+	}
+	maps.Copy(have, h.Labels)
+	have[LabelManagedBy], have[LabelSession] = ManagedByValue, h.Session
+	return have
 }
 
 // Release deletes the Lease while this process holds it; a Lease another

@@ -119,19 +119,20 @@ func Cleanup(ctx context.Context, cfg CleanupConfig) ([]string, error) {
 		}
 	}
 	slices.Sort(removed)
-	return removed, errors.Join(err, rerr, CleanupShared(ctx, cs, dyn, cfg.LeaseNamespace, kc.Clock.Now, cfg.Log))
+	return removed, errors.Join(err, rerr, CleanupShared(ctx, cs, dyn, cfg.LeaseNamespace, "", kc.Clock.Now, cfg.Log))
 }
 
 // CleanupShared undoes what the parts wrote outside any configuration (exec
-// RBAC, node CPU), for every part no live session still uses: the last
-// step of cleanup and of `hookback uninstall`.
-func CleanupShared(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, leaseNamespace string, now func() time.Time, log *slog.Logger) error {
+// RBAC, node CPU), for every part no live session but except still uses:
+// the last step of cleanup and of `hookback uninstall` (which removes the
+// session of the in-cluster install).
+func CleanupShared(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, leaseNamespace, except string, now func() time.Time, log *slog.Logger) error {
 	r := &registration.Registrar{Client: cs, Dynamic: dyn, Log: log}
 	namespaces, err := r.LeaseNamespaces(ctx, leaseNamespace)
 	if err != nil {
 		return err
 	}
-	live, err := registration.LiveParts(ctx, cs, namespaces, "", now)
+	live, err := registration.LiveParts(ctx, cs, namespaces, except, now)
 	if err != nil {
 		return err
 	}
