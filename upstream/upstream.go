@@ -229,9 +229,15 @@ func hostPort(u *url.URL) string {
 	return net.JoinHostPort(u.Hostname(), "80")
 }
 
-// snippet is the start of a body for a message, printable.
+// snippet is the start of a body for a message, printable: the upstream's
+// own error text or page helps the developer, but JSON is not shown, since
+// an upstream that echoes its review (a Secret's, say) answers with the
+// object in it, and hookback never logs objects.
 func snippet(b []byte) string {
 	s := strings.TrimSpace(string(b))
+	if strings.HasPrefix(s, "{") || strings.HasPrefix(s, "[") {
+		return fmt.Sprintf("%d bytes of JSON, not shown: they may hold the object", len(b))
+	}
 	if len(s) > 200 {
 		s = s[:200] + "..."
 	}

@@ -50,7 +50,12 @@ func TestForwarder(t *testing.T) {
 		{name: "patched", version: v1, body: answer(v1, map[string]any{"uid": "u1", "allowed": true, "patchType": "JSONPatch",
 			"patch": b64(`[{"op":"add","path":"/metadata/labels/x","value":"y"}]`)}), wantAllowed: true, wantPatchOps: 1},
 		{name: "wrong uid", version: v1, body: answer(v1, map[string]any{"uid": "u2", "allowed": true}), wantFailed: `upstream answered uid "u2" for request "u1"`},
-		{name: "not json", version: v1, body: "<html>", wantFailed: "upstream answer is not an AdmissionReview"},
+		{name: "not json", version: v1, body: "<html>", wantFailed: `upstream answer is not an AdmissionReview: invalid character '<' looking for beginning of value (answer: "<html>")`},
+		// An answer that echoes the review (a Secret's) is never quoted.
+		{name: "broken json not quoted", version: v1, body: `{"apiVersion":"admission.k8s.io/v1","request":{"object":{"data":{"password":"aHVudGVyMg=="}}}`,
+			wantFailed: "(answer: 93 bytes of JSON, not shown: they may hold the object)"},
+		{name: "http 500 with json not quoted", version: v1, status: 500, body: `{"data":{"password":"aHVudGVyMg=="}}`,
+			wantFailed: "upstream answered HTTP 500: 36 bytes of JSON, not shown"},
 		{name: "http 500", version: v1, status: 500, body: "boom", wantFailed: `upstream answered HTTP 500: "boom"`},
 		{name: "other version", version: v1, body: answer(v1beta1, map[string]any{"uid": "u1", "allowed": true}),
 			wantFailed: "upstream answered admission.k8s.io/v1beta1 to an admission.k8s.io/v1 review"},
