@@ -162,8 +162,9 @@ func (l *leader) lead(ctx context.Context) {
 	var wg sync.WaitGroup
 	if l.announce(ctx) {
 		wg.Go(func() {
+			// Taken over means another replica leads now: it announces.
 			l.presence.Run(ctx, l.duration/3, func(string) {}, func(err error) {
-				l.log.Warn("presence Lease taken over; laptop sessions may undo what the parts share", "error", err)
+				l.log.Info("another replica took the presence Lease over", "error", err)
 			})
 		})
 		defer l.withdraw(ctx)
