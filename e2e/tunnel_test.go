@@ -154,7 +154,16 @@ func forwardPod(t *testing.T, ns, name string, target int) {
 	}
 	eventually(t, "pod "+name+" running", func(ctx context.Context) (bool, error) {
 		p, err := env.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		return err == nil && p.Status.Phase == corev1.PodRunning, err
+		if err != nil || p.Status.Phase == corev1.PodRunning {
+			return err == nil, err
+		}
+		// Said on a timeout: who has not done their part, the scheduler
+		// or kwok.
+		var conds []string
+		for _, c := range p.Status.Conditions {
+			conds = append(conds, fmt.Sprintf("%s=%s %s", c.Type, c.Status, c.Message))
+		}
+		return false, fmt.Errorf("phase %q on node %q, conditions %q", p.Status.Phase, p.Spec.NodeName, conds)
 	})
 	forwardRelayPod(t, ns, name, "127.0.0.1", target)
 }

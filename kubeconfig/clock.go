@@ -12,13 +12,14 @@ import (
 // sleep) would otherwise see live sessions as dead, or have its own seen so.
 // Every hookback writes and reads renewTime on this one clock.
 //
-// A Date header has whole seconds, so the estimate is good to about half a
-// second plus the request's latency: ample for Leases of tens of seconds.
-// Before the first answer, and for clients not built from a Config, it is
-// the local clock.
+// A Date header has whole seconds, stamped somewhere between the request's
+// send and its answer's arrival: each answer bounds the offset between the
+// clocks to an interval about a second wide. The clock keeps the offset
+// closest to its previous one within each new interval: zero while the
+// local clock agrees with the apiserver's (the same machine, NTP), the
+// smallest correction that fits the answers otherwise.
 type ServerClock struct {
 	mu     sync.Mutex
-	date   string        // the last Date header read, to parse each second once
 	offset time.Duration // the apiserver's clock minus the local one
 }
 
@@ -33,23 +34,21 @@ func (c *ServerClock) Now() time.Time {
 	return time.Now().Add(c.offset)
 }
 
-// observe takes the Date header of an answer received at local time at.
-func (c *ServerClock) observe(date string, at time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	// The first answer within a second is read closest to when the
-	// apiserver's clock turned to it; the next ones add nothing.
-	if date == "" || date == c.date {
+// observe takes the Date header of an answer to a request sent at local
+// time sent and answered at local time at.
+func (c *ServerClock) observe(date string, sent, at time.Time) {
+	if date == "" {
 		return
 	}
 	t, err := http.ParseTime(date)
 	if err != nil {
 		return
 	}
-	c.date = date
-	// The apiserver's time lies within the second the header names: take
-	// its middle.
-	c.offset = t.Add(500 * time.Millisecond).Sub(at)
+	// The apiserver's clock read t..t+1s at some local instant in sent..at.
+	lo, hi := t.Sub(at), t.Add(time.Second).Sub(sent)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset = min(max(c.offset, lo), hi)
 }
 
 // roundTripper records the Date of every answer passing through it.
@@ -59,9 +58,10 @@ type roundTripper struct {
 }
 
 func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	sent := time.Now()
 	resp, err := rt.next.RoundTrip(req)
 	if err == nil {
-		rt.clock.observe(resp.Header.Get("Date"), time.Now())
+		rt.clock.observe(resp.Header.Get("Date"), sent, time.Now())
 	}
 	return resp, err
 }

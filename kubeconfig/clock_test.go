@@ -40,9 +40,14 @@ func TestServerClock(t *testing.T) {
 			if _, err := ServerVersion(context.Background(), cs, srv.URL); err != nil {
 				t.Fatal(err)
 			}
-			// Date has whole seconds: the estimate is within a second.
-			if off := cfg.Clock.Now().Sub(time.Now()) - tc.skew; off.Abs() > 1500*time.Millisecond {
+			// Date has whole seconds: the estimate is within a second, and
+			// a clock in step with the apiserver's is left as it is.
+			got := cfg.Clock.Now().Sub(time.Now())
+			if off := got - tc.skew; off.Abs() > 1500*time.Millisecond {
 				t.Errorf("clock off the apiserver's by %v, want within 1.5s", off)
+			}
+			if tc.skew == 0 && got.Abs() > 50*time.Millisecond {
+				t.Errorf("clock moved %v from a local clock in step with the apiserver's, want it left", got)
 			}
 		})
 	}
