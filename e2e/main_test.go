@@ -83,7 +83,29 @@ func run(m *testing.M) (int, error) {
 			return 0, fmt.Errorf("build %s in %s: %w\n%s", b.pkg, b.dir, err, out)
 		}
 	}
-	return m.Run(), nil
+	code := m.Run()
+	if code != 0 && env.local {
+		printClusterLogs(repo)
+	}
+	return code, nil
+}
+
+// printClusterLogs prints the end of the local control plane's component
+// logs, which hack/cluster/down deletes: what a failed wait on the scheduler
+// or kwok needs to be understood after CI.
+func printClusterLogs(repo string) {
+	logs, _ := filepath.Glob(filepath.Join(repo, ".cache", "cluster", "kwok", "clusters", "*", "logs", "*.log"))
+	for _, path := range logs {
+		if strings.HasSuffix(path, "etcd.log") {
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		fmt.Fprintf(os.Stderr, "--- last lines of %s:\n%s\n", filepath.Base(path), strings.Join(lines[max(0, len(lines)-40):], "\n"))
+	}
 }
 
 // script runs a repo script, streaming its stderr, and returns its stdout.

@@ -140,7 +140,9 @@ func forwardPod(t *testing.T, ns, name string, target int) {
 	ctx := context.Background()
 	if _, err := env.client.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "relay", Image: "registry.invalid/hookback",
+		// Bound to hack/cluster's node: the test is about port-forward, so
+		// it does not wait on the scheduler.
+		Spec: corev1.PodSpec{NodeName: "kwok-node-0", Containers: []corev1.Container{{Name: "relay", Image: "registry.invalid/hookback",
 			Ports: []corev1.ContainerPort{{Name: "control", ContainerPort: relayControlPort}}}},
 			// The apiserver restarts in the tunnel tests leave kwok's node
 			// NotReady, and so tainted, for up to a minute afterwards; the
