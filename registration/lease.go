@@ -46,7 +46,10 @@ type Heartbeat struct {
 	Now func() time.Time
 	// Labels are put on the Lease besides the session's own.
 	Labels map[string]string
-	Log    *slog.Logger
+	// Meanwhile ends the warning of a failing heartbeat with what the
+	// failure means for the holder; empty for none.
+	Meanwhile string
+	Log       *slog.Logger
 }
 
 func (h *Heartbeat) now() time.Time { return nowOf(h.Now) }
@@ -174,15 +177,15 @@ func (h *Heartbeat) Run(ctx context.Context, interval time.Duration, regained fu
 		case err != nil && ctx.Err() == nil:
 			if failingSince.IsZero() {
 				failingSince = time.Now()
-				h.Log.Warn("session heartbeat failed; retrying, webhooks fail open meanwhile", "error", err)
+				h.Log.Warn("session heartbeat failed; retrying"+h.Meanwhile, "lease", h.Namespace+"/"+LeaseName(h.Session), "error", err)
 			}
 			continue
 		case created:
-			h.Log.Warn("session lease was gone (cleaned up by another run?); re-registering", "lease", h.Namespace+"/"+LeaseName(h.Session))
+			h.Log.Warn("session lease was gone (cleaned up by another run?); made it again", "lease", h.Namespace+"/"+LeaseName(h.Session))
 			failingSince = time.Time{}
 			regained("lease recreated")
 		case !failingSince.IsZero():
-			h.Log.Info("session heartbeat recovered; re-registering", "down_for", time.Since(failingSince).Round(time.Millisecond))
+			h.Log.Info("session heartbeat recovered", "lease", h.Namespace+"/"+LeaseName(h.Session), "down_for", time.Since(failingSince).Round(time.Millisecond))
 			failingSince = time.Time{}
 			regained("apiserver reachable again")
 		}

@@ -188,7 +188,7 @@ func newRun(cfg Config, cl *Cluster, srv *server.Server, canary *registration.Ca
 		cfg: cfg, cluster: cl, server: srv, canary: canary, certs: crt, parts: p, url: url, user: &userWebhooks{},
 		registrar: &registration.Registrar{Client: cl.Client, Dynamic: cl.Dynamic, Session: cfg.Session, Log: cfg.Log},
 		heartbeat: &registration.Heartbeat{Client: cl.Client, Namespace: cfg.LeaseNamespace, Session: cfg.Session,
-			Holder: holderIdentity(), Duration: cfg.LeaseDuration, Parts: p.names(), Now: cl.Now, Log: cfg.Log},
+			Holder: holderIdentity(), Duration: cfg.LeaseDuration, Parts: p.names(), Now: cl.Now, Meanwhile: ", webhooks fail open meanwhile", Log: cfg.Log},
 		leaseRef: cfg.LeaseNamespace + "/" + registration.LeaseName(cfg.Session),
 		regained: make(chan string, 1),
 		lost:     make(chan error, 1),
