@@ -228,12 +228,12 @@ func (h *Heartbeat) Release(ctx context.Context) error {
 const AnnotationParts = "hookback.dev/parts"
 
 // LiveParts collects the parts of every live session, except the session
-// named except. It lists session Leases in every namespace where the user
+// named except, each with the session that runs it. It lists session Leases in every namespace where the user
 // may, so that a session whose Lease namespace no configuration records
 // (--webhooks none with --lease-namespace) is seen too; otherwise in
 // namespaces, those the sessions' configurations recorded.
-func LiveParts(ctx context.Context, cs kubernetes.Interface, namespaces []string, except string, now func() time.Time) (map[string]bool, error) {
-	live := map[string]bool{}
+func LiveParts(ctx context.Context, cs kubernetes.Interface, namespaces []string, except string, now func() time.Time) (map[string]string, error) {
+	live := map[string]string{}
 	err := addLiveParts(ctx, cs, metav1.NamespaceAll, except, nowOf(now), live)
 	switch {
 	case err == nil:
@@ -249,7 +249,7 @@ func LiveParts(ctx context.Context, cs kubernetes.Interface, namespaces []string
 	return live, nil
 }
 
-func addLiveParts(ctx context.Context, cs kubernetes.Interface, namespace, except string, now time.Time, live map[string]bool) error {
+func addLiveParts(ctx context.Context, cs kubernetes.Interface, namespace, except string, now time.Time, live map[string]string) error {
 	leases, err := cs.CoordinationV1().Leases(namespace).List(ctx, metav1.ListOptions{LabelSelector: ManagedSelector})
 	if err != nil {
 		where := namespace
@@ -265,7 +265,7 @@ func addLiveParts(ctx context.Context, cs kubernetes.Interface, namespace, excep
 		}
 		for _, p := range strings.Split(l.Annotations[AnnotationParts], ",") {
 			if p != "" {
-				live[p] = true
+				live[p] = l.Labels[LabelSession]
 			}
 		}
 	}
@@ -273,11 +273,11 @@ func addLiveParts(ctx context.Context, cs kubernetes.Interface, namespace, excep
 }
 
 // RunCleanups runs the cleanup of each part that is not live.
-func RunCleanups(ctx context.Context, cleanups map[string]func(context.Context) error, live map[string]bool, log *slog.Logger) error {
+func RunCleanups(ctx context.Context, cleanups map[string]func(context.Context) error, live map[string]string, log *slog.Logger) error {
 	var errs []error
 	for part, cleanup := range cleanups {
-		if live[part] {
-			log.Info("another live session runs this part; leaving its shared objects", "part", part)
+		if session, ok := live[part]; ok {
+			log.Info("another live session runs this part; leaving its shared objects", "part", part, "session", session)
 			continue
 		}
 		err := cleanup(ctx)

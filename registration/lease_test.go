@@ -48,8 +48,8 @@ func TestLivePartsServerClock(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if live["exec-rbac"] != tc.alive {
-				t.Errorf("exec-rbac live = %v, want %v", live["exec-rbac"], tc.alive)
+			if _, alive := live["exec-rbac"]; alive != tc.alive {
+				t.Errorf("exec-rbac live = %v, want %v", alive, tc.alive)
 			}
 			opts := CleanupOptions{Stale: true, DefaultLeaseNamespace: "default", Now: tc.now}
 			stale, err := opts.Selects(context.Background(), cs, "behind", "")
@@ -93,7 +93,7 @@ func TestLivePartsEveryNamespace(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if live["exec-rbac"] != tc.want || !live["pod-name"] {
+			if _, execRBAC := live["exec-rbac"]; execRBAC != tc.want || live["pod-name"] != "alive" {
 				t.Errorf("live parts = %v (listed in %q), want exec-rbac %v and pod-name", live, listed, tc.want)
 			}
 		})
@@ -111,7 +111,7 @@ func TestLivePartsAndCleanups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !live["exec-rbac"] || !live["pod-name"] || live["node-status"] {
+	if _, dead := live["node-status"]; live["exec-rbac"] != "alive" || live["pod-name"] != "alive" || dead {
 		t.Fatalf("live parts = %v, want exec-rbac and pod-name only (me excluded, dead expired)", live)
 	}
 	ran := map[string]bool{}
