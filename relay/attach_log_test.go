@@ -3,7 +3,6 @@ package relay
 import (
 	"bytes"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -32,17 +31,11 @@ func (b *lockedBuffer) String() string {
 // waiting, once, at info; only losing a tunnel that was up is a warning.
 func TestAttachLogs(t *testing.T) {
 	srv := echo(t)
-	// A loopback port nothing listens on yet: dialling it is refused.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	control := ln.Addr().String()
-	ln.Close()
+	var control relayAddr // no relay yet: dialling it is refused
 
 	var logs lockedBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	ups, _, _ := attach(t, func() string { return control }, "s3cret", srv.Listener.Addr().String(), nil, log)
+	ups, _, _ := attach(t, control.get, "s3cret", srv.Listener.Addr().String(), nil, log)
 
 	waitFor(t, "a retry after the first refusal", func() bool { return strings.Contains(logs.String(), "reverse tunnel still down") })
 	before := logs.String()
@@ -53,8 +46,10 @@ func TestAttachLogs(t *testing.T) {
 		t.Errorf("a relay not there yet is no outage, but warned:\n%s", before)
 	}
 
-	_, stopRelay := startRelay(t, control)
+	r, stopRelay := startRelay(t, "127.0.0.1:0")
+	control.set(r.ControlAddr().String())
 	waitFor(t, "attached", func() bool { return ups.Load() == 1 })
+	control.set("")
 	stopRelay()
 	waitFor(t, "the outage warned", func() bool { return strings.Contains(logs.String(), "level=WARN") })
 	if after := logs.String(); strings.Count(after, "reverse tunnel down: the webhooks fail open") != 1 {

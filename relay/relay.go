@@ -32,6 +32,9 @@ type Relay struct {
 	session          *yamux.Session
 	conns            sync.WaitGroup
 	warnedNoneAttach bool
+	// stopping is set by Start under mu once ctx is done: a session
+	// attach registers after that is closed at once, not waited for.
+	stopping bool
 }
 
 // New binds both listeners, so a busy port fails at once.
@@ -69,6 +72,7 @@ func (r *Relay) Start(ctx context.Context) error {
 	r.listen.Close()
 	r.control.Close()
 	r.mu.Lock()
+	r.stopping = true
 	if r.session != nil {
 		r.session.Close()
 	}
@@ -107,7 +111,15 @@ func (r *Relay) attach(c net.Conn) {
 		c.Close()
 		return
 	}
+	// The laptop has heard OK already, so Start may have begun stopping
+	// in between: it closed whatever session was current then, and would
+	// wait forever for this one.
 	r.mu.Lock()
+	if r.stopping {
+		r.mu.Unlock()
+		s.Close()
+		return
+	}
 	old := r.session
 	r.session, r.warnedNoneAttach = s, false
 	r.mu.Unlock()

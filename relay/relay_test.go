@@ -46,6 +46,19 @@ func startRelay(t *testing.T, control string) (*Relay, context.CancelFunc) {
 	return r, stop
 }
 
+// errNoRelay is what the tests' dialer answers while control is "": a
+// refused dial, as through a port-forward to a relay pod not there yet.
+// Tests that stop and start relays follow their addresses this way rather
+// than closing a port and binding it again, which a parallel test binary
+// may take in between.
+var errNoRelay = errors.New("dial tcp: connect: connection refused (no relay in this test yet)")
+
+// relayAddr is the control address a test's relay has now ("" for none).
+type relayAddr struct{ v atomic.Value }
+
+func (a *relayAddr) set(s string) { a.v.Store(s) }
+func (a *relayAddr) get() string  { s, _ := a.v.Load().(string); return s }
+
 // attach runs an attacher to the relay's control port until the test ends;
 // log, when given, gets its lines.
 func attach(t *testing.T, control func() string, secret, local string, reg prometheus.Registerer, log ...*slog.Logger) (*atomic.Int32, chan error, context.CancelFunc) {
@@ -53,8 +66,12 @@ func attach(t *testing.T, control func() string, secret, local string, reg prome
 	var ups atomic.Int32
 	o := AttachOptions{
 		Dialer: DialerFunc(func(ctx context.Context) (net.Conn, error) {
+			addr := control()
+			if addr == "" {
+				return nil, errNoRelay
+			}
 			var d net.Dialer
-			return d.DialContext(ctx, "tcp", control())
+			return d.DialContext(ctx, "tcp", addr)
 		}),
 		Secret: secret, Local: local, OnUp: func() { ups.Add(1) }, Metrics: reg,
 		MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond,
@@ -188,16 +205,19 @@ func TestSecret(t *testing.T) {
 	}
 }
 
-// TestReattach kills the relay and brings one back on the same control
-// port: the attacher attaches again by itself and requests pass.
+// TestReattach kills the relay and brings another one up: the attacher
+// attaches again by itself and requests pass.
 func TestReattach(t *testing.T) {
 	srv := echo(t)
+	var control relayAddr
 	r, stop := startRelay(t, "127.0.0.1:0")
-	control := r.ControlAddr().String()
-	ups, _, _ := attach(t, func() string { return control }, "s3cret", srv.Listener.Addr().String(), nil)
+	control.set(r.ControlAddr().String())
+	ups, _, _ := attach(t, control.get, "s3cret", srv.Listener.Addr().String(), nil)
 	waitFor(t, "attached", func() bool { return ups.Load() == 1 })
+	control.set("")
 	stop()
-	r2, _ := startRelay(t, control)
+	r2, _ := startRelay(t, "127.0.0.1:0")
+	control.set(r2.ControlAddr().String())
 	waitFor(t, "attached again", func() bool { return ups.Load() == 2 })
 	resp, err := client(srv, r2.Addr(), true).Post("https://127.0.0.1/", "text/plain", strings.NewReader("after"))
 	if err != nil {
@@ -262,4 +282,33 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	t.Fatalf("no metric %s", name)
 	return 0
+}
+
+// TestStopRightAfterAttach stops the relay the moment a laptop hears OK,
+// before the relay may have made the laptop's session its current one:
+// Start still returns (it once waited forever for that session to end).
+func TestStopRightAfterAttach(t *testing.T) {
+	for i := range 200 {
+		r, err := New(Options{Listen: "127.0.0.1:0", Control: "127.0.0.1:0", Secret: "s3cret"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = r.Start(ctx); close(done) }()
+		c, err := net.Dial("tcp", r.ControlAddr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := hello(c, "s3cret"); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("attempt %d: Start did not return after a laptop attached as it stopped", i)
+		}
+		c.Close()
+	}
 }
