@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hookback/hookback/internal/syncbuf"
 )
 
 // blockingRecorder holds every RecordServed until release is closed.
@@ -30,24 +32,6 @@ func (b *blockingRecorder) RecordServed(s Served) {
 	b.mu.Lock()
 	b.served = append(b.served, s)
 	b.mu.Unlock()
-}
-
-// lockedBuffer is a log sink safe for the bookkeeping goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // post sends body to url as a review and returns the answer, read to its end.
@@ -76,7 +60,7 @@ func post(t *testing.T, c *http.Client, url string, body []byte) (*http.Response
 // returns, answered and failed calls alike.
 func TestAfterwardsAnswerFirst(t *testing.T) {
 	rec := &blockingRecorder{release: make(chan struct{})}
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	after := NewAfterwards(4)
 	ran := make(chan struct{})
 	go func() {
@@ -139,7 +123,7 @@ func (p *panicRecorder) Record(string, string, []byte, []byte) {
 // wait for handlers) do their own bookkeeping; a panicking recorder is
 // logged, and the next admission is still recorded.
 func TestAfterwardsClosedAndPanics(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	after := NewAfterwards(1)
 	after.Close()
 	after.Close() // twice is harmless

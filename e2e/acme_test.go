@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hookback/hookback/internal/syncbuf"
 )
 
 // pebbleValidity is the lifetime of the leaves the test pebble issues under
@@ -32,7 +34,7 @@ type pebble struct {
 	rootFile  string // PEM of the root pebble issues under (the caBundle)
 	roots     *x509.CertPool
 	httpPort  int // where pebble's VA dials HTTP-01 challenges
-	log       syncBuffer
+	log       syncbuf.Buffer
 }
 
 // startPebble builds (hack/pebble, cached) and starts pebble on free loopback

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hookback/hookback/cli"
+	"github.com/hookback/hookback/internal/syncbuf"
 )
 
 // shellEnv is a directory with `hookback` and kubectl on PATH, the files the
@@ -104,7 +105,7 @@ func TestHelpExamplesRun(t *testing.T) {
 // stops it as Ctrl-C would: it must exit 0.
 func runServing(t *testing.T, s *shellEnv, line string) {
 	t.Helper()
-	var out, errOut syncBuffer
+	var out, errOut syncbuf.Buffer
 	cmd := s.shell(context.Background(), "exec "+line)
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Start(); err != nil {

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/hookback/hookback/internal/syncbuf"
 )
 
 const (
@@ -45,24 +46,6 @@ func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool,
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe to read while a process writes it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // proc is a running hookback.
 type proc struct {
 	t       *testing.T
@@ -70,8 +53,8 @@ type proc struct {
 	session string
 	health  string
 	port    int
-	stdout  syncBuffer
-	stderr  syncBuffer
+	stdout  syncbuf.Buffer
+	stderr  syncbuf.Buffer
 	done    chan struct{}
 	err     error
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/hookback/hookback/internal/syncbuf"
 	"github.com/hookback/hookback/relay"
 )
 
@@ -50,7 +51,7 @@ func TestTunnelThroughPortForward(t *testing.T) {
 		cmd := exec.Command(env.binary, "relay", "--listen", fmt.Sprintf("127.0.0.1:%d", listen), "--control", fmt.Sprintf("127.0.0.1:%d", control))
 		cmd.Env = append(os.Environ(), "HOOKBACK_RELAY_SECRET=e2e-secret")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		var out syncBuffer
+		var out syncbuf.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -78,7 +79,7 @@ func TestTunnelThroughPortForward(t *testing.T) {
 	}
 	var ups, downs atomic.Int32
 	// The attacher's log says why it is not attached, when a wait times out.
-	var attachLog syncBuffer
+	var attachLog syncbuf.Buffer
 	upsAtLeast := func(n int32) func(context.Context) (bool, error) {
 		return func(context.Context) (bool, error) {
 			if ups.Load() >= n {

@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/hookback/hookback/internal/syncbuf"
 )
 
 // TestYourWebhookControllerRuntime: a kubebuilder user's webhook server
@@ -36,7 +38,7 @@ func TestYourWebhookControllerRuntime(t *testing.T) {
 	}
 	port := freePort(t)
 	cr := exec.Command(env.crBinary, "--port", strconv.Itoa(port), "--cert-dir", certDir)
-	var crLog syncBuffer
+	var crLog syncbuf.Buffer
 	cr.Stdout, cr.Stderr = &crLog, &crLog
 	if err := cr.Start(); err != nil {
 		t.Fatal(err)

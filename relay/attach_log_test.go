@@ -1,31 +1,12 @@
 package relay
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/hookback/hookback/internal/syncbuf"
 )
-
-// lockedBuffer is a log destination the test reads while the attacher
-// writes to it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestAttachLogs: while the relay is not there yet the attacher says it is
 // waiting, once, at info; only losing a tunnel that was up is a warning.
@@ -33,7 +14,7 @@ func TestAttachLogs(t *testing.T) {
 	srv := echo(t)
 	var control relayAddr // no relay yet: dialling it is refused
 
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ups, _, _ := attach(t, control.get, "s3cret", srv.Listener.Addr().String(), nil, log)
 

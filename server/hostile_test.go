@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/internal/syncbuf"
 	"github.com/hookback/hookback/webhook"
 )
 
@@ -39,12 +39,12 @@ var bigBodyLimits = Limits{}
 
 // startHostile serves pod-name and pod-lifespan, the real built-ins, on a
 // real TLS listener with hostileLimits.
-func startHostile(t *testing.T) (addr string, logs *lockedWriter) {
+func startHostile(t *testing.T) (addr string, logs *syncbuf.Buffer) {
 	t.Helper()
 	return startHostileWith(t, hostileLimits)
 }
 
-func startHostileWith(t *testing.T, limits Limits) (addr string, logs *lockedWriter) {
+func startHostileWith(t *testing.T, limits Limits) (addr string, logs *syncbuf.Buffer) {
 	t.Helper()
 	crt, err := certs.NewSelfSigned(context.Background(), certs.TLSOptions{StateDir: t.TempDir(), Host: "127.0.0.1"})
 	if err != nil {
@@ -56,7 +56,7 @@ func startHostileWith(t *testing.T, limits Limits) (addr string, logs *lockedWri
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs = &lockedWriter{w: new(bytes.Buffer)}
+	logs = new(syncbuf.Buffer)
 	s, err := NewServer(ServerOptions{Address: "127.0.0.1:0", HealthAddress: "127.0.0.1:0", TLS: crt.TLSConfig(),
 		Log: slog.New(slog.NewTextHandler(logs, nil)), Metrics: NewMetrics(), Webhooks: hooks, Limits: limits})
 	if err != nil {
@@ -372,22 +372,4 @@ func heapAfterGC() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
-}
-
-// lockedWriter lets the log and the test read one buffer safely.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-func (l *lockedWriter) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.String()
 }
