@@ -21,8 +21,9 @@ func cleanupCommand() *cli.Command {
 		Usage: "delete webhook configurations and Leases that hookback left in the cluster",
 		Description: `cleanup removes this user's session (after a crash, kill -9 or a closed laptop),
 every session whose Lease expired, or with --all everything labelled
-app.kubernetes.io/managed-by=hookback, with the relays of --tunnel sessions; then the shared objects (exec RBAC, node CPU)
-that no live session still uses.` + examplesText(cleanupExamples),
+app.kubernetes.io/managed-by=hookback, with the relays of --tunnel sessions (in every namespace
+when you may list Deployments cluster-wide, else in --tunnel-namespace); then the shared objects
+(exec RBAC, node CPU) that no live session still uses.` + examplesText(cleanupExamples),
 		Flags: withGlobal("session", "all", "lease-namespace", "tunnel-namespace"),
 		Action: func(c *cli.Context) error {
 			g := globalOptions(c)

@@ -180,7 +180,8 @@ func TestTunnelStart(t *testing.T) {
 		}
 	}
 
-	// A crashed session leaves its relay: cleanup removes it.
+	// A crashed session leaves its relay, in a namespace of its own: cleanup
+	// removes it, and the namespace the session created.
 	crashNS := tunnelNS + "-crash"
 	crashed := n.run(t, env.binary, "start", "--kubeconfig", kubeconfig, "--session", session, "--state-dir", t.TempDir(),
 		"--port", hookbackPort, "--health-address", net.JoinHostPort(n.nsIP, "8081"), "--inspector-address", "",
@@ -191,7 +192,9 @@ func TestTunnelStart(t *testing.T) {
 	if _, err := env.client.AppsV1().Deployments(crashNS).Get(ctx, name, metav1.GetOptions{}); err != nil {
 		t.Fatalf("the crashed session's relay: %v", err)
 	}
-	out, errOut, code := hookback(t, env.kubeconfig, "cleanup", "--session", session, "--tunnel-namespace", crashNS)
+	// Without --tunnel-namespace: cleanup finds the relay wherever its
+	// session put it.
+	out, errOut, code := hookback(t, env.kubeconfig, "cleanup", "--session", session)
 	if code != 0 || !strings.Contains(out, session) {
 		t.Fatalf("hookback cleanup exit %d:\n%s\n%s", code, out, errOut)
 	}

@@ -22,6 +22,11 @@ const (
 	labelRelay = "hookback.dev/relay"
 )
 
+// AppName is every relay's app.kubernetes.io/name: with hookback's
+// managed-by label it tells a relay from an in-cluster install, whose
+// objects carry the same session labels.
+const AppName = "hookback-relay"
+
 // Spec is one session's relay in the cluster.
 type Spec struct {
 	Name, Namespace, Session string
@@ -96,7 +101,7 @@ func (s Spec) labels() map[string]string {
 	return map[string]string{
 		registration.LabelManagedBy: registration.ManagedByValue,
 		registration.LabelSession:   s.Session,
-		"app.kubernetes.io/name":    "hookback-relay",
+		"app.kubernetes.io/name":    AppName,
 		labelRelay:                  s.Name,
 	}
 }

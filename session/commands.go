@@ -109,10 +109,7 @@ func Cleanup(ctx context.Context, cfg CleanupConfig) ([]string, error) {
 		cfg.TunnelNamespace = DefaultTunnelNamespace
 	}
 	cl := &Cluster{Config: kc, Client: cs, Dynamic: dyn}
-	relays, rerr := cleanupRelays(ctx, cl, cfg.TunnelNamespace, opts, cfg.Log)
-	if len(relays) > 0 {
-		rerr = errors.Join(rerr, removeTunnelNamespace(ctx, cl, cfg.TunnelNamespace, cfg.Log))
-	}
+	relays, rerr := cleanupRelays(ctx, cl, cfg.TunnelNamespace, "", opts, cfg.Log)
 	for _, s := range relays {
 		if !slices.Contains(removed, s) {
 			removed = append(removed, s)

@@ -261,7 +261,7 @@ func (r *run) acquire(ctx context.Context) error {
 		r.cfg.Log.Warn("could not clean up every stale session", "error", err)
 	}
 	if r.tunnel != nil {
-		relays, err := cleanupRelays(ctx, r.cluster, r.tunnel.spec.Namespace, opts, r.cfg.Log)
+		relays, err := cleanupRelays(ctx, r.cluster, r.tunnel.spec.Namespace, r.tunnel.spec.Namespace, opts, r.cfg.Log)
 		if err != nil {
 			r.cfg.Log.Warn("could not clean up every stale relay", "error", err)
 		}

@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/relay"
 	"github.com/hookback/hookback/tunnel"
 )
 
@@ -106,20 +110,20 @@ func (r *run) startTunnel(ctx, bgCtx context.Context, errc chan<- error) error {
 	}
 }
 
-// cleanupRelays deletes the relays in namespace of the sessions opts
-// selects, found by their Deployments: a crashed tunnel session leaves its
-// relay running.
-func cleanupRelays(ctx context.Context, cl *Cluster, namespace string, opts registration.CleanupOptions, log *slog.Logger) ([]string, error) {
-	deps, err := cl.Client.AppsV1().Deployments(namespace).List(ctx, metav1.ListOptions{LabelSelector: registration.ManagedSelector})
-	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
-		log.Debug("no relays looked for", "namespace", namespace, "error", err)
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list relays in %s: %w", namespace, err)
+// cleanupRelays deletes the relays of the sessions opts selects, found by
+// their Deployments (a crashed tunnel session leaves its relay running):
+// in every namespace when the user may list Deployments cluster-wide, since
+// each session chose its own --tunnel-namespace, else in fallback. A tunnel
+// namespace a session created goes too once nothing else is left in it,
+// except keep: the caller's own, where it is about to deploy its relay.
+func cleanupRelays(ctx context.Context, cl *Cluster, fallback, keep string, opts registration.CleanupOptions, log *slog.Logger) ([]string, error) {
+	deps, err := listRelays(ctx, cl, fallback, log)
+	if err != nil || deps == nil {
+		return nil, err
 	}
 	var removed []string
 	var errs []error
+	emptied := map[string]bool{}
 	for _, d := range deps.Items {
 		s := d.Labels[registration.LabelSession]
 		if s == "" {
@@ -133,11 +137,39 @@ func cleanupRelays(ctx context.Context, cl *Cluster, namespace string, opts regi
 		if !remove {
 			continue
 		}
-		if err := deleteRelays(ctx, cl, namespace, s, log); err != nil {
+		if err := deleteRelays(ctx, cl, d.Namespace, s, log); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		removed = append(removed, s)
+		emptied[d.Namespace] = d.Namespace != keep
+	}
+	for _, ns := range slices.Sorted(maps.Keys(emptied)) {
+		if emptied[ns] {
+			errs = append(errs, removeTunnelNamespace(ctx, cl, ns, log))
+		}
 	}
 	return removed, errors.Join(errs...)
+}
+
+// listRelays lists every relay Deployment, or those in fallback when the
+// user may not list cluster-wide; nil when it may not list there either.
+func listRelays(ctx context.Context, cl *Cluster, fallback string, log *slog.Logger) (*appsv1.DeploymentList, error) {
+	opts := metav1.ListOptions{LabelSelector: registration.ManagedSelector + ",app.kubernetes.io/name=" + relay.AppName}
+	deps, err := cl.Client.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, opts)
+	if err == nil {
+		return deps, nil
+	}
+	if !apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("list relays: %w", err)
+	}
+	deps, err = cl.Client.AppsV1().Deployments(fallback).List(ctx, opts)
+	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+		log.Debug("no relays looked for", "namespace", fallback, "error", err)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list relays in %s: %w", fallback, err)
+	}
+	return deps, nil
 }

@@ -8,12 +8,14 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
@@ -50,31 +52,63 @@ func fakeCluster(objs ...runtime.Object) *Cluster {
 	return &Cluster{Client: fake.NewClientset(objs...), Dynamic: dynamicfake.NewSimpleDynamicClient(scheme.Scheme, objs...)}
 }
 
+// TestCleanupRelays: the relays of the selected sessions go wherever each
+// session put its relay, or in the fallback namespace when the user may
+// not list cluster-wide; nothing else is touched, and a tunnel namespace
+// emptied goes too, but for the caller's own.
 func TestCleanupRelays(t *testing.T) {
-	const ns = "hookback-system"
 	now := time.Now()
+	// Where each session put its relay: the default namespace, or its own.
+	relayNS := map[string]string{"alive": "hookback-system", "crashed": "hookback-system", "gone": "dev-bob", "mine": "hookback-system"}
 	tests := []struct {
-		name    string
-		opts    registration.CleanupOptions
-		removed []string
+		name         string
+		opts         registration.CleanupOptions
+		keep         string
+		noClusterAll bool // the user may list Deployments in a namespace only
+		removed      []string
+		nsGone       []string
 	}{
 		{name: "stale: an expired Lease and a missing one, never the caller's own or a live one",
-			opts: registration.CleanupOptions{Stale: true, Except: "mine", DefaultLeaseNamespace: "default"}, removed: []string{"crashed", "gone"}},
+			opts: registration.CleanupOptions{Stale: true, Except: "mine", DefaultLeaseNamespace: "default"}, keep: "hookback-system",
+			removed: []string{"crashed", "gone"}, nsGone: []string{"dev-bob"}},
+		{name: "stale, listing one namespace only",
+			opts: registration.CleanupOptions{Stale: true, Except: "mine", DefaultLeaseNamespace: "default"}, keep: "hookback-system", noClusterAll: true,
+			removed: []string{"crashed"}},
 		{name: "named sessions go alive or not",
 			opts: registration.CleanupOptions{Sessions: []string{"alive"}, DefaultLeaseNamespace: "default"}, removed: []string{"alive"}},
-		{name: "all", opts: registration.CleanupOptions{All: true, DefaultLeaseNamespace: "default"}, removed: []string{"alive", "crashed", "gone", "mine"}},
+		{name: "the caller's own tunnel namespace stays, emptied or not",
+			opts: registration.CleanupOptions{Stale: true, Except: "mine", DefaultLeaseNamespace: "default"}, keep: "dev-bob",
+			removed: []string{"crashed", "gone"}},
+		{name: "all, by hookback cleanup: an emptied tunnel namespace goes, one holding someone else's Secret stays",
+			opts:    registration.CleanupOptions{All: true, DefaultLeaseNamespace: "default"},
+			removed: []string{"alive", "crashed", "gone", "mine"}, nsGone: []string{"dev-bob"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
 			var objs []runtime.Object
-			for _, s := range []string{"alive", "crashed", "gone", "mine"} {
+			for _, ns := range []string{"hookback-system", "dev-bob"} {
+				objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+					Labels: map[string]string{registration.LabelManagedBy: registration.ManagedByValue, labelTunnelNamespace: "true"}}})
+			}
+			for s, ns := range relayNS {
 				objs = append(objs, relayObjects(s, ns)...)
 			}
 			objs = append(objs, sessionLease("alive", now), sessionLease("mine", now), sessionLease("crashed", now.Add(-time.Hour)),
 				// Someone else's Secret in the same namespace.
-				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: ns}})
+				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: "hookback-system"}},
+				// An in-cluster install: hookback's labels, a session, no relay.
+				inClusterDeployment())
 			cl := fakeCluster(objs...)
-			removed, err := cleanupRelays(context.Background(), cl, ns, tc.opts, slog.New(slog.DiscardHandler))
+			if tc.noClusterAll {
+				cl.Client.(*fake.Clientset).PrependReactor("list", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
+					if a.GetNamespace() == metav1.NamespaceAll {
+						return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "", nil)
+					}
+					return false, nil, nil
+				})
+			}
+			removed, err := cleanupRelays(ctx, cl, "hookback-system", tc.keep, tc.opts, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,21 +116,37 @@ func TestCleanupRelays(t *testing.T) {
 			if !slices.Equal(removed, tc.removed) {
 				t.Fatalf("removed %v, want %v", removed, tc.removed)
 			}
-			for _, s := range []string{"alive", "crashed", "gone", "mine"} {
-				_, err := cl.Dynamic.Resource(relayResources[1].gvr).Namespace(ns).Get(context.Background(), relayName(s), metav1.GetOptions{})
-				if gone := apierrors.IsNotFound(err); gone != slices.Contains(tc.removed, s) {
-					t.Errorf("relay of %s: get err %v, removed %v", s, err, slices.Contains(tc.removed, s))
-				}
-				_, err = cl.Dynamic.Resource(relayResources[2].gvr).Namespace(ns).Get(context.Background(), relayName(s), metav1.GetOptions{})
-				if gone := apierrors.IsNotFound(err); gone != slices.Contains(tc.removed, s) {
-					t.Errorf("relay Secret of %s: get err %v", s, err)
+			for s, ns := range relayNS {
+				for _, r := range relayResources[1:] { // the Deployment and the Secret
+					_, err := cl.Dynamic.Resource(r.gvr).Namespace(ns).Get(ctx, relayName(s), metav1.GetOptions{})
+					if gone := apierrors.IsNotFound(err); gone != slices.Contains(tc.removed, s) {
+						t.Errorf("relay %s of %s: get err %v, want removed %v", r.kind, s, err, slices.Contains(tc.removed, s))
+					}
 				}
 			}
-			if _, err := cl.Dynamic.Resource(relayResources[2].gvr).Namespace(ns).Get(context.Background(), "theirs", metav1.GetOptions{}); err != nil {
+			if _, err := cl.Dynamic.Resource(relayResources[2].gvr).Namespace("hookback-system").Get(ctx, "theirs", metav1.GetOptions{}); err != nil {
 				t.Errorf("a Secret hookback does not manage was touched: %v", err)
+			}
+			if _, err := cl.Client.AppsV1().Deployments("hookback").Get(ctx, "hookback", metav1.GetOptions{}); err != nil {
+				t.Errorf("the in-cluster install's Deployment was touched: %v", err)
+			}
+			for _, ns := range []string{"dev-bob", "hookback-system"} {
+				_, err := cl.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+				if gone := apierrors.IsNotFound(err); gone != slices.Contains(tc.nsGone, ns) {
+					t.Errorf("namespace %s: get err %v, want gone %v", ns, err, slices.Contains(tc.nsGone, ns))
+				}
 			}
 		})
 	}
+}
+
+// inClusterDeployment looks like an in-cluster install's to a label
+// selector: hookback's managed-by label and a session.
+func inClusterDeployment() *appsv1.Deployment {
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "hookback", Namespace: "hookback",
+		Labels: map[string]string{registration.LabelManagedBy: registration.ManagedByValue, registration.LabelSession: "in-cluster",
+			"app.kubernetes.io/name": "hookback"},
+		Annotations: map[string]string{registration.AnnotationLease: "hookback/hookback-in-cluster"}}}
 }
 
 func TestTunnelNamespace(t *testing.T) {
