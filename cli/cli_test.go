@@ -283,3 +283,36 @@ func TestInspectorFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestYourWebhookFlags: the checks of --webhook-config, --upstream and
+// --timeout are flag errors like any other: exit 2, listed with the rest,
+// before any kubeconfig is read.
+func TestYourWebhookFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{name: "timeout beyond the apiserver's limit, with another bad flag",
+			args: []string{"start", "--timeout", "45s", "--inspector-keep", "0"},
+			want: []string{"--timeout 45s: want 1s to 30s", "--inspector-keep 0"}},
+		{name: "upstream without manifests", args: []string{"start", "--upstream", "https://127.0.0.1:9443"},
+			want: []string{"--upstream needs --webhook-config"}},
+		{name: "render too", args: []string{"render", "--timeout", "31s", "--advertise-address", "127.0.0.1"},
+			want: []string{"--timeout 31s"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "missing"))
+			_, _, err := run(t, append(tc.args, "--state-dir", t.TempDir())...)
+			if err == nil || !strings.HasPrefix(err.Error(), "exit 2: ") {
+				t.Fatalf("err = %v, want exit 2", err)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error lacks %q:\n%v", want, err)
+				}
+			}
+		})
+	}
+}

@@ -119,7 +119,7 @@ func userWebhooks(c *cli.Context) (session.UserWebhooks, error) {
 
 // Validate reports every problem at once.
 func (o ServeOptions) Validate() error {
-	errs := []error{o.GlobalOptions.Validate(), o.certs().Validate(), o.Webhook.Validate(), o.userErr}
+	errs := []error{o.GlobalOptions.Validate(), o.certs().Validate(), o.Webhook.Validate(), o.userErr, o.User.Validate()}
 	if o.Session != "" && sanitizeSession(o.Session) != o.Session {
 		errs = append(errs, fmt.Errorf("--session %q: use lowercase letters, digits and '-', at most 40 characters", o.Session))
 	}

@@ -92,7 +92,7 @@ func (c Config) Validate() error {
 	if err := c.WebhookOptions.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := c.User.validate(); err != nil {
+	if err := c.User.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.Inspector.validate(); err != nil {

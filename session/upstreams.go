@@ -57,8 +57,9 @@ type UserWebhooks struct {
 	Timeout time.Duration
 }
 
-// validate reports every problem at once.
-func (u UserWebhooks) validate() error {
+// Validate reports every problem at once, naming the flags: the CLI runs
+// it with its own flag checks, so they are listed together.
+func (u UserWebhooks) Validate() error {
 	var errs []error
 	if len(u.Manifests) > 0 && len(u.Upstreams) == 0 {
 		errs = append(errs, errors.New("--webhook-config needs --upstream: the URL of your webhook server, such as https://127.0.0.1:9443"))
