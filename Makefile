@@ -15,7 +15,7 @@ build:
 run: build
 	hack/run $(ARGS)
 
-## test: vet, unit tests, then end-to-end tests against a real kube-apiserver
+## test: vet, unit tests, a few seconds of each fuzz target, then end-to-end tests against a real kube-apiserver
 ## (the local control plane, built and started when needed, unless KUBECONFIG is set).
 test: vet unit fuzz-short e2e
 
