@@ -316,3 +316,29 @@ func TestYourWebhookFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestSharedFlagHelp: a flag a command shares with start by name is
+// described as that command reads it, not as start does.
+func TestSharedFlagHelp(t *testing.T) {
+	tests := []struct {
+		command, wants, notWant string
+	}{
+		{command: "check", wants: "check what start --tunnel needs", notWant: "reach the apiserver's calls through a relay"},
+		{command: "rbac", wants: "add what start --tunnel needs", notWant: "reach the apiserver's calls through a relay"},
+		{command: "cleanup", wants: "where relays are looked for", notWant: "created when missing"},
+		{command: "uninstall", wants: "where laptop sessions keep their Leases", notWant: "canary ConfigMap"},
+		{command: "serve", wants: "leader Lease", notWant: "the advertise address"},
+		{command: "start", wants: "reach the apiserver's calls through a relay", notWant: "leader Lease"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.command, func(t *testing.T) {
+			out, _, err := run(t, tc.command, "--help")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out, tc.wants) || strings.Contains(out, tc.notWant) {
+				t.Errorf("%s --help: want %q and not %q:\n%s", tc.command, tc.wants, tc.notWant, out)
+			}
+		})
+	}
+}

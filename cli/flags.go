@@ -65,6 +65,33 @@ func withGlobal(names ...string) []cli.Flag {
 	return append(flags(names...), flags(globalFlagNames...)...)
 }
 
+// withUsage rewrites the help of the flags in text: flags a command shares
+// with start by name but reads otherwise (check --tunnel checks what start
+// --tunnel needs; it deploys nothing).
+func withUsage(fl []cli.Flag, text map[string]string) []cli.Flag {
+	for _, f := range fl {
+		u, ok := text[f.Names()[0]]
+		if !ok {
+			continue
+		}
+		switch f := f.(type) {
+		case *cli.StringFlag:
+			f.Usage = u
+		case *cli.BoolFlag:
+			f.Usage = u
+		case *cli.DurationFlag:
+			f.Usage = u
+		case *cli.IntFlag:
+			f.Usage = u
+		case *cli.StringSliceFlag:
+			f.Usage = u
+		case *cli.Float64Flag:
+			f.Usage = u
+		}
+	}
+	return fl
+}
+
 func flagDefault(name string) any {
 	switch name {
 	case "port":
@@ -161,12 +188,12 @@ var flagText = map[string]string{
 	"sidecar-image":             "pod-sidecar: image of the injected xxl-agent container",
 	"cpu-oversell-factor":       "node-status: multiply node allocatable CPU by this (1 disables)",
 	"request-timeout":           "give up on the apiserver after this long",
-	"timeout":                   "your webhooks: override every timeoutSeconds (1s to 30s; 30s while stepping through a handler in a debugger)",
+	"timeout":                   "your webhooks: override every timeoutSeconds, 1s to 30s (30s while stepping through a handler in a debugger); 0 keeps each one's",
 	"webhook-config":            "your webhook configurations as written for the cluster (file, directory or - for stdin; repeatable): rewritten to point at hookback",
 	"upstream":                  "your webhook server, where hookback forwards their reviews: URL, or NAMESPACE/SERVICE=URL for the webhooks of one Service (repeatable)",
 	"upstream-ca":               "CA file to trust an https upstream",
 	"upstream-insecure":         "do not verify an https upstream's certificate (loopback upstreams only)",
-	"keep-failure-policy":       "your webhooks: keep each failurePolicy (default: Ignore, so a stopped debugger never blocks the cluster)",
+	"keep-failure-policy":       "your webhooks: keep each failurePolicy; without it every one becomes Ignore, so a stopped debugger never blocks the cluster",
 	"record-dir":                "write every review and the answer sent into this directory, one JSON file each (Secrets' data redacted)",
 	"inspector-address":         "host:port of the inspector, a local page of the last reviews, live (\"\" disables it; loopback unless --inspector-expose)",
 	"inspector-expose":          "allow an --inspector-address beyond loopback: whoever reaches it sees every review (Secrets' data redacted) and can replay them",
