@@ -30,11 +30,10 @@ func checkCommand() *cli.Command {
 thinks you are and the address start would advertise (and which strategy chose it),
 and asks (SelfSubjectAccessReview) for every permission hookback start needs with
 every built-in enabled. It writes nothing. It exits 2 and names what is missing.` + examplesText(checkExamples),
-		Flags: withUsage(withGlobal("advertise-address", "tunnel", "tunnel-namespace", "lease-namespace", "request-timeout", "upstream", "upstream-ca", "upstream-insecure"),
-			map[string]string{
-				"tunnel":           "check what start --tunnel needs too: the relay's objects and the pod port-forward in --tunnel-namespace",
-				"tunnel-namespace": "tunnel: the namespace start --tunnel would deploy its relay to",
-			}),
+		Flags: withGlobalText(map[string]string{
+			"tunnel":           "check what start --tunnel needs too: the relay's objects and the pod port-forward in --tunnel-namespace",
+			"tunnel-namespace": "tunnel: the namespace start --tunnel would deploy its relay to",
+		}, "advertise-address", "tunnel", "tunnel-namespace", "lease-namespace", "request-timeout", "upstream", "upstream-ca", "upstream-insecure"),
 		Action: runCheck,
 	}
 }

@@ -24,10 +24,10 @@ every session whose Lease expired, or with --all everything labelled
 app.kubernetes.io/managed-by=hookback, with the relays of --tunnel sessions (in every namespace
 when you may list Deployments cluster-wide, else in --tunnel-namespace); then the shared objects
 (exec RBAC, node CPU) that no live session still uses.` + examplesText(cleanupExamples),
-		Flags: withUsage(withGlobal("session", "all", "lease-namespace", "tunnel-namespace"), map[string]string{
+		Flags: withGlobalText(map[string]string{
 			"lease-namespace":  "where session Leases are looked for when no configuration records theirs (a --webhooks none session has only its Lease)",
 			"tunnel-namespace": "where relays are looked for when you may not list Deployments cluster-wide",
-		}),
+		}, "session", "all", "lease-namespace", "tunnel-namespace"),
 		Action: func(c *cli.Context) error {
 			g := globalOptions(c)
 			name := c.String("session")

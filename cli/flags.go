@@ -28,9 +28,12 @@ var globalFlagNames = []string{"kubeconfig", "context", "log-format", "log-level
 // newFlag returns a fresh definition of the named flag: each flag is
 // declared here once, and urfave/cli flags keep parse state, so every
 // command gets its own instance.
-func newFlag(name string) cli.Flag {
+func newFlag(name string) cli.Flag { return newFlagText(name, flagText[name]) }
+
+// newFlagText is newFlag with usage as its help.
+func newFlagText(name, usage string) cli.Flag {
 	d := webhook.DefaultOptions()
-	usage, value := flagText[name], flagDefault(name)
+	value := flagDefault(name)
 	switch name {
 	case "port", "acme-http-port", "inspector-keep", "replicas":
 		return &cli.IntFlag{Name: name, EnvVars: envVar(name), Value: value.(int), Usage: usage}
@@ -65,28 +68,14 @@ func withGlobal(names ...string) []cli.Flag {
 	return append(flags(names...), flags(globalFlagNames...)...)
 }
 
-// withUsage rewrites the help of the flags in text: flags a command shares
-// with start by name but reads otherwise (check --tunnel checks what start
-// --tunnel needs; it deploys nothing).
-func withUsage(fl []cli.Flag, text map[string]string) []cli.Flag {
-	for _, f := range fl {
-		u, ok := text[f.Names()[0]]
-		if !ok {
-			continue
-		}
-		switch f := f.(type) {
-		case *cli.StringFlag:
-			f.Usage = u
-		case *cli.BoolFlag:
-			f.Usage = u
-		case *cli.DurationFlag:
-			f.Usage = u
-		case *cli.IntFlag:
-			f.Usage = u
-		case *cli.StringSliceFlag:
-			f.Usage = u
-		case *cli.Float64Flag:
-			f.Usage = u
+// withGlobalText is withGlobal with the help of the flags in text
+// rewritten: flags a command shares with start by name but reads otherwise
+// (check --tunnel checks what start --tunnel needs; it deploys nothing).
+func withGlobalText(text map[string]string, names ...string) []cli.Flag {
+	fl := withGlobal(names...)
+	for i, f := range fl {
+		if u, ok := text[f.Names()[0]]; ok {
+			fl[i] = newFlagText(f.Names()[0], u)
 		}
 	}
 	return fl

@@ -29,11 +29,10 @@ role include pods/exec cluster-wide: RBAC lets only a holder of a permission gra
 (escalation prevention). Without exec-rbac (--controllers pod-name-label) it does not.
 With --tunnel it adds a Role in --tunnel-namespace (which must exist) for the relay
 start --tunnel deploys there and the pod port-forward to it.` + examplesText(rbacExamples),
-		Flags: withUsage(withGlobal("webhooks", "controllers", "lease-namespace", "tunnel", "tunnel-namespace", "subject", "rbac-name"),
-			map[string]string{
-				"tunnel":           "add what start --tunnel needs: a Role in --tunnel-namespace for the relay's objects and the pod port-forward",
-				"tunnel-namespace": "tunnel: the namespace of that Role, where start --tunnel deploys its relay (it must exist)",
-			}),
+		Flags: withGlobalText(map[string]string{
+			"tunnel":           "add what start --tunnel needs: a Role in --tunnel-namespace for the relay's objects and the pod port-forward",
+			"tunnel-namespace": "tunnel: the namespace of that Role, where start --tunnel deploys its relay (it must exist)",
+		}, "webhooks", "controllers", "lease-namespace", "tunnel", "tunnel-namespace", "subject", "rbac-name"),
 		Action: runRBAC,
 	}
 }

@@ -82,10 +82,10 @@ func (o PodOptions) config(ext Extension) (incluster.ServeConfig, error) {
 }
 
 func serveCommand(ext Extension) *cli.Command {
-	fl := withUsage(withGlobal(serveFlagNamesPod...), map[string]string{
+	fl := withGlobalText(map[string]string{
 		"lease-duration": "how long the leader Lease lasts without renewal before another replica takes over the controllers",
 		"bind-address":   "address to listen on (default: all interfaces)",
-	})
+	}, serveFlagNamesPod...)
 	for _, f := range fl {
 		switch f := f.(type) {
 		case *cli.StringFlag:
@@ -141,9 +141,9 @@ configurations first, so the apiserver stops calling; then the Deployment, waiti
 pods; then restores node CPU and removes exec RBAC unless a live laptop session still
 runs those parts; then the rest, the namespace last. serve never does this on a pod's
 exit: the install outlives any one pod.` + examplesText(uninstallExamples),
-		Flags: withUsage(withGlobal("namespace", "lease-namespace", "wait"), map[string]string{
+		Flags: withGlobalText(map[string]string{
 			"lease-namespace": "where laptop sessions keep their Leases: exec RBAC and node CPU stay while one of them runs the part",
-		}),
+		}, "namespace", "lease-namespace", "wait"),
 		Action: func(c *cli.Context) error {
 			g := globalOptions(c)
 			if err := g.Validate(); err != nil {
