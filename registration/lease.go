@@ -227,11 +227,12 @@ func (h *Heartbeat) Release(ctx context.Context) error {
 // session runs.
 const AnnotationParts = "hookback.dev/parts"
 
-// LiveParts collects the parts of every live session, except the session
-// named except, each with the session that runs it. It lists session Leases in every namespace where the user
-// may, so that a session whose Lease namespace no configuration records
-// (--webhooks none with --lease-namespace) is seen too; otherwise in
-// namespaces, those the sessions' configurations recorded.
+// LiveParts collects the parts of every live session but except, each
+// with the session that runs it. It lists session Leases in every
+// namespace where the user may, so that a session whose Lease namespace no
+// configuration records (--webhooks none with --lease-namespace) is seen
+// too; otherwise in namespaces, those the sessions' configurations
+// recorded.
 func LiveParts(ctx context.Context, cs kubernetes.Interface, namespaces []string, except string, now func() time.Time) (map[string]string, error) {
 	live := map[string]string{}
 	err := addLiveParts(ctx, cs, metav1.NamespaceAll, except, nowOf(now), live)
