@@ -192,10 +192,35 @@ func TestOptionsReportEveryProblem(t *testing.T) {
 		t.Fatalf("err = %v, want exit 2", err)
 	}
 	for _, want := range []string{"--port 0", `unknown webhook "nope"`, `unknown controller "bogus"`,
-		"--tls-mode files needs --tls-cert-file and --tls-key-file", `--log-level "loud"`, `--session "Not_Valid"`, "cpu oversell factor 0.5"} {
+		"--tls-mode files needs --tls-cert-file and --tls-key-file", `--log-level "loud"`, `--session "Not_Valid"`, "--cpu-oversell-factor 0.5: want a finite number >= 1"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
+	}
+}
+
+// Every command that takes the built-in webhooks' flags names the flag to
+// fix, not the option's name inside the webhook package.
+func TestWebhookOptionFlags(t *testing.T) {
+	bad := []string{"--banned-words", "ok,", "--sidecar-image", "busy box", "--cpu-oversell-factor", "0.5"}
+	for _, args := range [][]string{
+		{"render", "--advertise-address", "192.0.2.10", "--state-dir", t.TempDir()},
+		{"serve"},
+		{"replay", "--webhook", "pod-name", "-"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			_, _, err := run(t, append(args, bad...)...)
+			if err == nil || !strings.HasPrefix(err.Error(), "exit 2: ") {
+				t.Fatalf("err = %v, want exit 2", err)
+			}
+			for _, want := range []string{`--banned-words entry 2 "": want a non-empty word`,
+				`--sidecar-image "busy box": want an image reference without whitespace`,
+				"--cpu-oversell-factor 0.5: want a finite number >= 1 (1 disables overselling)"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error lacks %q:\n%v", want, err)
+				}
+			}
+		})
 	}
 }
 

@@ -93,12 +93,42 @@ func serveOptions(c *cli.Context) ServeOptions {
 		ACME: certs.ACMEOptions{CA: c.String("acme-ca"), Email: c.String("acme-email"), CARootFile: c.String("acme-ca-root"),
 			Profile: c.String("acme-profile"), HTTPPort: c.Int("acme-http-port"), RenewCheckInterval: c.Duration("acme-renew-check-interval")},
 		Webhooks: strings.Split(c.String("webhooks"), ","), Controllers: strings.Split(c.String("controllers"), ","),
-		Webhook: webhook.Options{BannedWords: c.StringSlice("banned-words"), SidecarImage: c.String("sidecar-image"),
-			CPUOversellFactor: c.Float64("cpu-oversell-factor")},
+		Webhook: webhookOptions(c),
 	}
 	o.User, o.userErr = userWebhooks(c)
 	o.User.KeepFailurePolicy, o.User.Timeout = c.Bool("keep-failure-policy"), c.Duration("timeout")
 	return o
+}
+
+// webhookOptions reads the built-in webhooks' flags.
+func webhookOptions(c *cli.Context) webhook.Options {
+	return webhook.Options{BannedWords: c.StringSlice("banned-words"), SidecarImage: c.String("sidecar-image"),
+		CPUOversellFactor: c.Float64("cpu-oversell-factor")}
+}
+
+// webhookOptionFlags spells each webhook option as the flag that sets it.
+var webhookOptionFlags = map[string]string{
+	webhook.OptionBannedWords:       "--banned-words",
+	webhook.OptionSidecarImage:      "--sidecar-image",
+	webhook.OptionCPUOversellFactor: "--cpu-oversell-factor",
+}
+
+// validateWebhookOptions is o.Validate with each problem naming its flag.
+func validateWebhookOptions(o webhook.Options) error {
+	err := o.Validate()
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return err
+	}
+	var errs []error
+	for _, e := range joined.Unwrap() {
+		var oe *webhook.OptionError
+		if errors.As(e, &oe) && webhookOptionFlags[oe.Option] != "" {
+			e = fmt.Errorf("%s %s: want %s", webhookOptionFlags[oe.Option], oe.Value, oe.Want)
+		}
+		errs = append(errs, e)
+	}
+	return errors.Join(errs...)
 }
 
 // userWebhooks reads the flags of your own webhooks.
@@ -119,7 +149,7 @@ func userWebhooks(c *cli.Context) (session.UserWebhooks, error) {
 
 // Validate reports every problem at once.
 func (o ServeOptions) Validate() error {
-	errs := []error{o.GlobalOptions.Validate(), o.certs().Validate(), o.Webhook.Validate(), o.userErr, o.User.Validate()}
+	errs := []error{o.GlobalOptions.Validate(), o.certs().Validate(), validateWebhookOptions(o.Webhook), o.userErr, o.User.Validate()}
 	if o.Session != "" && sanitizeSession(o.Session) != o.Session {
 		errs = append(errs, fmt.Errorf("--session %q: use lowercase letters, digits and '-', at most 40 characters", o.Session))
 	}

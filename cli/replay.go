@@ -60,9 +60,8 @@ func runReplay(c *cli.Context) error {
 		return usage(fmt.Errorf("replay takes one FILE (or - for stdin), got %d arguments", c.NArg()))
 	}
 	g := globalOptions(c)
-	opts := webhook.Options{BannedWords: c.StringSlice("banned-words"), SidecarImage: c.String("sidecar-image"),
-		CPUOversellFactor: c.Float64("cpu-oversell-factor")}
-	if err := errors.Join(g.Validate(), opts.Validate()); err != nil {
+	opts := webhookOptions(c)
+	if err := errors.Join(g.Validate(), validateWebhookOptions(opts)); err != nil {
 		return usage(err)
 	}
 	body, err := readInput(c.Args().First())

@@ -39,8 +39,7 @@ func podOptions(c *cli.Context) PodOptions {
 	o := PodOptions{GlobalOptions: globalOptions(c), Namespace: c.String("namespace"), Identity: c.String("identity"),
 		BindAddress: c.String("bind-address"), HealthAddress: c.String("health-address"), Template: c.String("template"),
 		Port: c.Int("port"), Webhooks: strings.Split(c.String("webhooks"), ","), Controllers: strings.Split(c.String("controllers"), ","),
-		Webhook: webhook.Options{BannedWords: c.StringSlice("banned-words"), SidecarImage: c.String("sidecar-image"),
-			CPUOversellFactor: c.Float64("cpu-oversell-factor")},
+		Webhook:  webhookOptions(c),
 		CertFile: c.String("tls-cert-file"), KeyFile: c.String("tls-key-file"), CAFile: c.String("ca-file"),
 		LeaseDuration: c.Duration("lease-duration"), ShutdownDelay: c.Duration("shutdown-delay")}
 	if o.Identity == "" {
@@ -51,7 +50,7 @@ func podOptions(c *cli.Context) PodOptions {
 
 // Validate reports every problem at once.
 func (o PodOptions) Validate() error {
-	errs := []error{o.GlobalOptions.Validate()}
+	errs := []error{o.GlobalOptions.Validate(), validateWebhookOptions(o.Webhook)}
 	if _, err := session.SelectWebhooks(o.Webhooks); err != nil {
 		errs = append(errs, fmt.Errorf("--webhooks: %w", err))
 	}

@@ -79,26 +79,47 @@ func DefaultOptions() Options {
 }
 
 // Validate reports every invalid option at once, so a user fixes all flags in
-// one go.
+// one go. Each problem is an *OptionError.
 func (o Options) Validate() error {
 	var errs []error
 	for i, w := range o.BannedWords {
 		// An empty word is contained in every name: it would deny every pod.
 		if strings.TrimSpace(w) == "" {
-			errs = append(errs, fmt.Errorf("banned word %d is empty", i+1))
+			errs = append(errs, &OptionError{Option: OptionBannedWords, Value: fmt.Sprintf("entry %d %q", i+1, w),
+				Want: "a non-empty word (an empty one is in every pod name and would deny every pod)"})
 		}
 	}
 	if strings.TrimSpace(o.SidecarImage) == "" {
-		errs = append(errs, errors.New("sidecar image is empty"))
+		errs = append(errs, &OptionError{Option: OptionSidecarImage, Value: fmt.Sprintf("%q", o.SidecarImage),
+			Want: "an image reference such as " + DefaultSidecarImage})
 	} else if strings.ContainsAny(o.SidecarImage, " \t\r\n") {
-		errs = append(errs, fmt.Errorf("sidecar image %q contains whitespace", o.SidecarImage))
+		errs = append(errs, &OptionError{Option: OptionSidecarImage, Value: fmt.Sprintf("%q", o.SidecarImage),
+			Want: "an image reference without whitespace"})
 	}
 	f := o.CPUOversellFactor
 	if math.IsNaN(f) || math.IsInf(f, 0) || f < 1 {
-		errs = append(errs, fmt.Errorf("cpu oversell factor %v must be a finite number >= 1 (1 disables overselling)", f))
+		errs = append(errs, &OptionError{Option: OptionCPUOversellFactor, Value: fmt.Sprint(f),
+			Want: "a finite number >= 1 (1 disables overselling)"})
 	}
 	return errors.Join(errs...)
 }
+
+// Options' fields as OptionError names them.
+const (
+	OptionBannedWords       = "banned words"
+	OptionSidecarImage      = "sidecar image"
+	OptionCPUOversellFactor = "cpu oversell factor"
+)
+
+// OptionError is one invalid option. Option says which, so a caller can name
+// its own spelling of it (a flag, a config field) instead of this package's.
+type OptionError struct {
+	Option string // one of the Option* constants
+	Value  string // the offending value, quoted where it is a string
+	Want   string // what would be valid
+}
+
+func (e *OptionError) Error() string { return e.Option + " " + e.Value + ": want " + e.Want }
 
 // Deps are what the webhooks need from the running process.
 type Deps struct {

@@ -52,7 +52,7 @@ func TestBuild(t *testing.T) {
 		{name: "webhooks without events need no deps", enabled: []string{"pod-name", "node-status"},
 			deps: func(Deps) Deps { return Deps{} }, want: []string{"pod-name", "node-status"}},
 		{name: "invalid options", enabled: []string{"pod-name"},
-			opts: func(o Options) Options { o.CPUOversellFactor = 0.5; return o }, wantErr: "webhook options: cpu oversell factor 0.5 must be"},
+			opts: func(o Options) Options { o.CPUOversellFactor = 0.5; return o }, wantErr: "webhook options: cpu oversell factor 0.5: want a finite number >= 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,11 +116,11 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "factor below 1", mutate: func(o *Options) { o.CPUOversellFactor = 0.99 }, wantErr: []string{"cpu oversell factor 0.99"}},
 		{name: "factor NaN", mutate: func(o *Options) { o.CPUOversellFactor = math.NaN() }, wantErr: []string{"cpu oversell factor NaN"}},
 		{name: "factor infinite", mutate: func(o *Options) { o.CPUOversellFactor = math.Inf(1) }, wantErr: []string{"cpu oversell factor +Inf"}},
-		{name: "empty image", mutate: func(o *Options) { o.SidecarImage = " " }, wantErr: []string{"sidecar image is empty"}},
-		{name: "image with spaces", mutate: func(o *Options) { o.SidecarImage = "busy box" }, wantErr: []string{`sidecar image "busy box" contains whitespace`}},
-		{name: "empty banned word", mutate: func(o *Options) { o.BannedWords = []string{"bad", " "} }, wantErr: []string{"banned word 2 is empty"}},
+		{name: "empty image", mutate: func(o *Options) { o.SidecarImage = " " }, wantErr: []string{`sidecar image " ": want an image reference`}},
+		{name: "image with spaces", mutate: func(o *Options) { o.SidecarImage = "busy box" }, wantErr: []string{`sidecar image "busy box": want an image reference without whitespace`}},
+		{name: "empty banned word", mutate: func(o *Options) { o.BannedWords = []string{"bad", " "} }, wantErr: []string{`banned words entry 2 " ": want a non-empty word`}},
 		{name: "every problem at once", mutate: func(o *Options) { *o = Options{BannedWords: []string{""}} },
-			wantErr: []string{"banned word 1 is empty", "sidecar image is empty", "cpu oversell factor 0"}},
+			wantErr: []string{`banned words entry 1 ""`, `sidecar image ""`, "cpu oversell factor 0:"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
