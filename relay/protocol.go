@@ -108,7 +108,8 @@ func muxConfig(log *slog.Logger) *yamux.Config {
 	return c
 }
 
-// pipe copies both ways until either side ends, then closes both.
+// pipe copies both ways until both have ended, each end half-closing the
+// other side, then closes both.
 func pipe(a, b net.Conn) {
 	done := make(chan struct{}, 2)
 	cp := func(dst, src net.Conn) {

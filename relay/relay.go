@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/yamux"
 )
@@ -35,7 +36,19 @@ type Relay struct {
 	// stopping is set by Start under mu once ctx is done: a session
 	// attach registers after that is closed at once, not waited for.
 	stopping bool
+	// carried are the apiserver connections being forwarded, closed by Start
+	// once drain has passed: closing the laptop's session only half-closes
+	// them, and a client that keeps a half-closed connection open would
+	// otherwise hold the pod until the kubelet's SIGKILL.
+	carried map[net.Conn]struct{}
+	cut     bool // carried connections were closed; later ones are too
+	drain   time.Duration
 }
+
+// DefaultDrain is how long a stopping relay lets the apiserver close the
+// connections it carried before closing them itself; well inside the pod's
+// default 30 s termination grace period.
+const DefaultDrain = 5 * time.Second
 
 // New binds both listeners, so a busy port fails at once.
 func New(o Options) (*Relay, error) {
@@ -54,7 +67,7 @@ func New(o Options) (*Relay, error) {
 		ln.Close()
 		return nil, fmt.Errorf("relay: listen for the laptop on %s: %w", o.Control, err)
 	}
-	return &Relay{opts: o, listen: ln, control: ctl}, nil
+	return &Relay{opts: o, listen: ln, control: ctl, carried: map[net.Conn]struct{}{}, drain: DefaultDrain}, nil
 }
 
 // Addr is the apiserver side's address; ControlAddr the laptop's.
@@ -62,7 +75,8 @@ func (r *Relay) Addr() net.Addr        { return r.listen.Addr() }
 func (r *Relay) ControlAddr() net.Addr { return r.control.Addr() }
 
 // Start serves until ctx is done, then closes the listeners and the
-// session and waits for every connection it started.
+// session and waits for every connection it started: DefaultDrain for the
+// apiserver to close those it carried, then it closes them.
 func (r *Relay) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { r.acceptLoop(r.control, r.attach) })
@@ -78,7 +92,22 @@ func (r *Relay) Start(ctx context.Context) error {
 	}
 	r.mu.Unlock()
 	wg.Wait()
-	r.conns.Wait()
+	drained := make(chan struct{})
+	go func() { r.conns.Wait(); close(drained) }()
+	select {
+	case <-drained:
+		return nil
+	case <-time.After(r.drain):
+	}
+	r.mu.Lock()
+	r.cut = true
+	n := len(r.carried)
+	for c := range r.carried {
+		c.Close()
+	}
+	r.mu.Unlock()
+	r.opts.Log.Info("closed the apiserver connections still open after the drain", "connections", n, "drain", r.drain.String())
+	<-drained
 	return nil
 }
 
@@ -172,5 +201,17 @@ func (r *Relay) forward(c net.Conn) {
 		c.Close()
 		return
 	}
+	r.mu.Lock()
+	if r.cut {
+		r.mu.Unlock()
+		stream.Close()
+		c.Close()
+		return
+	}
+	r.carried[c] = struct{}{}
+	r.mu.Unlock()
 	pipe(c, stream)
+	r.mu.Lock()
+	delete(r.carried, c)
+	r.mu.Unlock()
 }

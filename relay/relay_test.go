@@ -312,3 +312,58 @@ func TestStopRightAfterAttach(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestShutdownClosesHalfClosedConnections: an apiserver connection whose
+// laptop side has ended is half-closed, and a client that never closes its
+// end does not hold a stopping relay past its drain.
+func TestShutdownClosesHalfClosedConnections(t *testing.T) {
+	local, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	go func() {
+		for {
+			c, err := local.Accept()
+			if err != nil {
+				return
+			}
+			c.Close() // the laptop's side ends at once
+		}
+	}()
+	r, err := New(Options{Listen: "127.0.0.1:0", Control: "127.0.0.1:0", Secret: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.drain = 50 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = r.Start(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	ups, _, _ := attach(t, func() string { return r.ControlAddr().String() }, "s3cret", local.Addr().String(), nil)
+	waitFor(t, "attached", func() bool { return ups.Load() == 1 })
+
+	c, err := net.Dial("tcp", r.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// The relay half-closes towards this client once the laptop's side has
+	// ended: the client reads EOF, and keeps its own end open.
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := c.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
+		t.Fatalf("read = %d, %v; want EOF once the laptop's side ended", n, err)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Start did not return while a client kept a half-closed connection open")
+	}
+	// The relay closed its end for good: a write fails once its reset is back.
+	_ = c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	waitFor(t, "a write to fail", func() bool {
+		_, err := c.Write([]byte("x"))
+		return err != nil
+	})
+}
