@@ -30,6 +30,8 @@ type result struct {
 	lat     []time.Duration
 	cpu     time.Duration // the server process's user+system time
 	errors  int64
+	alloc   uint64 // bytes the server allocated
+	gcs     uint64 // collections the server completed
 }
 
 // key names one cell of the report.
@@ -85,7 +87,7 @@ func drive(out io.Writer, duration time.Duration, rounds int, protos []string, c
 // report prints one row per protocol, concurrency and server, each
 // server's rounds merged.
 func report(out io.Writer, all map[key][]result, protos []string, concs []int) {
-	fmt.Fprintf(out, "| protocol | concurrency | server | req/s | p50 | p99 | server CPU s / 10k req | errors | req/s vs controller-runtime | req/s vs bare |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(out, "| protocol | concurrency | server | req/s | p50 | p99 | server CPU s / 10k req | server KiB allocated / req | server GCs / 10k req | errors | req/s vs controller-runtime | req/s vs bare |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, proto := range protos {
 		for _, conc := range concs {
 			rate := map[string]float64{}
@@ -96,8 +98,9 @@ func report(out io.Writer, all map[key][]result, protos []string, concs []int) {
 			}
 			for _, s := range servers {
 				m := merged[s]
-				fmt.Fprintf(out, "| %s | %d | %s | %.0f | %s | %s | %.2f | %d | %.2f× | %.2f× |\n", proto, conc, s, rate[s],
-					q(m.lat, .5), q(m.lat, .99), m.cpu.Seconds()/float64(m.reqs)*1e4, m.errors, rate[s]/rate["controller-runtime"], rate[s]/rate["bare"])
+				fmt.Fprintf(out, "| %s | %d | %s | %.0f | %s | %s | %.2f | %.1f | %.1f | %d | %.2f× | %.2f× |\n", proto, conc, s, rate[s],
+					q(m.lat, .5), q(m.lat, .99), m.cpu.Seconds()/float64(m.reqs)*1e4, float64(m.alloc)/1024/float64(m.reqs),
+					float64(m.gcs)/float64(m.reqs)*1e4, m.errors, rate[s]/rate["controller-runtime"], rate[s]/rate["bare"])
 			}
 		}
 	}
@@ -111,6 +114,8 @@ func merge(rs []result) result {
 		m.elapsed += r.elapsed
 		m.cpu += r.cpu
 		m.errors += r.errors
+		m.alloc += r.alloc
+		m.gcs += r.gcs
 		m.lat = append(m.lat, r.lat...)
 	}
 	slices.Sort(m.lat)
@@ -127,7 +132,7 @@ func q(lat []time.Duration, p float64) string {
 
 // runOnce starts one server process, loads it for duration and stops it.
 func runOnce(self, kind, dir string, pool *x509.CertPool, proto string, conc int, duration time.Duration, body []byte) (result, error) {
-	cmd, addr, err := startServer(self, kind, dir)
+	cmd, srv, addr, err := startServer(self, kind, dir)
 	if err != nil {
 		return result{}, err
 	}
@@ -146,34 +151,43 @@ func runOnce(self, kind, dir string, pool *x509.CertPool, proto string, conc int
 	if err != nil {
 		return result{}, err
 	}
+	st0, err := srv.stats()
+	if err != nil {
+		return result{}, err
+	}
 	res := c.load(conc, duration)
 	cpu1, err := cpuTime(cmd.Process.Pid)
 	if err != nil {
 		return result{}, err
 	}
-	res.cpu = cpu1 - cpu0
+	st1, err := srv.stats()
+	if err != nil {
+		return result{}, err
+	}
+	res.cpu, res.alloc, res.gcs = cpu1-cpu0, st1.AllocBytes-st0.AllocBytes, st1.GCCycles-st0.GCCycles
 	return res, nil
 }
 
 // startServer runs this program as one server and reads the address it
 // prints.
-func startServer(self, kind, dir string) (*exec.Cmd, string, error) {
+func startServer(self, kind, dir string) (*exec.Cmd, serverProc, string, error) {
 	cmd := exec.Command(self, "-serve", kind, "-dir", dir)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, "", err
+		return nil, serverProc{}, "", err
 	}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		return nil, "", err
+		return nil, serverProc{}, "", err
 	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	srv := serverProc{pid: cmd.Process.Pid, stdout: bufio.NewReader(stdout)}
+	line, err := srv.stdout.ReadString('\n')
 	if err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return nil, "", fmt.Errorf("read the server's address: %w", err)
+		return nil, serverProc{}, "", fmt.Errorf("read the server's address: %w", err)
 	}
-	return cmd, strings.TrimSpace(line), nil
+	return cmd, srv, strings.TrimSpace(line), nil
 }
 
 // client posts the same review over one protocol, as the apiserver does:

@@ -4,7 +4,8 @@
 // (the floor). Each server runs in its own process, so its CPU time is its
 // own; the load generator runs here. Runs alternate between the servers, for
 // HTTP/2 and HTTP/1.1 with keep-alive, at each concurrency. It prints a
-// Markdown report: req/s, p50, p99 and server CPU seconds per 10k requests.
+// Markdown report: req/s, p50, p99, and for the server process its CPU
+// seconds, the KiB it allocated and the collections it ran, per request.
 //
 //	go run ./throughput -duration 3s -rounds 2
 package main

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -42,16 +44,22 @@ func decide(raw []byte) (allowed bool, msg string, err error) {
 }
 
 // runServer serves path /validate on a free loopback port, prints the
-// address on stdout, and serves until SIGTERM.
+// address on stdout, and serves until SIGTERM; each SIGUSR1 prints its
+// runtime stats (answerStats).
 func runServer(kind, dir string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	answerStats(ctx)
 	if path := os.Getenv("BENCH_CPUPROFILE"); path != "" {
 		stopProfile, err := startProfile(path + "." + kind)
 		if err != nil {
 			return err
 		}
 		defer stopProfile()
+	}
+	if path := os.Getenv("BENCH_MEMPROFILE"); path != "" {
+		runtime.MemProfileRate = 4 << 10 // every 4 KiB allocated: a request's garbage is a few samples
+		defer writeHeapProfile(path + "." + kind)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -74,6 +82,20 @@ func runServer(kind, dir string) error {
 		return serveBare(ctx, ln, tlsConf)
 	}
 	return fmt.Errorf("unknown server %q", kind)
+}
+
+// writeHeapProfile writes what was allocated where since the start
+// (go tool pprof -sample_index=alloc_space).
+func writeHeapProfile(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		log.Print(err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		log.Print(err)
+	}
 }
 
 // startProfile writes a CPU profile to path until stop.
