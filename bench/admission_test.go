@@ -9,8 +9,10 @@ import (
 	"os"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	hookback "github.com/hookback/hookback/admission"
@@ -42,6 +44,7 @@ func hookbackHandler() http.Handler {
 }
 
 func controllerRuntimeHandler() http.Handler {
+	discardControllerRuntimeLogs()
 	h := admission.HandlerFunc(func(_ context.Context, req admission.Request) admission.Response {
 		path, value, err := labelOp(req.Object.Raw)
 		if err != nil {
@@ -51,6 +54,14 @@ func controllerRuntimeHandler() http.Handler {
 	})
 	return &admission.Webhook{Handler: h}
 }
+
+// discardControllerRuntimeLogs gives controller-runtime a logger, as every
+// program using it does (kubebuilder's main sets one): one that costs nothing.
+// Without it, controller-runtime's delegating logger keeps every per-request
+// WithValues until a logger is set or 30 s have passed
+// (kubernetes-sigs/controller-runtime#1122, #1444), and the reference would be
+// measured leaking.
+func discardControllerRuntimeLogs() { crlog.SetLogger(logr.Discard()) }
 
 func fixture(b *testing.B, name string) []byte {
 	body, err := os.ReadFile("../testdata/admission/" + name)
