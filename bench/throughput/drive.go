@@ -32,6 +32,7 @@ type result struct {
 	errors  int64
 	alloc   uint64 // bytes the server allocated
 	gcs     uint64 // collections the server completed
+	goal    uint64 // the server's heap goal after the run (the largest of merged rounds)
 }
 
 // key names one cell of the report.
@@ -87,7 +88,7 @@ func drive(out io.Writer, duration time.Duration, rounds int, protos []string, c
 // report prints one row per protocol, concurrency and server, each
 // server's rounds merged.
 func report(out io.Writer, all map[key][]result, protos []string, concs []int) {
-	fmt.Fprintf(out, "| protocol | concurrency | server | req/s | p50 | p99 | server CPU s / 10k req | server KiB allocated / req | server GCs / 10k req | errors | req/s vs controller-runtime | req/s vs bare |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(out, "| protocol | concurrency | server | req/s | p50 | p99 | server CPU s / 10k req | server KiB allocated / req | server GCs / 10k req | server heap goal after a run, MiB | errors | req/s vs controller-runtime | req/s vs bare |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, proto := range protos {
 		for _, conc := range concs {
 			rate := map[string]float64{}
@@ -98,9 +99,9 @@ func report(out io.Writer, all map[key][]result, protos []string, concs []int) {
 			}
 			for _, s := range servers {
 				m := merged[s]
-				fmt.Fprintf(out, "| %s | %d | %s | %.0f | %s | %s | %.2f | %.1f | %.1f | %d | %.2f× | %.2f× |\n", proto, conc, s, rate[s],
+				fmt.Fprintf(out, "| %s | %d | %s | %.0f | %s | %s | %.2f | %.1f | %.1f | %.1f | %d | %.2f× | %.2f× |\n", proto, conc, s, rate[s],
 					q(m.lat, .5), q(m.lat, .99), m.cpu.Seconds()/float64(m.reqs)*1e4, float64(m.alloc)/1024/float64(m.reqs),
-					float64(m.gcs)/float64(m.reqs)*1e4, m.errors, rate[s]/rate["controller-runtime"], rate[s]/rate["bare"])
+					float64(m.gcs)/float64(m.reqs)*1e4, float64(m.goal)/(1<<20), m.errors, rate[s]/rate["controller-runtime"], rate[s]/rate["bare"])
 			}
 		}
 	}
@@ -116,6 +117,7 @@ func merge(rs []result) result {
 		m.errors += r.errors
 		m.alloc += r.alloc
 		m.gcs += r.gcs
+		m.goal = max(m.goal, r.goal)
 		m.lat = append(m.lat, r.lat...)
 	}
 	slices.Sort(m.lat)
@@ -164,7 +166,7 @@ func runOnce(self, kind, dir string, pool *x509.CertPool, proto string, conc int
 	if err != nil {
 		return result{}, err
 	}
-	res.cpu, res.alloc, res.gcs = cpu1-cpu0, st1.AllocBytes-st0.AllocBytes, st1.GCCycles-st0.GCCycles
+	res.cpu, res.alloc, res.gcs, res.goal = cpu1-cpu0, st1.AllocBytes-st0.AllocBytes, st1.GCCycles-st0.GCCycles, st1.HeapGoal
 	return res, nil
 }
 
