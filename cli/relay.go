@@ -8,7 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/hookback/hookback/relay"
+	"github.com/hookback/hookback/tunnel"
 )
 
 // relaySecretEnv carries the session secret into the relay pod (from a
@@ -55,7 +55,7 @@ attached, connections are closed at once, so the webhooks fail open.` + examples
 				return usage(err)
 			}
 			log := o.logger(c.App.ErrWriter)
-			r, err := relay.New(relay.Options{Listen: o.Listen, Control: o.Control, Secret: o.Secret, Log: log})
+			r, err := tunnel.New(tunnel.Options{Listen: o.Listen, Control: o.Control, Secret: o.Secret, Log: log})
 			if err != nil {
 				return err
 			}

@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/hookback/hookback/relay"
+	"github.com/hookback/hookback/tunnel"
 )
 
 // TestInClusterImage is TestInClusterTwoReplicas with each replica run from
@@ -250,7 +250,7 @@ func serviceAccountDir(t *testing.T, ns, token string) string {
 func relayContainer(t *testing.T, engine, image string, n *netns, pod *corev1.Pod, secret string, start int) *nsProc {
 	t.Helper()
 	opts, cmd := podmanArgs(t, pod.Spec, func(from *corev1.EnvVarSource) string {
-		if ref := from.SecretKeyRef; ref != nil && ref.Key == relay.SecretKey {
+		if ref := from.SecretKeyRef; ref != nil && ref.Key == tunnel.SecretKey {
 			return secret
 		}
 		return ""

@@ -25,7 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/hookback/hookback/registration"
-	"github.com/hookback/hookback/relay"
+	"github.com/hookback/hookback/tunnel"
 )
 
 // TestTunnelStart runs `hookback start --tunnel` where the apiserver cannot
@@ -92,7 +92,7 @@ func TestTunnelStart(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the relay's Secret: %v", err)
 	}
-	secret := string(sec.Data[relay.SecretKey])
+	secret := string(sec.Data[tunnel.SecretKey])
 	relays := 0
 	startRelay := func() *nsProc {
 		if image != "" {
@@ -103,7 +103,7 @@ func TestTunnelStart(t *testing.T) {
 			"--listen", net.JoinHostPort(n.nsIP, "8443"), "--control", net.JoinHostPort(n.nsIP, "9443"))
 	}
 	relayProc := startRelay()
-	forwardRelayPod(t, tunnelNS, pod.Name, n.nsIP, relay.DefaultControlPort)
+	forwardRelayPod(t, tunnelNS, pod.Name, n.nsIP, tunnel.DefaultControlPort)
 
 	waitLog(t, hb, "hookback is ready", "the session ready")
 	if line := logLine(readFile(t, hb.log), "hookback is ready"); !strings.Contains(line, "verified: the apiserver called back") {
@@ -293,7 +293,7 @@ func forwardRelayPod(t *testing.T, ns, pod, addr string, port int) {
 		"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "PortForward",
 		"metadata": map[string]any{"name": pod, "namespace": ns},
 		"spec": map[string]any{"forwards": []any{map[string]any{
-			"ports":  []any{int64(relay.DefaultControlPort)},
+			"ports":  []any{int64(tunnel.DefaultControlPort)},
 			"target": map[string]any{"address": addr, "port": int64(port)},
 		}}},
 	}}

@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/hookback/hookback/internal/syncbuf"
-	"github.com/hookback/hookback/relay"
+	"github.com/hookback/hookback/tunnel"
 )
 
 // relayControlPort is the relay pod's control port, as start --tunnel
@@ -89,9 +89,9 @@ func TestTunnelThroughPortForward(t *testing.T) {
 			return false, fmt.Errorf("not attached; the attacher last logged: %s", lines[len(lines)-1])
 		}
 	}
-	a, err := relay.NewAttacher(relay.AttachOptions{
+	a, err := tunnel.NewAttacher(tunnel.AttachOptions{
 		Log: slog.New(slog.NewTextHandler(&attachLog, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Dialer: &relay.PortForward{Config: rc, Client: env.client, Namespace: ns, Port: relayControlPort,
+		Dialer: &tunnel.PortForward{Config: rc, Client: env.client, Namespace: ns, Port: relayControlPort,
 			Pod: func(context.Context) (string, error) { return "relay", nil }},
 		Secret: "e2e-secret", Local: srv.Listener.Addr().String(),
 		OnUp: func() { ups.Add(1) }, OnDown: func() { downs.Add(1) },

@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/advertise"
 	"github.com/hookback/hookback/kubeconfig"
-	"github.com/hookback/hookback/tunnel"
 )
 
 // requestTimeout bounds every registration request; informers watch
@@ -77,15 +77,15 @@ func Connect(ctx context.Context, opts kubeconfig.Options, log *slog.Logger, per
 // Advertise decides the host the apiserver dials, with tunnel's default
 // strategies on the kubeconfig, and logs which one chose it and why the
 // others were skipped. start, render and check all decide it this way.
-func Advertise(ctx context.Context, log *slog.Logger, explicit string, cfg *kubeconfig.Config) (tunnel.Decision, error) {
-	d, err := tunnel.Decide(ctx, tunnel.Input{
+func Advertise(ctx context.Context, log *slog.Logger, explicit string, cfg *kubeconfig.Config) (advertise.Decision, error) {
+	d, err := advertise.Decide(ctx, advertise.Input{
 		Explicit: explicit,
 		Server:   cfg.Server,
 		Context:  cfg.Context,
 		ClusterAddresses: func(ctx context.Context) ([]net.IP, error) {
 			return clusterAddresses(ctx, cfg)
 		},
-	}, tunnel.Default())
+	}, advertise.Default())
 	if len(d.Skipped) > 0 {
 		log.Debug("advertise strategies skipped", "skipped", d.Skipped)
 	}
@@ -130,7 +130,7 @@ func bindAddress(configured, host string) string {
 	if configured != "" {
 		return configured
 	}
-	if tunnel.IsLocal(host) {
+	if advertise.IsLocal(host) {
 		return host
 	}
 	return ""

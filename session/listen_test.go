@@ -5,11 +5,11 @@ import (
 	"testing"
 
 	"github.com/hookback/hookback/certs"
-	"github.com/hookback/hookback/relay"
+	"github.com/hookback/hookback/tunnel"
 )
 
 func TestListenHostAndCertOptions(t *testing.T) {
-	tun := &reverseTunnel{spec: relay.Spec{Name: "hookback-relay-s1", Namespace: "hookback-system"}}
+	tun := &reverseTunnel{spec: tunnel.Spec{Name: "hookback-relay-s1", Namespace: "hookback-system"}}
 	cases := []struct {
 		name       string
 		configured string

@@ -24,7 +24,7 @@ import (
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/registration"
-	"github.com/hookback/hookback/relay"
+	"github.com/hookback/hookback/tunnel"
 )
 
 // TunnelConfig is `start --tunnel`: the apiserver reaches hookback through
@@ -102,7 +102,7 @@ func relayName(session string) string { return "hookback-relay-" + session }
 // tunnel is the session's relay in the cluster and the attacher that keeps
 // this process connected to it.
 type reverseTunnel struct {
-	spec    relay.Spec
+	spec    tunnel.Spec
 	cluster *Cluster
 	log     *slog.Logger
 }
@@ -113,7 +113,7 @@ func newTunnel(cfg Config, cl *Cluster) (*reverseTunnel, error) {
 		return nil, fmt.Errorf("tunnel secret: %w", err)
 	}
 	return &reverseTunnel{
-		spec: relay.Spec{Name: relayName(cfg.Session), Namespace: cfg.Tunnel.Namespace, Session: cfg.Session,
+		spec: tunnel.Spec{Name: relayName(cfg.Session), Namespace: cfg.Tunnel.Namespace, Session: cfg.Session,
 			Image: cfg.Tunnel.Image, Secret: hex.EncodeToString(b)},
 		cluster: cl, log: cfg.Log,
 	}, nil
@@ -139,8 +139,8 @@ func (t *reverseTunnel) adoptSecret(ctx context.Context) {
 		return
 	}
 	for _, s := range list.Items {
-		if s.Name == t.spec.Name && len(s.Data[relay.SecretKey]) > 0 { // the fake clientset ignores field selectors
-			t.spec.Secret = string(s.Data[relay.SecretKey])
+		if s.Name == t.spec.Name && len(s.Data[tunnel.SecretKey]) > 0 { // the fake clientset ignores field selectors
+			t.spec.Secret = string(s.Data[tunnel.SecretKey])
 			t.log.Info("reusing the relay a previous run of this session left", "namespace", t.spec.Namespace, "name", t.spec.Name)
 			return
 		}
@@ -154,7 +154,7 @@ func (t *reverseTunnel) deploy(ctx context.Context, leaseRef string) error {
 	if err := t.ensureNamespace(ctx); err != nil {
 		return err
 	}
-	objs := relay.Manifests(t.spec)
+	objs := tunnel.Manifests(t.spec)
 	for _, o := range []runtime.Object{objs.Secret, objs.Deployment, objs.Service} {
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 		if err != nil {
@@ -273,12 +273,12 @@ func podState(p *corev1.Pod) string {
 
 // attacher builds the attacher that hands each tunnelled connection to
 // local, re-attaching with backoff; onUp runs on every attach.
-func (t *reverseTunnel) attacher(local string, metrics prometheus.Registerer, onUp func()) (*relay.Attacher, error) {
+func (t *reverseTunnel) attacher(local string, metrics prometheus.Registerer, onUp func()) (*tunnel.Attacher, error) {
 	rc := rest.CopyConfig(t.cluster.Config.Rest)
 	rc.Timeout = 0 // a port-forward lives as long as the tunnel
-	return relay.NewAttacher(relay.AttachOptions{
-		Dialer: &relay.PortForward{Config: rc, Client: t.cluster.Client, Namespace: t.spec.Namespace,
-			Pod: t.podName, Port: relay.DefaultControlPort},
+	return tunnel.NewAttacher(tunnel.AttachOptions{
+		Dialer: &tunnel.PortForward{Config: rc, Client: t.cluster.Client, Namespace: t.spec.Namespace,
+			Pod: t.podName, Port: tunnel.DefaultControlPort},
 		Secret: t.spec.Secret, Local: local, Log: t.log, OnUp: onUp, Metrics: metrics,
 	})
 }

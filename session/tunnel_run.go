@@ -13,24 +13,24 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hookback/hookback/advertise"
 	"github.com/hookback/hookback/registration"
-	"github.com/hookback/hookback/relay"
 	"github.com/hookback/hookback/tunnel"
 )
 
 // reach decides how the apiserver reaches this process: directly at the
 // advertised address, or with --tunnel through the session's relay, whose
 // Service name the certificate must then cover.
-func reach(ctx context.Context, cfg Config, cl *Cluster) (tunnel.Decision, *reverseTunnel, error) {
+func reach(ctx context.Context, cfg Config, cl *Cluster) (advertise.Decision, *reverseTunnel, error) {
 	if !cfg.Tunnel.Enabled {
 		d, err := Advertise(ctx, cfg.Log, cfg.AdvertiseAddress, cl.Config)
 		return d, nil, err
 	}
 	t, err := newTunnel(cfg, cl)
 	if err != nil {
-		return tunnel.Decision{}, nil, err
+		return advertise.Decision{}, nil, err
 	}
-	d := tunnel.Decision{Host: t.spec.ServiceHost(), Strategy: "tunnel",
+	d := advertise.Decision{Host: t.spec.ServiceHost(), Strategy: "tunnel",
 		Reason: "--tunnel: the apiserver dials the relay's Service; hookback attaches to the relay through the apiserver's pod port-forward"}
 	cfg.Log.Info("reached through a reverse tunnel", "service", t.spec.ServiceHost(), "namespace", t.spec.Namespace)
 	return d, t, nil
@@ -94,7 +94,7 @@ func (r *run) startTunnel(ctx, bgCtx context.Context, errc chan<- error) error {
 		case <-up:
 			return nil
 		case <-ended:
-			// Refused for good (relay.ErrDenied); the error is in errc.
+			// Refused for good (tunnel.ErrDenied); the error is in errc.
 			return errors.New("the reverse tunnel stopped before it attached")
 		case <-ctx.Done():
 			return ctx.Err()
@@ -155,7 +155,7 @@ func cleanupRelays(ctx context.Context, cl *Cluster, fallback, keep string, opts
 // listRelays lists every relay Deployment, or those in fallback when the
 // user may not list cluster-wide; nil when it may not list there either.
 func listRelays(ctx context.Context, cl *Cluster, fallback string, log *slog.Logger) (*appsv1.DeploymentList, error) {
-	opts := metav1.ListOptions{LabelSelector: registration.ManagedSelector + ",app.kubernetes.io/name=" + relay.AppName}
+	opts := metav1.ListOptions{LabelSelector: registration.ManagedSelector + ",app.kubernetes.io/name=" + tunnel.AppName}
 	deps, err := cl.Client.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, opts)
 	if err == nil {
 		return deps, nil

@@ -25,14 +25,14 @@ import (
 
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/registration"
-	"github.com/hookback/hookback/relay"
+	"github.com/hookback/hookback/tunnel"
 	"github.com/hookback/hookback/webhook"
 )
 
 // relayObjects are one session's relay objects, as a tunnel session
 // deploys them, recording its Lease.
 func relayObjects(session, ns string) []runtime.Object {
-	o := relay.Manifests(relay.Spec{Name: relayName(session), Namespace: ns, Session: session, Image: "img", Secret: "s"})
+	o := tunnel.Manifests(tunnel.Spec{Name: relayName(session), Namespace: ns, Session: session, Image: "img", Secret: "s"})
 	out := []runtime.Object{o.Secret, o.Deployment, o.Service}
 	for _, obj := range out {
 		obj.(metav1.Object).SetAnnotations(map[string]string{registration.AnnotationLease: "default/" + registration.LeaseName(session)})
@@ -168,7 +168,7 @@ func TestTunnelNamespace(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cl := fakeCluster(tc.existing...)
-			tun := &reverseTunnel{spec: relay.Spec{Name: "r", Namespace: "tun", Session: "s"}, cluster: cl, log: log}
+			tun := &reverseTunnel{spec: tunnel.Spec{Name: "r", Namespace: "tun", Session: "s"}, cluster: cl, log: log}
 			if err := tun.ensureNamespace(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -192,7 +192,7 @@ func TestAdoptSecret(t *testing.T) {
 	const ns = "hookback-system"
 	log := slog.New(slog.DiscardHandler)
 	unlabelled := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: relayName("bare"), Namespace: ns},
-		Data: map[string][]byte{relay.SecretKey: []byte("not-hookbacks")}}
+		Data: map[string][]byte{tunnel.SecretKey: []byte("not-hookbacks")}}
 	for _, tc := range []struct {
 		name, session, want string
 		existing            []runtime.Object
@@ -203,7 +203,7 @@ func TestAdoptSecret(t *testing.T) {
 		{name: "a Secret of that name without hookback's labels", session: "bare", existing: []runtime.Object{unlabelled}, want: "fresh"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tun := &reverseTunnel{spec: relay.Spec{Name: relayName(tc.session), Namespace: ns, Session: tc.session, Secret: "fresh"},
+			tun := &reverseTunnel{spec: tunnel.Spec{Name: relayName(tc.session), Namespace: ns, Session: tc.session, Secret: "fresh"},
 				cluster: fakeCluster(tc.existing...), log: log}
 			tun.adoptSecret(context.Background())
 			if tun.spec.Secret != tc.want {
@@ -262,8 +262,8 @@ func TestTunnelConfig(t *testing.T) {
 // TestPullFailure: start --tunnel gives up at once on a relay image the
 // kubelet cannot pull, and keeps waiting for anything else.
 func TestPullFailure(t *testing.T) {
-	spec := relay.Spec{Name: "r", Namespace: "tun", Session: "s", Image: "registry.invalid/hookback:dev"}
-	labels := relay.Manifests(spec).Deployment.Spec.Template.Labels
+	spec := tunnel.Spec{Name: "r", Namespace: "tun", Session: "s", Image: "registry.invalid/hookback:dev"}
+	labels := tunnel.Manifests(spec).Deployment.Spec.Template.Labels
 	pod := func(reason string) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "r-1", Namespace: "tun", Labels: labels}}
 		if reason != "" {
@@ -317,7 +317,7 @@ func TestRedeployRelay(t *testing.T) {
 				}
 				return true, &unstructured.Unstructured{}, nil
 			})
-			tun := &reverseTunnel{spec: relay.Spec{Name: relayName("s"), Namespace: "tun", Session: "s", Image: "img", Secret: "k"},
+			tun := &reverseTunnel{spec: tunnel.Spec{Name: relayName("s"), Namespace: "tun", Session: "s", Image: "img", Secret: "k"},
 				cluster: cl, log: slog.New(slog.DiscardHandler)}
 			r := &run{tunnel: tun, leaseRef: "default/hookback-s", cfg: Config{Log: slog.New(slog.DiscardHandler)}}
 			r.redeployRelay(ctx, tc.why)

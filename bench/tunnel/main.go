@@ -25,8 +25,8 @@ import (
 	"time"
 
 	"github.com/hookback/hookback/bench/internal/loopcert"
-	"github.com/hookback/hookback/relay"
 	"github.com/hookback/hookback/server"
+	"github.com/hookback/hookback/tunnel"
 	"github.com/hookback/hookback/webhook"
 )
 
@@ -72,7 +72,7 @@ func run(n, rounds int, kubeconfig string) error {
 	local := srv.Addr().String()
 
 	paths := []*path{{name: "direct", client: client(cert, local)}}
-	loop, err := tunnel(ctx, local, nil)
+	loop, err := loopbackTunnel(ctx, local, nil)
 	if err != nil {
 		return err
 	}
@@ -102,21 +102,21 @@ func run(n, rounds int, kubeconfig string) error {
 	return nil
 }
 
-// tunnel starts a relay and attaches to it straight over loopback TCP; it
+// loopbackTunnel starts a relay and attaches to it straight over loopback TCP; it
 // returns the address the apiserver would connect to.
-func tunnel(ctx context.Context, local string, _ relay.Dialer) (string, error) {
+func loopbackTunnel(ctx context.Context, local string, _ tunnel.Dialer) (string, error) {
 	r, err := startRelay(ctx)
 	if err != nil {
 		return "", err
 	}
-	return attach(ctx, r, local, relay.DialerFunc(func(ctx context.Context) (net.Conn, error) {
+	return attach(ctx, r, local, tunnel.DialerFunc(func(ctx context.Context) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "tcp", r.ControlAddr().String())
 	}))
 }
 
-func startRelay(ctx context.Context) (*relay.Relay, error) {
-	r, err := relay.New(relay.Options{Listen: "127.0.0.1:0", Control: "127.0.0.1:0", Secret: "bench"})
+func startRelay(ctx context.Context) (*tunnel.Relay, error) {
+	r, err := tunnel.New(tunnel.Options{Listen: "127.0.0.1:0", Control: "127.0.0.1:0", Secret: "bench"})
 	if err != nil {
 		return nil, err
 	}
@@ -125,9 +125,9 @@ func startRelay(ctx context.Context) (*relay.Relay, error) {
 }
 
 // attach attaches the laptop side to r through dial and waits until it is.
-func attach(ctx context.Context, r *relay.Relay, local string, dial relay.Dialer) (string, error) {
+func attach(ctx context.Context, r *tunnel.Relay, local string, dial tunnel.Dialer) (string, error) {
 	up := make(chan struct{}, 1)
-	a, err := relay.NewAttacher(relay.AttachOptions{Dialer: dial, Secret: "bench", Local: local,
+	a, err := tunnel.NewAttacher(tunnel.AttachOptions{Dialer: dial, Secret: "bench", Local: local,
 		OnUp: func() {
 			select {
 			case up <- struct{}{}:

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/hookback/hookback/relay"
+	"github.com/hookback/hookback/tunnel"
 )
 
 const controlPort = 9443
@@ -51,7 +51,7 @@ func portForwardTunnel(ctx context.Context, kubeconfig, local string) (string, f
 		cleanup()
 		return "", nil, err
 	}
-	addr, err := attach(ctx, r, local, &relay.PortForward{Config: rc, Client: cs, Namespace: ns, Port: controlPort,
+	addr, err := attach(ctx, r, local, &tunnel.PortForward{Config: rc, Client: cs, Namespace: ns, Port: controlPort,
 		Pod: func(context.Context) (string, error) { return "relay", nil }})
 	if err != nil {
 		cleanup()

@@ -1,4 +1,4 @@
-package tunnel
+package advertise
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package tunnel_test
+package advertise_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/hookback/hookback/advertise"
 	"github.com/hookback/hookback/certs"
-	"github.com/hookback/hookback/tunnel"
 )
 
 // The docker-desktop strategy advertises a DNS name. The apiserver then
@@ -17,10 +17,10 @@ import (
 // it against a DNS SAN: certs.NewSelfSigned must issue and serve one.
 func TestSelfSignedCoversDNSName(t *testing.T) {
 	certs, err := certs.NewSelfSigned(context.Background(), certs.TLSOptions{
-		StateDir: t.TempDir(), Host: tunnel.HostDockerInternal, Log: slog.New(slog.DiscardHandler),
+		StateDir: t.TempDir(), Host: advertise.HostDockerInternal, Log: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
-		t.Fatalf("certificate for %s: %v", tunnel.HostDockerInternal, err)
+		t.Fatalf("certificate for %s: %v", advertise.HostDockerInternal, err)
 	}
 	defer certs.Stop()
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", certs.TLSConfig())
@@ -40,7 +40,7 @@ func TestSelfSignedCoversDNSName(t *testing.T) {
 	}()
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(certs.CA().CertPEM)
-	for _, sni := range []string{tunnel.HostDockerInternal, ""} {
+	for _, sni := range []string{advertise.HostDockerInternal, ""} {
 		// Without SNI certmagic falls back to DefaultServerName; verify the
 		// name ourselves since the dial target is an IP.
 		conn, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{
@@ -51,11 +51,11 @@ func TestSelfSignedCoversDNSName(t *testing.T) {
 		}
 		leaf := conn.ConnectionState().PeerCertificates[0]
 		conn.Close()
-		if !slices.Contains(leaf.DNSNames, tunnel.HostDockerInternal) || len(leaf.IPAddresses) != 0 {
-			t.Errorf("SNI %q: DNS SANs %v, IP SANs %v; want only %s", sni, leaf.DNSNames, leaf.IPAddresses, tunnel.HostDockerInternal)
+		if !slices.Contains(leaf.DNSNames, advertise.HostDockerInternal) || len(leaf.IPAddresses) != 0 {
+			t.Errorf("SNI %q: DNS SANs %v, IP SANs %v; want only %s", sni, leaf.DNSNames, leaf.IPAddresses, advertise.HostDockerInternal)
 		}
-		if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: tunnel.HostDockerInternal}); err != nil {
-			t.Errorf("SNI %q: leaf does not verify for %s: %v", sni, tunnel.HostDockerInternal, err)
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: advertise.HostDockerInternal}); err != nil {
+			t.Errorf("SNI %q: leaf does not verify for %s: %v", sni, advertise.HostDockerInternal, err)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package relay_test
+package tunnel_test
 
 import (
 	"encoding/json"
@@ -9,13 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/hookback/hookback/registration"
-	"github.com/hookback/hookback/relay"
+	"github.com/hookback/hookback/tunnel"
 )
 
 func TestManifests(t *testing.T) {
-	s := relay.Spec{Name: "hookback-relay-dev", Namespace: "hookback-system", Session: "dev",
+	s := tunnel.Spec{Name: "hookback-relay-dev", Namespace: "hookback-system", Session: "dev",
 		Image: "ghcr.io/hookback/hookback:v1", Secret: "the-secret-value"}
-	o := relay.Manifests(s)
+	o := tunnel.Manifests(s)
 	session := labels.SelectorFromSet(labels.Set{registration.LabelManagedBy: registration.ManagedByValue, registration.LabelSession: "dev"})
 
 	t.Run("every object carries the session labels cleanup selects on", func(t *testing.T) {
@@ -51,7 +51,7 @@ func TestManifests(t *testing.T) {
 		if len(env) != 1 || env[0].Name != "HOOKBACK_RELAY_SECRET" || env[0].ValueFrom.SecretKeyRef.Name != o.Secret.Name {
 			t.Errorf("env = %+v, want HOOKBACK_RELAY_SECRET from Secret %s", env, o.Secret.Name)
 		}
-		if string(o.Secret.Data[relay.SecretKey]) != s.Secret {
+		if string(o.Secret.Data[tunnel.SecretKey]) != s.Secret {
 			t.Error("the Secret lacks the session secret")
 		}
 	})

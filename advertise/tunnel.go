@@ -33,7 +33,7 @@
 // server's port. A local apiserver on loopback (context "kwok-hookback" of
 // hack/cluster, no container publishing its port, or no docker at all) falls
 // through to loopback.
-package tunnel
+package advertise
 
 import (
 	"context"

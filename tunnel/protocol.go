@@ -8,7 +8,7 @@
 // relay accepts the apiserver's TCP connection on its service port and
 // opens a stream to the laptop, which hands it to its local TLS server. TLS
 // ends on the laptop, so the relay only ever sees ciphertext.
-package relay
+package tunnel
 
 import (
 	"bufio"
