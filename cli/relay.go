@@ -16,19 +16,20 @@ import (
 const relaySecretEnv = "HOOKBACK_RELAY_SECRET"
 
 var relayExamples = []Example{
-	{Command: "hookback relay --listen 127.0.0.1:0 --control 127.0.0.1:0", Comment: "with $HOOKBACK_RELAY_SECRET set, as in the relay pod", Serves: true},
+	{Command: "hookback relay --listen 127.0.0.1:0 --control 127.0.0.1:0 --metrics-address 127.0.0.1:0", Comment: "with $HOOKBACK_RELAY_SECRET set, as in the relay pod", Serves: true},
 }
 
 // RelayOptions are relay's flags.
 type RelayOptions struct {
 	GlobalOptions
-	Listen, Control, Secret string
+	Listen, Control, Metrics, Secret string
 }
 
 func (o *RelayOptions) bind(b *binder) {
 	o.GlobalOptions.bind(b)
 	bind(b, &o.Listen, "listen", catTunnel, "relay: host:port the apiserver's connections arrive on (the relay Service's target port)")
 	bind(b, &o.Control, "control", catTunnel, "relay: host:port the laptop attaches on, through the apiserver's pod port-forward")
+	bind(b, &o.Metrics, "metrics-address", catTunnel, "relay: host:port of /metrics (laptop attached, connections carried or closed for want of one) and /healthz; empty: none")
 }
 
 // Validate reports every problem at once.
@@ -41,7 +42,7 @@ func (o RelayOptions) Validate() error {
 }
 
 func relayCommand() (*cli.Command, *binder) {
-	o, b := RelayOptions{GlobalOptions: defaultGlobalOptions(), Listen: ":8443", Control: ":9443"}, &binder{}
+	o, b := RelayOptions{GlobalOptions: defaultGlobalOptions(), Listen: ":8443", Control: ":9443", Metrics: ""}, &binder{}
 	o.bind(b)
 	cmd := &cli.Command{
 		Name:  "relay",
@@ -59,7 +60,7 @@ attached, connections are closed at once, so the webhooks fail open.` + examples
 				return usage(err)
 			}
 			log := o.logger(c.App.ErrWriter)
-			r, err := tunnel.New(tunnel.Options{Listen: o.Listen, Control: o.Control, Secret: o.Secret, Log: log})
+			r, err := tunnel.New(tunnel.Options{Listen: o.Listen, Control: o.Control, Metrics: o.Metrics, Secret: o.Secret, Log: log})
 			if err != nil {
 				return err
 			}
