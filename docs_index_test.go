@@ -25,10 +25,7 @@ type repoIndex struct {
 	members  map[string]map[string]bool
 }
 
-var (
-	makeTarget = regexp.MustCompile(`(?m)^([A-Za-z][\w-]*)\s*:([^=]|$)`)
-	testFunc   = regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz)\w+)\(`)
-)
+var makeTarget = regexp.MustCompile(`(?m)^([A-Za-z][\w-]*)\s*:([^=]|$)`)
 
 // skipDir says which directories hold nothing the docs refer to as code:
 // caches, VCS data and fixtures.
@@ -45,26 +42,44 @@ func newRepoIndex(t *testing.T) *repoIndex {
 		idx.makeTargets[m[1]] = true
 	}
 	idx.pathRE = topLevelPathRE(t)
+	eachGoFile(t, true, 0, func(path string, _ *token.FileSet, f *ast.File) {
+		if !strings.HasSuffix(path, "_test.go") {
+			idx.addDecls(f)
+			return
+		}
+		for _, decl := range f.Decls {
+			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Recv == nil && testName.MatchString(fn.Name.Name) {
+				idx.tests[fn.Name.Name] = true
+			}
+		}
+	})
+	return idx
+}
+
+// eachGoFile parses every Go file of the repository (hidden directories and
+// fixtures left out, test files only when tests is set) and calls fn on it.
+func eachGoFile(t *testing.T, tests bool, mode parser.Mode, fn func(path string, fset *token.FileSet, f *ast.File)) {
+	t.Helper()
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		switch {
 		case err != nil:
 			return err
 		case d.IsDir() && skipDir(path):
 			return filepath.SkipDir
-		case d.IsDir() || !strings.HasSuffix(path, ".go"):
-			return nil
-		case strings.HasSuffix(path, "_test.go"):
-			for _, m := range testFunc.FindAllStringSubmatch(readFile(t, path), -1) {
-				idx.tests[m[1]] = true
-			}
+		case d.IsDir() || !strings.HasSuffix(path, ".go") || !tests && strings.HasSuffix(path, "_test.go"):
 			return nil
 		}
-		return idx.addDecls(path)
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, mode|parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		fn(path, fset, f)
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return idx
 }
 
 // topLevelPathRE matches a path that begins with one of the repository's
@@ -88,14 +103,10 @@ func topLevelPathRE(t *testing.T) *regexp.Regexp {
 
 // addDecls records the top-level declarations of one non-test Go file of a
 // hookback package (not a command: package main is nobody's pkg.Name).
-func (idx *repoIndex) addDecls(path string) error {
-	f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
-	if err != nil {
-		return err
-	}
+func (idx *repoIndex) addDecls(f *ast.File) {
 	pkg := f.Name.Name
 	if pkg == "main" {
-		return nil
+		return
 	}
 	if idx.packages[pkg] == nil {
 		idx.packages[pkg] = map[string]bool{}
@@ -131,7 +142,6 @@ func (idx *repoIndex) addDecls(path string) error {
 			}
 		}
 	}
-	return nil
 }
 
 // receiverType is T for a receiver T, *T, T[K] or *T[K].

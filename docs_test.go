@@ -7,16 +7,15 @@ package main
 // bench/JOURNAL.md is left out on purpose: it quotes names as they were.
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
-	"unicode"
 )
 
 // checkedDocs are the documents whose references must resolve.
@@ -128,19 +127,7 @@ var (
 // ("run by e2e/cli_test.go").
 func TestGoCommentPaths(t *testing.T) {
 	idx := newRepoIndex(t)
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		switch {
-		case err != nil:
-			return err
-		case d.IsDir() && skipDir(path):
-			return filepath.SkipDir
-		case d.IsDir() || !strings.HasSuffix(path, ".go"):
-			return nil
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ParseComments|parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
+	eachGoFile(t, true, parser.ParseComments, func(path string, _ *token.FileSet, f *ast.File) {
 		for _, c := range f.Comments {
 			for _, p := range idx.paths(c.Text()) {
 				if _, err := os.Stat(p); err != nil {
@@ -151,11 +138,7 @@ func TestGoCommentPaths(t *testing.T) {
 				t.Errorf("%s: a comment %s", path, problem)
 			}
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestPackageComments checks that every package says what it is in a
@@ -163,29 +146,13 @@ func TestGoCommentPaths(t *testing.T) {
 func TestPackageComments(t *testing.T) {
 	docs := map[string]string{} // directory -> package comment
 	pkgs := map[string]string{} // directory -> package name
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		switch {
-		case err != nil:
-			return err
-		case d.IsDir() && skipDir(path):
-			return filepath.SkipDir
-		case d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go"):
-			return nil
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ParseComments|parser.PackageClauseOnly)
-		if err != nil {
-			return err
-		}
+	eachGoFile(t, false, parser.ParseComments|parser.PackageClauseOnly, func(path string, _ *token.FileSet, f *ast.File) {
 		dir := filepath.Dir(path)
 		pkgs[dir] = f.Name.Name
 		if f.Doc != nil {
 			docs[dir] += f.Doc.Text()
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for dir, name := range pkgs {
 		want := "Package " + name + " "
 		if name == "main" {
@@ -245,114 +212,6 @@ func (idx *repoIndex) check(doc, text string) []string {
 	}
 	slices.Sort(problems)
 	return slices.Compact(problems)
-}
-
-// splitMarkdown separates prose from code: inline code spans and shell or
-// text blocks go to code, Go blocks to goCode (Go identifiers are looked up
-// in both; make targets only in code).
-func splitMarkdown(text string) (prose, code, goCode string) {
-	var p, c, g strings.Builder
-	fence, lang := false, ""
-	for line := range strings.SplitSeq(text, "\n") {
-		trimmed := strings.TrimSpace(line)
-		switch {
-		case strings.HasPrefix(trimmed, "```"):
-			fence, lang = !fence, strings.TrimPrefix(trimmed, "```")
-		case fence && lang == "go":
-			g.WriteString(line + "\n")
-		case fence:
-			c.WriteString(line + "\n")
-		default:
-			p.WriteString(line + "\n")
-			for _, m := range codeSpan.FindAllStringSubmatch(line, -1) {
-				c.WriteString(m[1] + "\n")
-			}
-		}
-	}
-	return p.String(), c.String(), g.String()
-}
-
-// repoPath is a path that starts at one of the repository's top-level
-// directories; the match is then cut where the path ends.
-func (idx *repoIndex) paths(text string) []string {
-	var out []string
-	for _, m := range idx.pathRE.FindAllStringSubmatch(text, -1) {
-		p := strings.TrimRight(m[1], ".:")
-		p, _, _ = strings.Cut(p, "#")
-		// Placeholders and globs (testdata/webhook/<name>/, golden/NAME.yaml,
-		// hookback-bench-*) name no one file.
-		if strings.ContainsAny(p, "*<>{}$…") || strings.Contains(p, "...") || placeholder.MatchString(p) {
-			continue
-		}
-		if !slices.Contains(out, p) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// sectionProblems checks each `NAME.md, "Heading"` in text: the file exists
-// (from the repository's root, or from doc's directory) and has a heading
-// that starts with the quoted words.
-func sectionProblems(doc, text string) []string {
-	var problems []string
-	for _, m := range sectionRef.FindAllStringSubmatch(text, -1) {
-		if placeholder.MatchString(m[1]) {
-			continue
-		}
-		path := m[1]
-		if _, err := os.Stat(path); err != nil && doc != "" {
-			path = filepath.Join(filepath.Dir(doc), m[1])
-		}
-		want := strings.Join(strings.Fields(m[2]), " ")
-		found := false
-		for _, h := range headings(path) {
-			found = found || strings.HasPrefix(h, want)
-		}
-		if !found {
-			problems = append(problems, "names the section "+m[1]+", \""+want+"\", which is not a heading there")
-		}
-	}
-	return problems
-}
-
-// headings are the Markdown headings of the file at path, without their
-// marks; none when it cannot be read.
-func headings(path string) []string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	var hs []string
-	fence := false
-	for line := range strings.SplitSeq(string(b), "\n") {
-		switch {
-		case strings.HasPrefix(line, "```"):
-			fence = !fence
-		case !fence && strings.HasPrefix(line, "#"):
-			hs = append(hs, strings.TrimSpace(strings.TrimLeft(line, "#")))
-		}
-	}
-	return hs
-}
-
-// slugs are the anchors GitHub gives the headings of the file at path:
-// lower case, spaces as hyphens, punctuation dropped.
-func slugs(path string) []string {
-	var out []string
-	for _, h := range headings(path) {
-		var b strings.Builder
-		for _, r := range strings.ToLower(h) {
-			switch {
-			case r == ' ':
-				b.WriteRune('-')
-			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
-				b.WriteRune(r)
-			}
-		}
-		out = append(out, b.String())
-	}
-	return out
 }
 
 func readFile(t *testing.T, path string) string {
