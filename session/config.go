@@ -95,7 +95,7 @@ func (c Config) Validate() error {
 	if err := c.User.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := c.Inspector.validate(); err != nil {
+	if err := c.Inspector.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	paths := map[string]string{}
