@@ -14,7 +14,7 @@ import (
 // apiserver only has its answer) when the handler returns, so a
 // --record-dir write to a slow disk, or the inspector's copy of a 3 MiB
 // review, would hold the answer. (For small reviews on a fast disk the
-// difference through the apiserver was within noise: docs/performance.md,
+// difference through the apiserver was within noise: bench/JOURNAL.md,
 // "After the answer".)
 //
 // The zero value is not usable: NewAfterwards, then Run on one goroutine

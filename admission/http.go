@@ -218,7 +218,7 @@ func timeoutParam(rawQuery string) time.Duration {
 // kube-openapi): it validates while it decodes, in one pass over the body,
 // where encoding/json scans the whole body to validate it and then again to
 // decode it, object and oldObject included. That was most of hookback's time
-// per call through the apiserver (docs/performance.md). It is also stricter,
+// per call through the apiserver (bench/JOURNAL.md). It is also stricter,
 // as the apiserver's own decoder is: field names match case-sensitively, and
 // duplicate names or invalid UTF-8 are a malformed review (400), never
 // guessed at.

@@ -1,6 +1,7 @@
 // Package cli is hookback's command line: urfave/cli/v2 commands whose flags
-// (each declared once, in flags.go) become typed Options, validated all at
-// once, then a session.Config or a direct call. It is the only package that
+// (each a field of its command's options struct, bound once; binder.go)
+// become typed Options, validated all at once, then a session.Config or a
+// direct call. It is the only package that
 // sees *cli.Context, and Run is the only thing main calls.
 package cli
 
