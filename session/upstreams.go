@@ -139,6 +139,9 @@ func loadUserWebhooks(spec UserWebhooks, cfg Config) (*userWebhooks, error) {
 	if len(m.Webhooks) == 0 && len(m.CRDs) > 0 {
 		return u, nil // conversion webhooks only
 	}
+	if len(m.Webhooks) == 0 {
+		return nil, fmt.Errorf("%s: no webhook configurations or CRDs in them (only %s)", strings.Join(spec.Manifests, ", "), orNothing(m.SkippedSummary()))
+	}
 	// The routes depend on the manifests alone; URL and caBundle are known
 	// later and filled in at every render.
 	_, routes, err := registration.RewriteManifests(m.Webhooks, spec.manifestOptions("https://hookback.invalid", "", cfg.Session, ""))
@@ -187,4 +190,11 @@ func routeName(r registration.Route) string {
 		return r.Webhooks[0]
 	}
 	return r.Path
+}
+
+func orNothing(s string) string {
+	if s == "" {
+		return "empty documents"
+	}
+	return s
 }
