@@ -12,6 +12,7 @@ import (
 	"github.com/hookback/hookback/controller"
 	"github.com/hookback/hookback/incluster"
 	"github.com/hookback/hookback/inspector"
+	"github.com/hookback/hookback/project"
 	"github.com/hookback/hookback/session"
 	"github.com/hookback/hookback/webhook"
 )
@@ -205,18 +206,21 @@ var flagText = map[string]string{
 	"tunnel-namespace":          "tunnel: namespace of the session's relay (created when missing, and deleted again by the last session that leaves it)",
 	"relay-image":               "tunnel: image that runs the relay (hookback relay); a dev build defaults to :latest",
 	"cert-manager":              "in-cluster: annotate the webhook configurations for cert-manager's cainjector (Certificate NAMESPACE/hookback)",
+	// Operator projects (docs/your-webhook.md).
+	"project":           "kubebuilder or Operator SDK project root (default: the current directory when it has a PROJECT file and no --webhook-config is given): its config/default, built-ins off, --upstream " + project.DefaultUpstream,
+	"upstream-cert-dir": "write a serving certificate for your webhook server here (tls.crt, tls.key, signed by hookback's CA, which then verifies it); never over one hookback did not write (default in project mode: controller-runtime's, $TMPDIR/k8s-webhook-server/serving-certs)",
 }
 
 // serveFlagNames decide the URL and the configurations: start and render.
 var serveFlagNames = []string{"advertise-address", "port", "session", "template", "state-dir", "lease-namespace",
 	"tls-mode", "tls-cert-file", "tls-key-file", "ca-file", "acme-ca", "acme-email", "acme-ca-root", "acme-profile",
 	"acme-http-port", "acme-renew-check-interval", "webhooks", "controllers", "banned-words", "sidecar-image", "cpu-oversell-factor",
-	"webhook-config", "upstream", "upstream-ca", "upstream-insecure", "keep-failure-policy", "timeout"}
+	"webhook-config", "upstream", "upstream-ca", "upstream-insecure", "keep-failure-policy", "timeout", "project"}
 
 // startFlagNames are serveFlagNames plus what only a running session needs.
 var startFlagNames = append(append([]string{}, serveFlagNames...),
 	"bind-address", "health-address", "no-verify", "verify-timeout", "lease-duration", "record-dir",
-	"inspector-address", "inspector-expose", "inspector-keep", "tunnel", "tunnel-namespace", "relay-image")
+	"inspector-address", "inspector-expose", "inspector-keep", "tunnel", "tunnel-namespace", "relay-image", "upstream-cert-dir")
 
 // lookup finds the context in c's lineage where name was set (the
 // subcommand's flags first, then the app's global ones), else c itself,

@@ -17,6 +17,7 @@ import (
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/project"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/session"
 	"github.com/hookback/hookback/webhook"
@@ -81,6 +82,9 @@ type ServeOptions struct {
 	// User are your own webhooks: --webhook-config, --upstream...
 	User    session.UserWebhooks
 	userErr error
+	// Project is the kubebuilder project of project mode, else nil.
+	Project    *project.Project
+	projectErr error
 }
 
 func serveOptions(c *cli.Context) ServeOptions {
@@ -97,6 +101,7 @@ func serveOptions(c *cli.Context) ServeOptions {
 	}
 	o.User, o.userErr = userWebhooks(c)
 	o.User.KeepFailurePolicy, o.User.Timeout = c.Bool("keep-failure-policy"), c.Duration("timeout")
+	o.Project, o.projectErr = projectMode(c, &o)
 	return o
 }
 
@@ -149,7 +154,7 @@ func userWebhooks(c *cli.Context) (session.UserWebhooks, error) {
 
 // Validate reports every problem at once.
 func (o ServeOptions) Validate() error {
-	errs := []error{o.GlobalOptions.Validate(), o.certs().Validate(), validateWebhookOptions(o.Webhook), o.userErr, o.User.Validate()}
+	errs := []error{o.GlobalOptions.Validate(), o.certs().Validate(), validateWebhookOptions(o.Webhook), o.userErr, o.projectErr, o.User.Validate()}
 	if o.Session != "" && sanitizeSession(o.Session) != o.Session {
 		errs = append(errs, fmt.Errorf("--session %q: use lowercase letters, digits and '-', at most 40 characters", o.Session))
 	}
@@ -183,7 +188,7 @@ func (o ServeOptions) config(ext Extension, log *slog.Logger) session.Config {
 		Kubeconfig: o.kubeconfig(), Session: name, AdvertiseAddress: o.AdvertiseAddress, Port: o.Port,
 		Template: registration.Template{Path: o.Template, Default: ext.Template}, Certs: co,
 		LeaseNamespace: o.LeaseNamespace, Webhooks: hooks, Controllers: ctls, WebhookOptions: o.Webhook,
-		Extra: ext.Webhooks, User: o.User, Log: log,
+		Extra: ext.Webhooks, User: o.User, Project: o.Project, Log: log,
 	}
 }
 
@@ -199,7 +204,12 @@ type StartOptions struct {
 }
 
 func startOptions(c *cli.Context) StartOptions {
-	return StartOptions{ServeOptions: serveOptions(c), RecordDir: c.String("record-dir"), BindAddress: c.String("bind-address"),
+	so := serveOptions(c)
+	so.User.CertDir = c.String("upstream-cert-dir")
+	if so.Project != nil && so.User.CertDir == "" {
+		so.User.CertDir = certs.ControllerRuntimeCertDir()
+	}
+	return StartOptions{ServeOptions: so, RecordDir: c.String("record-dir"), BindAddress: c.String("bind-address"),
 		HealthAddress: c.String("health-address"), NoVerify: c.Bool("no-verify"),
 		VerifyTimeout: c.Duration("verify-timeout"), LeaseDuration: c.Duration("lease-duration"),
 		Inspector: session.InspectorConfig{Address: c.String("inspector-address"), Expose: c.Bool("inspector-expose"),

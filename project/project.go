@@ -27,7 +27,7 @@ const DefaultUpstream = "https://127.0.0.1:9443"
 
 // Project is a kubebuilder or Operator SDK project on disk.
 type Project struct {
-	// Dir is the project's root, as given.
+	// Dir is the project's root, absolute.
 	Dir string
 	// Name and Domain are PROJECT's projectName and domain; Layout its
 	// plugin keys (go.kubebuilder.io/v4; Operator SDK adds its own).
@@ -67,6 +67,9 @@ func Load(dir string) (*Project, error) {
 	var pf projectFile
 	if err := yaml.Unmarshal(b, &pf); err != nil {
 		return nil, fmt.Errorf("read project %s: %w", filepath.Join(dir, File), err)
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
 	}
 	p := &Project{Dir: dir, Name: pf.ProjectName, Domain: pf.Domain, Layout: layout(pf.Layout), Run: runCommand(dir)}
 	if p.Name == "" {
@@ -156,4 +159,16 @@ func (p *Project) Log(log *slog.Logger) {
 		log.Warn("project: falling back to config/webhook and config/crd", "why", p.Fallback)
 	}
 	log.Info("project mode", "project", p.Title(), "layout", strings.Join(p.Layout, ","), "manifests", strings.Join(p.Manifests, ","))
+}
+
+// ManifestsRel are Manifests relative to Dir, for the banner.
+func (p *Project) ManifestsRel() []string {
+	out := make([]string, 0, len(p.Manifests))
+	for _, m := range p.Manifests {
+		if r, err := filepath.Rel(p.Dir, m); err == nil {
+			m = filepath.ToSlash(r)
+		}
+		out = append(out, m)
+	}
+	return out
 }

@@ -65,12 +65,7 @@ func TestLoad(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var rel []string
-			for _, m := range p.Manifests {
-				r, _ := filepath.Rel(dir, m)
-				rel = append(rel, filepath.ToSlash(r))
-			}
-			if !reflect.DeepEqual(rel, tt.manifests) {
+			if rel := p.ManifestsRel(); !reflect.DeepEqual(rel, tt.manifests) {
 				t.Errorf("manifests %v, want %v", rel, tt.manifests)
 			}
 			if (tt.fallback == "") != (p.Fallback == "") || !strings.Contains(p.Fallback, tt.fallback) {

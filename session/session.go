@@ -70,6 +70,10 @@ func Run(ctx context.Context, cfg Config) error {
 		factory.Shutdown()
 	}()
 	metrics := server.NewMetrics()
+	pair, err := cfg.User.upstreamCert(cfg.Certs.StateDir, cfg.Log)
+	if err != nil {
+		return err
+	}
 	user, err := loadUserWebhooks(cfg.User, cfg)
 	if err != nil {
 		return err
@@ -95,7 +99,7 @@ func Run(ctx context.Context, cfg Config) error {
 		url = "https://" + decision.Host // the relay's Service port, 443
 	}
 	r := newRun(cfg, cl, srv, canary, crt, p, url)
-	r.user, r.inspector, r.tunnel, r.metrics = user, insp, tun, metrics.Registry
+	r.user, r.inspector, r.tunnel, r.metrics, r.upstreamPair = user, insp, tun, metrics.Registry, pair
 	return r.run(ctx, started)
 }
 
@@ -155,15 +159,17 @@ func newServers(cfg Config, addr string, crt certs.Certs, hooks []admission.Webh
 // run is the part of a session that writes to the cluster, from the Lease
 // to deregistration.
 type run struct {
-	cfg       Config
-	cluster   *Cluster
-	server    *server.Server
-	canary    *registration.Canary
-	certs     certs.Certs
-	parts     *parts
-	user      *userWebhooks
-	url       string
-	inspector *inspector.Server
+	cfg     Config
+	cluster *Cluster
+	server  *server.Server
+	canary  *registration.Canary
+	certs   certs.Certs
+	parts   *parts
+	user    *userWebhooks
+	// upstreamPair is what start did about the upstream's certificate.
+	upstreamPair *certs.UpstreamPair
+	url          string
+	inspector    *inspector.Server
 	// tunnel is the session's relay, with --tunnel; metrics gets its gauges.
 	tunnel    *reverseTunnel
 	metrics   prometheus.Registerer
