@@ -82,10 +82,18 @@ func withGlobalText(text map[string]string, names ...string) []cli.Flag {
 	return fl
 }
 
+// start's default ports stay clear of a controller-runtime manager's
+// (webhooks 9443, probes 8081, metrics 8080 or 8443) so that both run side
+// by side with their defaults; the inspector's is inspector.DefaultAddress.
+const (
+	DefaultPort          = 8643
+	DefaultHealthAddress = "127.0.0.1:8681"
+)
+
 func flagDefault(name string) any {
 	switch name {
 	case "port":
-		return 8443
+		return DefaultPort
 	case "acme-http-port":
 		return 80
 	case "verify-timeout":
@@ -113,7 +121,7 @@ func flagDefault(name string) any {
 	case "webhooks", "controllers":
 		return "all"
 	case "health-address":
-		return "127.0.0.1:8081"
+		return DefaultHealthAddress
 	case "inspector-address":
 		return inspector.DefaultAddress
 	case "inspector-keep":

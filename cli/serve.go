@@ -91,6 +91,10 @@ func serveCommand(ext Extension) *cli.Command {
 			if f.Name == "health-address" {
 				f.Value = incluster.DefaultHealthAddress
 			}
+		case *cli.IntFlag:
+			if f.Name == "port" {
+				f.Value = incluster.WebhookPort // the Deployment's container port
+			}
 		case *cli.DurationFlag:
 			if f.Name == "lease-duration" {
 				f.Value = incluster.DefaultLeaseDuration

@@ -11,6 +11,7 @@ package session
 import (
 	"context"
 	"errors"
+	"github.com/hookback/hookback/internal/portholder"
 	"net"
 	"strconv"
 	"strings"
@@ -136,7 +137,7 @@ func newServers(cfg Config, addr string, crt certs.Certs, hooks []admission.Webh
 	}
 	insp, err := newInspector(cfg, store, hooks, user, factory)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, portholder.Explain(err)
 	}
 	srv, err := server.NewServer(server.ServerOptions{
 		Address:       addr,
@@ -151,7 +152,7 @@ func newServers(cfg Config, addr string, crt certs.Certs, hooks []admission.Webh
 		if insp != nil {
 			_ = insp.Close()
 		}
-		return nil, nil, err
+		return nil, nil, portholder.Explain(err)
 	}
 	return srv, insp, nil
 }
