@@ -19,6 +19,7 @@ var checkExamples = []Example{
 	{Command: "hookback check"},
 	{Command: "hookback check --advertise-address 127.0.0.1", Comment: "with the address start would be told to use"},
 	{Command: "hookback check --tunnel", Comment: "with what start --tunnel needs: the relay's objects and the pod port-forward"},
+	{Command: "hookback check --webhooks pod-name --controllers none", Comment: "what start needs with only these built-ins"},
 	{Command: "hookback check --context \"$(kubectl config current-context)\"", Comment: "a kubeconfig context, as kubectl names them"},
 }
 
@@ -28,12 +29,16 @@ func checkCommand() *cli.Command {
 		Usage: "check that the cluster is reachable and hookback has every permission it needs",
 		Description: `check connects with the kubeconfig, prints the server version, who the apiserver
 thinks you are and the address start would advertise (and which strategy chose it),
-and asks (SelfSubjectAccessReview) for every permission hookback start needs with
-every built-in enabled. It writes nothing. It exits 2 and names what is missing.` + examplesText(checkExamples),
+and asks (SelfSubjectAccessReview) for every permission hookback start needs with the
+same flags: the built-ins selected (all by default; none in a kubebuilder project, see
+--project), the webhook configurations, the CRDs of --webhook-config or the project
+(installed when missing, conversion redirected), the tunnel. It writes nothing. It exits 2
+and names what is missing.` + examplesText(checkExamples),
 		Flags: withGlobalText(map[string]string{
 			"tunnel":           "check what start --tunnel needs too: the relay's objects and the pod port-forward in --tunnel-namespace",
 			"tunnel-namespace": "tunnel: the namespace start --tunnel would deploy its relay to",
-		}, "advertise-address", "tunnel", "tunnel-namespace", "lease-namespace", "request-timeout", "upstream", "upstream-ca", "upstream-insecure"),
+		}, "advertise-address", "tunnel", "tunnel-namespace", "lease-namespace", "request-timeout", "upstream", "upstream-ca", "upstream-insecure",
+			"webhooks", "controllers", "webhook-config", "project"),
 		Action: runCheck,
 	}
 }
@@ -69,6 +74,10 @@ func runCheck(c *cli.Context) error {
 	// start would fail on an undecidable address, so check fails too, but
 	// only after the permissions, which are worth seeing either way.
 	tunnel := session.TunnelConfig{Enabled: c.Bool("tunnel"), Namespace: c.String("tunnel-namespace")}
+	sc, err := checkConfig(c, tunnel)
+	if err != nil {
+		return usage(err)
+	}
 	var adErr error
 	if tunnel.Enabled {
 		fmt.Fprintf(out, "Advertise: none needed (--tunnel: the apiserver calls a relay in namespace %s, reached through its pod port-forward)\n", tunnel.Namespace)
@@ -76,9 +85,8 @@ func runCheck(c *cli.Context) error {
 		adErr = printAdvertise(ctx, out, log, c.String("advertise-address"), cfg)
 	}
 	fmt.Fprintln(out)
-	all, _ := session.SelectWebhooks([]string{"all"})
-	ctls, _ := session.SelectControllers([]string{"all"})
-	perms, err := session.Permissions(session.Config{LeaseNamespace: c.String("lease-namespace"), Webhooks: all, Controllers: ctls, Tunnel: tunnel})
+	printChecking(out, sc)
+	perms, err := session.Permissions(sc)
 	if err != nil {
 		return err
 	}
@@ -152,4 +160,45 @@ func checkUpstreams(c *cli.Context) error {
 		fmt.Fprintf(c.App.Writer, "Upstream:  %s accepts connections\n", url)
 	}
 	return errors.Join(errs...)
+}
+
+// checkConfig is what start would run with the same flags, as far as
+// permissions go.
+func checkConfig(c *cli.Context, tunnel session.TunnelConfig) (session.Config, error) {
+	o := ServeOptions{Webhooks: strings.Split(c.String("webhooks"), ","), Controllers: strings.Split(c.String("controllers"), ",")}
+	var errs []error
+	o.User, o.userErr = userWebhooks(c)
+	o.Project, o.projectErr = projectMode(c, &o)
+	hooks, err := session.SelectWebhooks(o.Webhooks)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--webhooks: %w", err))
+	}
+	ctls, err := session.SelectControllers(o.Controllers)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--controllers: %w", err))
+	}
+	errs = append(errs, o.userErr, o.projectErr)
+	return session.Config{LeaseNamespace: c.String("lease-namespace"), Webhooks: hooks, Controllers: ctls, Tunnel: tunnel,
+		User: o.User, Project: o.Project}, errors.Join(errs...)
+}
+
+// printChecking says what the permissions below are checked for.
+func printChecking(w io.Writer, cfg session.Config) {
+	list := func(names []string) string {
+		if len(names) == 0 {
+			return "none"
+		}
+		return strings.Join(names, ", ")
+	}
+	fmt.Fprintf(w, "Checking:  built-in webhooks: %s; controllers: %s", list(cfg.Webhooks), list(cfg.Controllers))
+	if cfg.Project != nil {
+		fmt.Fprintf(w, "; project %s", cfg.Project.Title())
+	}
+	if len(cfg.User.Manifests) > 0 {
+		fmt.Fprintf(w, "; your webhooks and CRDs from %s", strings.Join(cfg.User.Manifests, ", "))
+	}
+	if cfg.Tunnel.Enabled {
+		fmt.Fprint(w, "; tunnel")
+	}
+	fmt.Fprintln(w)
 }

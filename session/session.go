@@ -37,6 +37,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	cfg.User = cfg.User.readOnce()
 	perms, err := Permissions(cfg)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hookback/hookback/admission"
@@ -64,6 +65,45 @@ type UserWebhooks struct {
 	// trusts that CA for the upstreams (unless UpstreamCA or
 	// UpstreamInsecure say otherwise).
 	CertDir string
+	// read, when set, reads the manifests once for every user of this
+	// value and its copies (see readOnce).
+	read *manifestRead
+}
+
+type manifestRead struct {
+	once sync.Once
+	m    *registration.Manifests
+	err  error
+}
+
+// readOnce returns u reading its manifests at most once, whichever copy
+// asks first: the preflight (Permissions) and the served routes both need
+// them, and stdin can be read only once.
+func (u UserWebhooks) readOnce() UserWebhooks {
+	u.read = &manifestRead{}
+	return u
+}
+
+// readManifests reads (see readOnce) the manifests.
+func (u UserWebhooks) readManifests() (*registration.Manifests, error) {
+	if u.read == nil {
+		return registration.ReadManifests(u.Manifests, u.Stdin)
+	}
+	u.read.once.Do(func() { u.read.m, u.read.err = registration.ReadManifests(u.Manifests, u.Stdin) })
+	return u.read.m, u.read.err
+}
+
+// permissions are what the manifests need beyond the webhook
+// configurations every session may write: the CRDs'.
+func (u UserWebhooks) permissions() ([]admission.Permission, error) {
+	if len(u.Manifests) == 0 {
+		return nil, nil
+	}
+	m, err := u.readManifests()
+	if err != nil || len(m.CRDs) == 0 {
+		return nil, err
+	}
+	return registration.CRDPermissions(), nil
 }
 
 // Validate reports every problem at once, naming the flags: the CLI runs
@@ -187,7 +227,7 @@ func loadUserWebhooks(spec UserWebhooks, cfg Config) (*userWebhooks, error) {
 	if len(spec.Manifests) == 0 {
 		return &userWebhooks{spec: spec}, nil
 	}
-	m, err := registration.ReadManifests(spec.Manifests, spec.Stdin)
+	m, err := spec.readManifests()
 	if err != nil {
 		return nil, err
 	}

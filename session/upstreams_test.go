@@ -52,3 +52,36 @@ func TestLoadUserWebhooksMapping(t *testing.T) {
 		})
 	}
 }
+
+func TestPermissionsFollowWhatRuns(t *testing.T) {
+	proj := filepath.Join("..", "testdata", "project")
+	tests := []struct {
+		name      string
+		manifests []string
+		wantCRDs  bool
+	}{
+		{name: "no manifests", wantCRDs: false},
+		{name: "webhook configurations only", manifests: []string{filepath.Join(proj, "config", "webhook")}, wantCRDs: false},
+		{name: "with CRDs", manifests: []string{filepath.Join(proj, "config", "default")}, wantCRDs: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			perms, err := Permissions(Config{LeaseNamespace: "default", User: UserWebhooks{Manifests: tt.manifests}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var crds, builtins int
+			for _, p := range perms {
+				if p.Resource == "customresourcedefinitions" {
+					crds++
+				}
+				if p.Resource == "pods" || p.Resource == "nodes" {
+					builtins++
+				}
+			}
+			if (crds > 0) != tt.wantCRDs || builtins != 0 {
+				t.Errorf("CRD permissions %d (want some: %v), built-ins' %d (want 0)", crds, tt.wantCRDs, builtins)
+			}
+		})
+	}
+}
