@@ -20,6 +20,7 @@ var checkExamples = []Example{
 	{Command: "hookback check"},
 	{Command: "hookback check --advertise-address 127.0.0.1", Comment: "with the address start would be told to use"},
 	{Command: "hookback check --tunnel", Comment: "with what start --tunnel needs: the relay's objects and the pod port-forward"},
+	{Command: "hookback check --webhooks pod-name --controllers none", Comment: "what start needs with only these built-ins"},
 	{Command: "hookback check --context \"$(kubectl config current-context)\"", Comment: "a kubeconfig context, as kubectl names them"},
 }
 
@@ -29,7 +30,8 @@ type CheckOptions struct {
 	AdvertiseAddress, LeaseNamespace string
 	Tunnel                           session.TunnelConfig
 	RequestTimeout                   time.Duration
-	// Upstream, UpstreamCA and UpstreamInsecure are probed.
+	// Serve holds what start would run: the built-ins, your webhooks and
+	// CRDs (--webhook-config, --project) and the upstreams, which are probed.
 	Serve ServeOptions
 }
 
@@ -53,11 +55,15 @@ func checkCommand() (*cli.Command, *binder) {
 		Usage: "check that the cluster is reachable and hookback has every permission it needs",
 		Description: `check connects with the kubeconfig, prints the server version, who the apiserver
 thinks you are and the address start would advertise (and which strategy chose it),
-and asks (SelfSubjectAccessReview) for every permission hookback start needs with
-every built-in enabled. It writes nothing. It exits 2 and names what is missing.` + examplesText(checkExamples),
+and asks (SelfSubjectAccessReview) for every permission hookback start needs with the
+same flags: the built-ins selected (all by default; none in a kubebuilder project, see
+--project), the webhook configurations, the CRDs of --webhook-config or the project
+(installed when missing, conversion redirected), the tunnel. It writes nothing. It exits 2
+and names what is missing.` + examplesText(checkExamples),
 		Flags: b.flags,
 		Action: func(c *cli.Context) error {
 			b.load(c)
+			o.Serve.resolveProject(c)
 			return runCheck(c, o)
 		},
 	}
@@ -95,6 +101,10 @@ func runCheck(c *cli.Context, o CheckOptions) error {
 	// start would fail on an undecidable address, so check fails too, but
 	// only after the permissions, which are worth seeing either way.
 	tunnel := o.Tunnel
+	sc, err := checkConfig(o)
+	if err != nil {
+		return usage(err)
+	}
 	var adErr error
 	if tunnel.Enabled {
 		fmt.Fprintf(out, "Advertise: none needed (--tunnel: the apiserver calls a relay in namespace %s, reached through its pod port-forward)\n", tunnel.Namespace)
@@ -102,9 +112,8 @@ func runCheck(c *cli.Context, o CheckOptions) error {
 		adErr = printAdvertise(ctx, out, log, o.AdvertiseAddress, cfg)
 	}
 	fmt.Fprintln(out)
-	all, _ := session.SelectWebhooks([]string{"all"})
-	ctls, _ := session.SelectControllers([]string{"all"})
-	perms, err := session.Permissions(session.Config{LeaseNamespace: o.LeaseNamespace, Webhooks: all, Controllers: ctls, Tunnel: tunnel})
+	printChecking(out, sc)
+	perms, err := session.Permissions(sc)
 	if err != nil {
 		return err
 	}
@@ -178,4 +187,36 @@ func checkUpstreams(c *cli.Context, o ServeOptions) error {
 		fmt.Fprintf(c.App.Writer, "Upstream:  %s accepts connections\n", url)
 	}
 	return errors.Join(errs...)
+}
+
+// checkConfig is what start would run with the same flags, as far as
+// permissions go.
+func checkConfig(o CheckOptions) (session.Config, error) {
+	user, userErr := o.Serve.user()
+	hooks, _ := session.SelectWebhooks(splitList(o.Serve.Webhooks))
+	ctls, _ := session.SelectControllers(splitList(o.Serve.Controllers))
+	err := errors.Join(validateSelection(o.Serve.Webhooks, o.Serve.Controllers), userErr, o.Serve.projectErr)
+	return session.Config{LeaseNamespace: o.LeaseNamespace, Webhooks: hooks, Controllers: ctls, Tunnel: o.Tunnel,
+		User: user, Project: o.Serve.project}, err
+}
+
+// printChecking says what the permissions below are checked for.
+func printChecking(w io.Writer, cfg session.Config) {
+	list := func(names []string) string {
+		if len(names) == 0 {
+			return "none"
+		}
+		return strings.Join(names, ", ")
+	}
+	fmt.Fprintf(w, "Checking:  built-in webhooks: %s; controllers: %s", list(cfg.Webhooks), list(cfg.Controllers))
+	if cfg.Project != nil {
+		fmt.Fprintf(w, "; project %s", cfg.Project.Title())
+	}
+	if len(cfg.User.Manifests) > 0 {
+		fmt.Fprintf(w, "; your webhooks and CRDs from %s", strings.Join(cfg.User.Manifests, ", "))
+	}
+	if cfg.Tunnel.Enabled {
+		fmt.Fprint(w, "; tunnel")
+	}
+	fmt.Fprintln(w)
 }

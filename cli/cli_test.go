@@ -14,11 +14,14 @@ import (
 	"github.com/hookback/hookback/certs"
 )
 
+// templatePath is absolute, taken before any test changes directory.
+var templatePath, _ = filepath.Abs(filepath.Join("..", "webhook-url.yaml.tmpl"))
+
 // run runs hookback with args as main would (the shipped template as the
 // default) and returns stdout, stderr and an error carrying the exit code.
 func run(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	tmpl, rerr := os.ReadFile(filepath.Join("..", "webhook-url.yaml.tmpl"))
+	tmpl, rerr := os.ReadFile(templatePath)
 	if rerr != nil {
 		t.Fatal(rerr)
 	}

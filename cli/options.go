@@ -17,6 +17,7 @@ import (
 	"github.com/hookback/hookback/controller"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/project"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/session"
 	"github.com/hookback/hookback/webhook"
@@ -73,6 +74,14 @@ func (o GlobalOptions) logger(w io.Writer) *slog.Logger {
 	return log
 }
 
+// start's default ports stay clear of a controller-runtime manager's
+// (webhooks 9443, probes 8081, metrics 8080 or 8443) so that both run side
+// by side with their defaults; the inspector's is inspector.DefaultAddress.
+const (
+	DefaultPort          = 8643
+	DefaultHealthAddress = "127.0.0.1:8681"
+)
+
 // ServeOptions are the flags of start and render: what decides the URL and
 // the configurations.
 type ServeOptions struct {
@@ -90,11 +99,16 @@ type ServeOptions struct {
 	UpstreamInsecure        bool
 	KeepFailurePolicy       bool
 	Timeout                 time.Duration
+	// Project is --project: a kubebuilder or Operator SDK project root.
+	Project string
+	// project is the project of project mode, else nil (resolveProject).
+	project    *project.Project
+	projectErr error
 }
 
 func defaultServeOptions() ServeOptions {
 	return ServeOptions{GlobalOptions: defaultGlobalOptions(), StateDir: defaultStateDir(), LeaseNamespace: "default",
-		Port: 8443, TLSMode: certs.ModeSelfSigned, Webhooks: "all", Controllers: "all", Webhook: webhook.DefaultOptions(),
+		Port: DefaultPort, TLSMode: certs.ModeSelfSigned, Webhooks: "all", Controllers: "all", Webhook: webhook.DefaultOptions(),
 		ACME: certs.ACMEOptions{CA: certs.LetsEncryptCA, Profile: "shortlived", HTTPPort: 80, RenewCheckInterval: 10 * time.Minute}}
 }
 
@@ -117,7 +131,8 @@ func (o *ServeOptions) bind(b *binder) {
 	bind(b, &o.ACME.HTTPPort, "acme-http-port", catServing, "acme mode: port the HTTP-01 challenge is answered on, opened only while a challenge is pending (the CA always dials port 80: forward it here when different)")
 	bind(b, &o.ACME.RenewCheckInterval, "acme-renew-check-interval", catServing, "acme mode: how often certmagic checks whether to renew", hidden)
 	o.bindBuiltins(b)
-	bind(b, &o.WebhookConfig, "webhook-config", catUser, "your webhook configurations as written for the cluster (file, directory or - for stdin; repeatable): rewritten to point at hookback")
+	bind(b, &o.Project, "project", catUser, "kubebuilder or Operator SDK project root (default: the current directory when it has a PROJECT file and no --webhook-config is given): its config/default, built-ins off, --upstream "+project.DefaultUpstream)
+	bind(b, &o.WebhookConfig, "webhook-config", catUser, "your webhook configurations and CRDs as written for the cluster (file, directory, kustomize directory, bundle, or - for stdin; repeatable): rewritten to point at hookback, other kinds skipped")
 	o.bindUpstream(b)
 	bind(b, &o.KeepFailurePolicy, "keep-failure-policy", catUser, "your webhooks: keep each failurePolicy; without it every one becomes Ignore, so a stopped debugger never blocks the cluster")
 	bind(b, &o.Timeout, "timeout", catUser, "your webhooks: override every timeoutSeconds, 1s to 30s (30s while stepping through a handler in a debugger); 0 keeps each one's")
@@ -188,7 +203,7 @@ func (o ServeOptions) user() (session.UserWebhooks, error) {
 // Validate reports every problem at once.
 func (o ServeOptions) Validate() error {
 	user, userErr := o.user()
-	errs := []error{o.GlobalOptions.Validate(), o.certs().Validate(), validateWebhookOptions(o.Webhook), userErr, user.Validate()}
+	errs := []error{o.GlobalOptions.Validate(), o.certs().Validate(), validateWebhookOptions(o.Webhook), userErr, o.projectErr, user.Validate()}
 	if o.Session != "" && sanitizeSession(o.Session) != o.Session {
 		errs = append(errs, fmt.Errorf("--session %q: use lowercase letters, digits and '-', at most 40 characters", o.Session))
 	}
@@ -232,7 +247,7 @@ func (o ServeOptions) config(ext Extension, log *slog.Logger) session.Config {
 		Kubeconfig: o.kubeconfig(), Session: name, AdvertiseAddress: o.AdvertiseAddress, Port: o.Port,
 		Template: registration.Template{Path: o.Template, Default: ext.Template}, Certs: co,
 		LeaseNamespace: o.LeaseNamespace, Webhooks: hooks, Controllers: ctls, WebhookOptions: o.Webhook,
-		Extra: ext.Webhooks, User: user, Log: log,
+		Extra: ext.Webhooks, User: user, Project: o.project, Log: log,
 	}
 }
 
@@ -245,10 +260,12 @@ type StartOptions struct {
 	NoVerify                     bool
 	VerifyTimeout, LeaseDuration time.Duration
 	Tunnel                       session.TunnelConfig
+	// UpstreamCertDir gets a serving certificate for your webhook server.
+	UpstreamCertDir string
 }
 
 func defaultStartOptions() StartOptions {
-	return StartOptions{ServeOptions: defaultServeOptions(), HealthAddress: "127.0.0.1:8081",
+	return StartOptions{ServeOptions: defaultServeOptions(), HealthAddress: DefaultHealthAddress,
 		VerifyTimeout: 15 * time.Second, LeaseDuration: 30 * time.Second,
 		Inspector: session.InspectorConfig{Address: inspector.DefaultAddress, Keep: inspector.DefaultKeep},
 		Tunnel:    session.TunnelConfig{Namespace: session.DefaultTunnelNamespace, Image: defaultImage(version())}}
@@ -261,6 +278,7 @@ func (o *StartOptions) bind(b *binder) {
 	bind(b, &o.HealthAddress, "health-address", catServing, "host:port for /healthz, /readyz and /metrics")
 	bind(b, &o.NoVerify, "no-verify", catServing, "keep running (and log the diagnosis) when verification shows the apiserver cannot reach hookback")
 	bind(b, &o.VerifyTimeout, "verify-timeout", catServing, "how long verification may take")
+	bind(b, &o.UpstreamCertDir, "upstream-cert-dir", catUser, "write a serving certificate for your webhook server here (tls.crt, tls.key, signed by hookback's CA, which then verifies it); never over one hookback did not write (default in project mode: controller-runtime's, $TMPDIR/k8s-webhook-server/serving-certs)")
 	bind(b, &o.RecordDir, "record-dir", catUser, "write every review and the answer sent into this directory, one JSON file each (Secrets' data redacted)")
 	bind(b, &o.Inspector.Address, "inspector-address", catInspector, "host:port of the inspector, a local page of the last reviews, live (\"\" disables it; loopback unless --inspector-expose)")
 	bind(b, &o.Inspector.Expose, "inspector-expose", catInspector, "allow an --inspector-address beyond loopback: whoever reaches it sees every review (Secrets' data redacted) and can replay them")
@@ -288,6 +306,10 @@ func (o StartOptions) config(ext Extension, log *slog.Logger, out io.Writer, ins
 	cfg.BindAddress, cfg.HealthAddress = o.BindAddress, o.HealthAddress
 	cfg.RequireVerified, cfg.VerifyTimeout, cfg.LeaseDuration = !o.NoVerify, o.VerifyTimeout, o.LeaseDuration
 	cfg.Out, cfg.RecordDir, cfg.Inspector, cfg.Tunnel = out, o.RecordDir, o.Inspector, o.Tunnel
+	cfg.User.CertDir = o.UpstreamCertDir
+	if o.project != nil && cfg.User.CertDir == "" {
+		cfg.User.CertDir = certs.ControllerRuntimeCertDir()
+	}
 	// Another hookback may hold the default inspector address: then a free
 	// loopback port serves instead. An address the user chose must be it.
 	cfg.Inspector.Fallback = inspectorDefault

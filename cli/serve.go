@@ -32,7 +32,7 @@ type PodOptions struct {
 }
 
 func defaultPodOptions() PodOptions {
-	return PodOptions{GlobalOptions: defaultGlobalOptions(), Namespace: incluster.DefaultNamespace, Port: 8443,
+	return PodOptions{GlobalOptions: defaultGlobalOptions(), Namespace: incluster.DefaultNamespace, Port: incluster.WebhookPort,
 		HealthAddress: incluster.DefaultHealthAddress, Webhooks: "all", Controllers: "all", Webhook: webhook.DefaultOptions(),
 		LeaseDuration: incluster.DefaultLeaseDuration, ShutdownDelay: incluster.DefaultShutdownDelay}
 }

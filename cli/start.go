@@ -30,6 +30,7 @@ configurations then reference the relay's Service (docs/tunnel.md).` + examplesT
 		Flags: b.flags,
 		Action: func(c *cli.Context) error {
 			b.load(c)
+			o.resolveProject(c)
 			if err := o.Validate(); err != nil {
 				return usage(err)
 			}
@@ -75,6 +76,7 @@ Service, and the same webhook configurations with clientConfig.service reference
 					return usage(fmt.Errorf("--%s needs --in-cluster", name))
 				}
 			}
+			o.resolveProject(c)
 			if err := o.Validate(); err != nil {
 				return usage(err)
 			}
