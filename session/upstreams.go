@@ -115,27 +115,37 @@ func (u UserWebhooks) upstreamFor(r registration.Route) (Upstream, error) {
 // userWebhooks loads the manifests once (stdin can be read only once) and
 // builds a forwarding webhook per route.
 type userWebhooks struct {
-	spec   UserWebhooks
-	docs   []registration.Document
-	routes []registration.Route
-	hooks  []admission.Webhook
+	spec UserWebhooks
+	// manifests are what the intake found: webhook configurations, CRDs
+	// (for their install and conversion redirect) and the kinds skipped.
+	manifests *registration.Manifests
+	docs      []registration.Document
+	routes    []registration.Route
+	hooks     []admission.Webhook
 }
 
 func loadUserWebhooks(spec UserWebhooks, cfg Config) (*userWebhooks, error) {
 	if len(spec.Manifests) == 0 {
 		return &userWebhooks{spec: spec}, nil
 	}
-	docs, err := registration.LoadManifests(spec.Manifests, spec.Stdin)
+	m, err := registration.ReadManifests(spec.Manifests, spec.Stdin)
 	if err != nil {
 		return nil, err
+	}
+	if s := m.SkippedSummary(); s != "" && cfg.Log != nil {
+		cfg.Log.Info("manifests: objects skipped, hookback takes only webhook configurations and CRDs", "skipped", s)
+	}
+	u := &userWebhooks{spec: spec, manifests: m, docs: m.Webhooks}
+	if len(m.Webhooks) == 0 && len(m.CRDs) > 0 {
+		return u, nil // conversion webhooks only
 	}
 	// The routes depend on the manifests alone; URL and caBundle are known
 	// later and filled in at every render.
-	_, routes, err := registration.RewriteManifests(docs, spec.manifestOptions("https://hookback.invalid", "", cfg.Session, ""))
+	_, routes, err := registration.RewriteManifests(m.Webhooks, spec.manifestOptions("https://hookback.invalid", "", cfg.Session, ""))
 	if err != nil {
 		return nil, err
 	}
-	u := &userWebhooks{spec: spec, docs: docs, routes: routes}
+	u.routes = routes
 	for _, r := range routes {
 		up, err := spec.upstreamFor(r)
 		if err != nil {
