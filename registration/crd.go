@@ -31,7 +31,6 @@ const (
 	// ConvertPathPrefix + CRD name is the path hookback serves a CRD's
 	// ConversionReviews on.
 	ConvertPathPrefix = "/convert/"
-	KindCRD           = "CustomResourceDefinition"
 )
 
 // CRDResource is apiextensions.k8s.io/v1 customresourcedefinitions.
@@ -39,10 +38,13 @@ var CRDResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Ver
 
 // CRD is one CustomResourceDefinition of the user's manifests.
 type CRD struct {
-	Doc  Document
-	Name string
+	// Object is the CRD as the intake gives it (CA injectors removed);
+	// Source is where it was read, for messages.
+	Object *unstructured.Unstructured
+	Source Document
+	Name   string
 	// Conversion is the route of a CRD whose spec.conversion.strategy is
-	// Webhook (Path is ConvertPathPrefix + Name, UpstreamPath the manifest's
+	// Webhook (Path is ConversionPath(Name), UpstreamPath the manifest's
 	// path); nil for any other CRD.
 	Conversion *Route
 }
@@ -50,39 +52,28 @@ type CRD struct {
 // ConversionPath is where hookback serves the ConversionReviews of crd.
 func ConversionPath(crd string) string { return ConvertPathPrefix + url.PathEscape(crd) }
 
-// IsCRD reports an apiextensions.k8s.io CustomResourceDefinition.
-func IsCRD(o *unstructured.Unstructured) bool {
-	return o.GetKind() == KindCRD && strings.HasPrefix(o.GetAPIVersion(), "apiextensions.k8s.io/")
-}
-
-// PickCRDs splits docs into the CRDs and the rest. A CRD whose conversion
-// webhook names no usable target is an error naming its document.
-func PickCRDs(docs []Document) ([]CRD, []Document, error) {
+// CRDsOf reads the intake's CRDs. A CRD whose conversion webhook names no
+// usable target is an error naming its document.
+func CRDsOf(m *Manifests) ([]CRD, error) {
 	var crds []CRD
-	var rest []Document
 	var errs []error
-	for _, d := range docs {
-		if !IsCRD(d.Object) {
-			rest = append(rest, d)
+	for i, o := range m.CRDs {
+		c := CRD{Object: o, Source: m.CRDSources[i], Name: o.GetName()}
+		r, ok, err := ConversionTarget(o)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", c.Source.Location(), err))
 			continue
 		}
-		c := CRD{Doc: d, Name: d.Object.GetName()}
-		if strategy, _, _ := unstructured.NestedString(d.Object.Object, "spec", "conversion", "strategy"); strategy == "Webhook" {
-			cc, _, _ := unstructured.NestedMap(d.Object.Object, "spec", "conversion", "webhook")
-			r, err := hookTarget(cc)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: CustomResourceDefinition %q: conversion webhook: %w", d.Location(), c.Name, err))
-				continue
-			}
+		if ok {
 			r.Path, r.Webhooks = ConversionPath(c.Name), []string{c.Name}
 			c.Conversion = &r
 		}
 		crds = append(crds, c)
 	}
 	if len(errs) > 0 {
-		return nil, nil, errkind.New(ErrManifest, errors.Join(errs...))
+		return nil, errkind.New(ErrManifest, errors.Join(errs...))
 	}
-	return crds, rest, nil
+	return crds, nil
 }
 
 // CRDs installs the user's missing CRDs, points conversion webhooks at
@@ -121,7 +112,7 @@ func (c *CRDs) Ensure(ctx context.Context, crds []CRD, redirect func(name string
 			errs = append(errs, fmt.Errorf("get CustomResourceDefinition %q: %w", crd.Name, err))
 			continue
 		default:
-			if diff := crdDiffers(crd.Doc.Object, live); diff != "" {
+			if diff := crdDiffers(crd.Object, live); diff != "" {
 				c.Log.Warn("the cluster's CustomResourceDefinition differs from the manifests': run `make install` (or kubectl apply) to update it",
 					"crd", crd.Name, "differs", diff)
 			}
@@ -143,7 +134,7 @@ func (c *CRDs) Ensure(ctx context.Context, crds []CRD, redirect func(name string
 // conversion already pointed at hookback when convert, and waits until it
 // is established.
 func (c *CRDs) install(ctx context.Context, crd CRD, convert bool, to Target) error {
-	o := crd.Doc.Object.DeepCopy()
+	o := crd.Object.DeepCopy()
 	o.SetAPIVersion("apiextensions.k8s.io/v1")
 	o.SetResourceVersion("")
 	o.SetUID("")
@@ -173,7 +164,7 @@ func (c *CRDs) install(ctx context.Context, crd CRD, convert bool, to Target) er
 	if _, err := c.Dynamic.Resource(CRDResource).Apply(ctx, crd.Name, o, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
 		return fmt.Errorf("install CustomResourceDefinition %q: %w", crd.Name, err)
 	}
-	c.Log.Info("installed CustomResourceDefinition missing from the cluster; it stays after hookback stops", "crd", crd.Name, "source", crd.Doc.Location())
+	c.Log.Info("installed CustomResourceDefinition missing from the cluster; it stays after hookback stops", "crd", crd.Name, "source", crd.Source.Location())
 	return c.waitEstablished(ctx, crd.Name)
 }
 

@@ -56,6 +56,9 @@ type Config struct {
 	Extra []admission.Webhook
 	// User are the user's own webhook manifests and upstream servers.
 	User UserWebhooks
+	// RedirectConversion selects the CRDs whose conversion webhook is
+	// pointed at hookback; nil selects every one.
+	RedirectConversion func(crd string) bool
 	// RecordDir, when set, keeps every review and answer there.
 	RecordDir string
 	// Inspector is the local page of the last reviews; a zero value
