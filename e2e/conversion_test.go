@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"syscall"
@@ -30,14 +32,15 @@ func TestConversionThroughHookback(t *testing.T) {
 	args := []string{"--webhooks", "none", "--controllers", "none", "--webhook-config", crManifests(t),
 		"--upstream", mgr.URL, "--upstream-ca", mgr.Cert}
 
-	t.Run("installed, called, restored at Ctrl-C", func(t *testing.T) {
-		p := start(t, args...)
+	t.Run("installed, called, recorded, restored at Ctrl-C", func(t *testing.T) {
+		records := t.TempDir()
+		p := start(t, append(args, "--record-dir", records)...)
 		p.ready(t)
 		stanza, crd := conversionJSON(t, dyn)
 		if got := crd.GetAnnotations()["hookback.dev/installed"]; got != p.session {
 			t.Errorf("annotation hookback.dev/installed = %q, want the session %q", got, p.session)
 		}
-		if !strings.Contains(stanza, `"url":"https://`) || !strings.Contains(stanza, "/convert/"+widgetCRD+`"`) {
+		if !strings.Contains(stanza, `"url":"https://`) || !strings.Contains(stanza, "/convert/"+widgetCRD+`/convert"`) {
 			t.Fatalf("conversion %s: want it pointed at hookback", stanza)
 		}
 		want := manifestStanza()
@@ -61,6 +64,7 @@ func TestConversionThroughHookback(t *testing.T) {
 			t.Errorf("annotation hookback.dev/conversion left on the CRD")
 		}
 		p.whWaitLogLine(t, "CustomResourceDefinitions hookback installed are left in place", widgetCRD)
+		replayConversions(t, records, mgr)
 	})
 
 	t.Run("existing CRD restored byte for byte after kill -9 and cleanup", func(t *testing.T) {
@@ -189,4 +193,19 @@ func deleteTestCRD(t *testing.T, dyn dynamic.Interface) {
 		_, err := dyn.Resource(crdGVR).Get(ctx, widgetCRD, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
+}
+
+// replayConversions replays the recorded conversions to the manager: the
+// same answers.
+func replayConversions(t *testing.T, records string, mgr *crManager) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(records, "*_convert-*.json"))
+	if err != nil || len(files) == 0 {
+		entries, _ := os.ReadDir(records)
+		t.Fatalf("no recorded conversion in %s (%d files): %v", records, len(entries), err)
+	}
+	out, errOut, code := hookback(t, env.kubeconfig, append([]string{"replay", "--upstream", mgr.URL, "--upstream-ca", mgr.Cert}, files...)...)
+	if code != 0 || !strings.Contains(out, "all "+itoa(len(files))+" answers as recorded") {
+		t.Fatalf("replay: exit %d\n%s\n%s", code, out, errOut)
+	}
 }

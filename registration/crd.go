@@ -49,8 +49,26 @@ type CRD struct {
 	Conversion *Route
 }
 
-// ConversionPath is where hookback serves the ConversionReviews of crd.
-func ConversionPath(crd string) string { return ConvertPathPrefix + url.PathEscape(crd) }
+// ConversionPath is where hookback serves the ConversionReviews of crd:
+// ConvertPathPrefix, the CRD's name, then the path of its upstream target
+// (escaped, starting with /), so that a recording names where to replay it.
+func ConversionPath(crd, upstreamPath string) string {
+	return ConvertPathPrefix + url.PathEscape(crd) + upstreamPath
+}
+
+// ConversionOf reads a ConversionPath back: the CRD and the upstream path.
+func ConversionOf(path string) (crd, upstreamPath string, ok bool) {
+	rest, ok := strings.CutPrefix(path, ConvertPathPrefix)
+	if !ok {
+		return "", "", false
+	}
+	name, up, found := strings.Cut(rest, "/")
+	if !found || name == "" {
+		return "", "", false
+	}
+	crd, err := url.PathUnescape(name)
+	return crd, "/" + up, err == nil
+}
 
 // CRDsOf reads the intake's CRDs. A CRD whose conversion webhook names no
 // usable target is an error naming its document.
@@ -65,7 +83,7 @@ func CRDsOf(m *Manifests) ([]CRD, error) {
 			continue
 		}
 		if ok {
-			r.Path, r.Webhooks = ConversionPath(c.Name), []string{c.Name}
+			r.Path, r.Webhooks = ConversionPath(c.Name, r.UpstreamPath), []string{c.Name}
 			c.Conversion = &r
 		}
 		crds = append(crds, c)
@@ -156,7 +174,7 @@ func (c *CRDs) install(ctx context.Context, crd CRD, convert bool, to Target) er
 			return fmt.Errorf("CustomResourceDefinition %q: encode its conversion: %w", crd.Name, err)
 		}
 		anns[AnnotationConversion], anns[AnnotationLease] = string(saved), c.LeaseRef
-		if err := unstructured.SetNestedField(o.Object, redirectedConversion(prev, crd.Name, to), "spec", "conversion"); err != nil {
+		if err := unstructured.SetNestedField(o.Object, redirectedConversion(prev, crd.Conversion.Path, to), "spec", "conversion"); err != nil {
 			return fmt.Errorf("CustomResourceDefinition %q: %w", crd.Name, err)
 		}
 	}
@@ -197,14 +215,14 @@ func established(o *unstructured.Unstructured) bool {
 
 // redirectedConversion is the conversion stanza pointing at hookback,
 // keeping the review versions the CRD accepts.
-func redirectedConversion(prev any, name string, to Target) map[string]any {
+func redirectedConversion(prev any, path string, to Target) map[string]any {
 	versions := []any{"v1"}
 	if pm, ok := prev.(map[string]any); ok {
 		if vs, found, _ := unstructured.NestedSlice(pm, "webhook", "conversionReviewVersions"); found && len(vs) > 0 {
 			versions = vs
 		}
 	}
-	cc := map[string]any{"url": strings.TrimRight(to.URL, "/") + ConversionPath(name)}
+	cc := map[string]any{"url": strings.TrimRight(to.URL, "/") + path}
 	if to.CABundle != "" {
 		cc["caBundle"] = to.CABundle
 	}

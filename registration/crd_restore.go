@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -47,7 +48,7 @@ func (c *CRDs) redirect(ctx context.Context, live *unstructured.Unstructured, cr
 	}
 	ops := []patchOp{
 		{Op: "test", Path: "/metadata/resourceVersion", Value: live.GetResourceVersion()},
-		{Op: "add", Path: "/spec/conversion", Value: redirectedConversion(prev, crd.Name, to)},
+		{Op: "add", Path: "/spec/conversion", Value: redirectedConversion(prev, crd.Conversion.Path, to)},
 	}
 	ops = append(ops, mapOps("/metadata/annotations", anns != nil, map[string]string{AnnotationConversion: saved, AnnotationLease: c.LeaseRef})...)
 	ops = append(ops, mapOps("/metadata/labels", live.GetLabels() != nil, map[string]string{LabelManagedBy: ManagedByValue, LabelSession: c.Session})...)
@@ -128,7 +129,7 @@ func (c *CRDs) restoreOne(ctx context.Context, o *unstructured.Unstructured) err
 	ops := []patchOp{{Op: "test", Path: "/metadata/resourceVersion", Value: o.GetResourceVersion()}}
 	current, _, _ := unstructured.NestedString(o.Object, "spec", "conversion", "webhook", "clientConfig", "url")
 	switch {
-	case !strings.HasSuffix(current, ConversionPath(name)):
+	case !strings.Contains(current, ConvertPathPrefix+url.PathEscape(name)+"/"):
 		c.Log.Warn("conversion webhook changed by someone else since hookback redirected it: kept as it is", "crd", name)
 	case saved == nil:
 		ops = append(ops, patchOp{Op: "remove", Path: "/spec/conversion"})

@@ -60,7 +60,7 @@ func TestRedirectAndRestoreExactly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if crds[0].Conversion == nil || crds[0].Conversion.Path != "/convert/widgets.shop.io" || crds[0].Conversion.UpstreamPath != "/convert" {
+	if crds[0].Conversion == nil || crds[0].Conversion.Path != "/convert/widgets.shop.io/convert" || crds[0].Conversion.UpstreamPath != "/convert" {
 		t.Fatalf("conversion route %+v", crds[0].Conversion)
 	}
 	to := Target{URL: "https://10.0.0.1:8443/", CABundle: "QUJD"}
@@ -69,7 +69,7 @@ func TestRedirectAndRestoreExactly(t *testing.T) {
 		t.Fatalf("Ensure: installed %v redirected %v err %v", installed, redirected, err)
 	}
 	got, o := liveStanza(t, c, "widgets.shop.io")
-	want := `{"strategy":"Webhook","webhook":{"clientConfig":{"caBundle":"QUJD","url":"https://10.0.0.1:8443/convert/widgets.shop.io"},"conversionReviewVersions":["v1","v1beta1"]}}`
+	want := `{"strategy":"Webhook","webhook":{"clientConfig":{"caBundle":"QUJD","url":"https://10.0.0.1:8443/convert/widgets.shop.io/convert"},"conversionReviewVersions":["v1","v1beta1"]}}`
 	if got != want {
 		t.Errorf("redirected:\n%s\nwant\n%s", got, want)
 	}
