@@ -60,6 +60,9 @@ type Config struct {
 	// Project is the kubebuilder or Operator SDK project whose manifests
 	// User reads (project mode), for the banner; nil otherwise.
 	Project *project.Project
+	// RedirectConversion selects the CRDs whose conversion webhook is
+	// pointed at hookback; nil selects every one.
+	RedirectConversion func(crd string) bool
 	// RecordDir, when set, keeps every review and answer there.
 	RecordDir string
 	// Inspector is the local page of the last reviews; a zero value

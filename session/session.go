@@ -80,6 +80,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	conv, err := loadConversions(user, cfg)
+	if err != nil {
+		return err
+	}
 	store := newInspectorStore(cfg)
 	p, err := buildParts(cfg, cl, factory, recorders, metrics.Registry, store)
 	if err != nil {
@@ -89,7 +93,7 @@ func Run(ctx context.Context, cfg Config) error {
 	hooks := append(append(p.webhooks, user.hooks...), admission.Webhook{Name: "canary", Path: registration.CanaryPath, Handler: canary})
 	// 4. The listeners, bound now: a busy port fails before anything is
 	// written to the cluster.
-	srv, insp, err := newServers(cfg, net.JoinHostPort(bind, strconv.Itoa(cfg.Port)), crt, hooks, metrics, store, user, factory)
+	srv, insp, err := newServers(cfg, net.JoinHostPort(bind, strconv.Itoa(cfg.Port)), crt, hooks, metrics, store, user, conv, factory)
 	if err != nil {
 		return err
 	}
@@ -101,7 +105,7 @@ func Run(ctx context.Context, cfg Config) error {
 		url = "https://" + decision.Host // the relay's Service port, 443
 	}
 	r := newRun(cfg, cl, srv, canary, crt, p, url)
-	r.user, r.inspector, r.tunnel, r.metrics, r.upstreamPair = user, insp, tun, metrics.Registry, pair
+	r.user, r.inspector, r.tunnel, r.metrics, r.upstreamPair, r.conversions = user, insp, tun, metrics.Registry, pair, conv
 	return r.run(ctx, started)
 }
 
@@ -131,8 +135,12 @@ func certOptions(co certs.Options, host, bind string, tun *reverseTunnel) certs.
 // newServers binds the webhook server on addr, and the inspector's page
 // when it is enabled.
 func newServers(cfg Config, addr string, crt certs.Certs, hooks []admission.Webhook, metrics *server.Metrics,
-	store *inspector.Store, user *userWebhooks, factory informers.SharedInformerFactory) (*server.Server, *inspector.Server, error) {
+	store *inspector.Store, user *userWebhooks, conv *conversions, factory informers.SharedInformerFactory) (*server.Server, *inspector.Server, error) {
 	rec, err := newRecorder(cfg, store)
+	if err != nil {
+		return nil, nil, err
+	}
+	handlers, err := conv.handlers(cfg, rec, metrics.Registry)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -148,6 +156,7 @@ func newServers(cfg Config, addr string, crt certs.Certs, hooks []admission.Webh
 		Log:           cfg.Log,
 		Metrics:       metrics,
 		Recorder:      rec,
+		Handlers:      handlers,
 	})
 	if err != nil {
 		if insp != nil {
@@ -170,8 +179,10 @@ type run struct {
 	user    *userWebhooks
 	// upstreamPair is what start did about the upstream's certificate.
 	upstreamPair *certs.UpstreamPair
-	url          string
-	inspector    *inspector.Server
+	// conversions are the user's CRDs and their conversion webhooks.
+	conversions *conversions
+	url         string
+	inspector   *inspector.Server
 	// tunnel is the session's relay, with --tunnel; metrics gets its gauges.
 	tunnel    *reverseTunnel
 	metrics   prometheus.Registerer
@@ -298,6 +309,9 @@ func (r *run) register(ctx context.Context) (*registration.Registration, error) 
 	if err := r.registrar.Apply(ctx, reg, r.canaryKey()); err != nil {
 		return nil, err
 	}
+	if err := r.ensureCRDs(ctx, bundle); err != nil {
+		return nil, err
+	}
 	r.applied(bundle)
 	return reg, nil
 }
@@ -338,7 +352,7 @@ func (r *run) shutdown(stopBackground, stopServer func()) {
 		stopServer()
 		return
 	}
-	errs := []error{r.registrar.Deregister(ctx)}
+	errs := []error{r.restoreCRDs(ctx), r.registrar.Deregister(ctx)}
 	stopBackground()
 	r.bg.Wait()
 	// The apiserver drops deleted configurations asynchronously; with the
