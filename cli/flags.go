@@ -37,13 +37,16 @@ func newFlagText(name, usage string) cli.Flag {
 	switch name {
 	case "port", "acme-http-port", "inspector-keep", "replicas":
 		return &cli.IntFlag{Name: name, EnvVars: envVar(name), Value: value.(int), Usage: usage}
-	case "no-verify", "all", "bundle", "upstream-insecure", "keep-failure-policy", "inspector-expose", "in-cluster", "cert-manager", "tunnel":
+	case "no-verify", "all", "bundle", "upstream-insecure", "keep-failure-policy", "inspector-expose", "in-cluster", "cert-manager", "tunnel",
+		"only-mine", "all-namespaces":
 		return &cli.BoolFlag{Name: name, EnvVars: envVar(name), Usage: usage}
 	case "verify-timeout", "lease-duration", "timeout", "request-timeout", "acme-renew-check-interval", "shutdown-delay", "wait":
 		return &cli.DurationFlag{Name: name, EnvVars: envVar(name), Value: value.(time.Duration), Usage: usage,
 			Hidden: name == "acme-renew-check-interval"}
-	case "webhook-config", "upstream":
+	case "webhook-config", "upstream", "convert":
 		return &cli.StringSliceFlag{Name: name, EnvVars: envVar(name), Usage: usage}
+	case "namespace":
+		return &cli.StringSliceFlag{Name: name, Aliases: []string{"n"}, EnvVars: envVar(name), Usage: usage}
 	case "banned-words":
 		return &cli.StringSliceFlag{Name: name, EnvVars: envVar(name), Value: cli.NewStringSlice(d.BannedWords...), Usage: usage}
 	case "cpu-oversell-factor":
@@ -133,7 +136,7 @@ func flagDefault(name string) any {
 		return "group:hookback-developers"
 	case "rbac-name":
 		return "hookback-developer"
-	case "namespace":
+	case "install-namespace":
 		return incluster.DefaultNamespace
 	case "tunnel-namespace":
 		return session.DefaultTunnelNamespace
@@ -193,25 +196,35 @@ var flagText = map[string]string{
 	"subject":                   "who the bindings name: user:NAME, group:NAME or serviceaccount:NAMESPACE/NAME",
 	"rbac-name":                 "name of the ClusterRole, Role and bindings",
 	"in-cluster":                "print everything to deploy hookback in the cluster instead (Namespace, RBAC, Deployment, Service, webhook configurations with service references)",
-	"namespace":                 "in-cluster: the install's namespace (its Service, the CA Secret, the leader election Lease)",
-	"listen":                    "relay: host:port the apiserver's connections arrive on (the relay Service's target port)",
-	"control":                   "relay: host:port the laptop attaches on, through the apiserver's pod port-forward",
-	"wait":                      "uninstall: how long to wait for the install's pods to stop before cleaning up what they wrote",
-	"identity":                  "serve: this replica's name in the leader election Lease (default: $POD_NAME, else host-pid)",
-	"shutdown-delay":            "serve: how long a stopping replica keeps answering, not ready, while the Service's endpoints drop it",
-	"image":                     "in-cluster: hookback image (default: ghcr.io/hookback/hookback:<this version>, :latest for a dev build)",
-	"replicas":                  "in-cluster: replicas of the Deployment",
-	"tunnel":                    "reach the apiserver's calls through a relay deployed for the session and the apiserver's pod port-forward, for a machine the cluster cannot route to (NAT, a cloud cluster); see docs/tunnel.md",
-	"tunnel-namespace":          "tunnel: namespace of the session's relay (created when missing, and deleted again by the last session that leaves it)",
-	"relay-image":               "tunnel: image that runs the relay (hookback relay); a dev build defaults to :latest",
-	"cert-manager":              "in-cluster: annotate the webhook configurations for cert-manager's cainjector (Certificate NAMESPACE/hookback)",
+	"install-namespace":         "in-cluster: the install's namespace (its Service, the CA Secret, the leader election Lease)",
+	// Scope (docs/shared-clusters.md): each narrows every webhook registered, ANDed with its own selectors.
+	"namespace":          "scope: only objects in this namespace reach hookback (repeatable); naming one also opts it in to pod-name and pod-lifespan",
+	"namespace-selector": "scope: only objects in namespaces matching this label selector (kubectl syntax) reach hookback",
+	"object-selector":    "scope: only objects matching this label selector (kubectl syntax) reach hookback",
+	"only-mine":          "scope: only requests made with your own identity reach hookback (a matchCondition on your username; pods a controller creates are the controller's)",
+	"all-namespaces":     "scope: register cluster-wide on a cluster that is not local (without it start refuses there)",
+	"convert":            "on a cluster that is not local, redirect the conversion of this CRD (repeatable); conversion cannot be scoped",
+	"listen":             "relay: host:port the apiserver's connections arrive on (the relay Service's target port)",
+	"control":            "relay: host:port the laptop attaches on, through the apiserver's pod port-forward",
+	"wait":               "uninstall: how long to wait for the install's pods to stop before cleaning up what they wrote",
+	"identity":           "serve: this replica's name in the leader election Lease (default: $POD_NAME, else host-pid)",
+	"shutdown-delay":     "serve: how long a stopping replica keeps answering, not ready, while the Service's endpoints drop it",
+	"image":              "in-cluster: hookback image (default: ghcr.io/hookback/hookback:<this version>, :latest for a dev build)",
+	"replicas":           "in-cluster: replicas of the Deployment",
+	"tunnel":             "reach the apiserver's calls through a relay deployed for the session and the apiserver's pod port-forward, for a machine the cluster cannot route to (NAT, a cloud cluster); see docs/tunnel.md",
+	"tunnel-namespace":   "tunnel: namespace of the session's relay (created when missing, and deleted again by the last session that leaves it)",
+	"relay-image":        "tunnel: image that runs the relay (hookback relay); a dev build defaults to :latest",
+	"cert-manager":       "in-cluster: annotate the webhook configurations for cert-manager's cainjector (Certificate NAMESPACE/hookback)",
 }
 
 // serveFlagNames decide the URL and the configurations: start and render.
-var serveFlagNames = []string{"advertise-address", "port", "session", "template", "state-dir", "lease-namespace",
+var serveFlagNames = append([]string{"advertise-address", "port", "session", "template", "state-dir", "lease-namespace",
 	"tls-mode", "tls-cert-file", "tls-key-file", "ca-file", "acme-ca", "acme-email", "acme-ca-root", "acme-profile",
 	"acme-http-port", "acme-renew-check-interval", "webhooks", "controllers", "banned-words", "sidecar-image", "cpu-oversell-factor",
-	"webhook-config", "upstream", "upstream-ca", "upstream-insecure", "keep-failure-policy", "timeout"}
+	"webhook-config", "upstream", "upstream-ca", "upstream-insecure", "keep-failure-policy", "timeout"}, scopeFlagNames...)
+
+// scopeFlagNames narrow what reaches hookback: start, render and audit.
+var scopeFlagNames = []string{"namespace", "namespace-selector", "object-selector", "only-mine", "all-namespaces", "convert"}
 
 // startFlagNames are serveFlagNames plus what only a running session needs.
 var startFlagNames = append(append([]string{}, serveFlagNames...),

@@ -81,6 +81,8 @@ type ServeOptions struct {
 	// User are your own webhooks: --webhook-config, --upstream...
 	User    session.UserWebhooks
 	userErr error
+	// Scope narrows every webhook registered: --namespace, --only-mine...
+	Scope registration.Scope
 }
 
 func serveOptions(c *cli.Context) ServeOptions {
@@ -93,11 +95,18 @@ func serveOptions(c *cli.Context) ServeOptions {
 		ACME: certs.ACMEOptions{CA: c.String("acme-ca"), Email: c.String("acme-email"), CARootFile: c.String("acme-ca-root"),
 			Profile: c.String("acme-profile"), HTTPPort: c.Int("acme-http-port"), RenewCheckInterval: c.Duration("acme-renew-check-interval")},
 		Webhooks: strings.Split(c.String("webhooks"), ","), Controllers: strings.Split(c.String("controllers"), ","),
-		Webhook: webhookOptions(c),
+		Webhook: webhookOptions(c), Scope: scopeOptions(c),
 	}
 	o.User, o.userErr = userWebhooks(c)
 	o.User.KeepFailurePolicy, o.User.Timeout = c.Bool("keep-failure-policy"), c.Duration("timeout")
 	return o
+}
+
+// scopeOptions reads scopeFlagNames (start, render, audit).
+func scopeOptions(c *cli.Context) registration.Scope {
+	return registration.Scope{Namespaces: c.StringSlice("namespace"), NamespaceSelector: c.String("namespace-selector"),
+		ObjectSelector: c.String("object-selector"), OnlyMine: c.Bool("only-mine"), AllNamespaces: c.Bool("all-namespaces"),
+		ConvertCRDs: c.StringSlice("convert")}
 }
 
 // webhookOptions reads the built-in webhooks' flags.
@@ -149,7 +158,8 @@ func userWebhooks(c *cli.Context) (session.UserWebhooks, error) {
 
 // Validate reports every problem at once.
 func (o ServeOptions) Validate() error {
-	errs := []error{o.GlobalOptions.Validate(), o.certs().Validate(), validateWebhookOptions(o.Webhook), o.userErr, o.User.Validate()}
+	errs := []error{o.GlobalOptions.Validate(), o.certs().Validate(), validateWebhookOptions(o.Webhook), o.userErr, o.User.Validate(),
+		o.Scope.Validate()}
 	if o.Session != "" && sanitizeSession(o.Session) != o.Session {
 		errs = append(errs, fmt.Errorf("--session %q: use lowercase letters, digits and '-', at most 40 characters", o.Session))
 	}
@@ -183,7 +193,7 @@ func (o ServeOptions) config(ext Extension, log *slog.Logger) session.Config {
 		Kubeconfig: o.kubeconfig(), Session: name, AdvertiseAddress: o.AdvertiseAddress, Port: o.Port,
 		Template: registration.Template{Path: o.Template, Default: ext.Template}, Certs: co,
 		LeaseNamespace: o.LeaseNamespace, Webhooks: hooks, Controllers: ctls, WebhookOptions: o.Webhook,
-		Extra: ext.Webhooks, User: o.User, Log: log,
+		Extra: ext.Webhooks, User: o.User, Scope: o.Scope, Log: log,
 	}
 }
 

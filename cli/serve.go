@@ -15,12 +15,12 @@ import (
 )
 
 var serveExamples = []Example{
-	{Command: "hookback serve", Comment: "in a pod of render --in-cluster's Deployment (its args add --namespace)", Serves: true},
+	{Command: "hookback serve", Comment: "in a pod of render --in-cluster's Deployment (its args add --install-namespace)", Serves: true},
 	{Command: "hookback serve --webhooks pod-name --controllers none --shutdown-delay 0s", Serves: true},
 }
 
 // serveFlagNamesPod are serve's flags.
-var serveFlagNamesPod = []string{"namespace", "identity", "port", "bind-address", "health-address", "template",
+var serveFlagNamesPod = []string{"install-namespace", "identity", "port", "bind-address", "health-address", "template",
 	"webhooks", "controllers", "banned-words", "sidecar-image", "cpu-oversell-factor",
 	"tls-cert-file", "tls-key-file", "ca-file", "lease-duration", "shutdown-delay"}
 
@@ -36,7 +36,7 @@ type PodOptions struct {
 }
 
 func podOptions(c *cli.Context) PodOptions {
-	o := PodOptions{GlobalOptions: globalOptions(c), Namespace: c.String("namespace"), Identity: c.String("identity"),
+	o := PodOptions{GlobalOptions: globalOptions(c), Namespace: c.String("install-namespace"), Identity: c.String("identity"),
 		BindAddress: c.String("bind-address"), HealthAddress: c.String("health-address"), Template: c.String("template"),
 		Port: c.Int("port"), Webhooks: strings.Split(c.String("webhooks"), ","), Controllers: strings.Split(c.String("controllers"), ","),
 		Webhook:  webhookOptions(c),
@@ -107,8 +107,11 @@ references to the Service hookback and the caBundle of a CA it keeps in the Secr
 hookback-ca (or of --tls-cert-file from cert-manager), and runs the controllers only while
 it holds the Lease hookback: every replica serves, one leads. It never deregisters on
 exit; hookback uninstall removes the install.` + examplesText(serveExamples),
-		Flags: fl,
+		Flags: append(fl, oldNamespaceFlag()),
 		Action: func(c *cli.Context) error {
+			if c.IsSet("namespace") {
+				return usage(errors.New(renamedNamespace))
+			}
 			o := podOptions(c)
 			if err := o.Validate(); err != nil {
 				return usage(err)
@@ -127,32 +130,35 @@ exit; hookback uninstall removes the install.` + examplesText(serveExamples),
 }
 
 var uninstallExamples = []Example{
-	{Command: "hookback uninstall", Comment: "the install in --namespace (default hookback-system)"},
+	{Command: "hookback uninstall", Comment: "the install in --install-namespace (default hookback-system)"},
 }
 
 func uninstallCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "uninstall",
 		Usage: "remove the in-cluster install, and the node CPU and exec RBAC its built-ins wrote",
-		Description: `uninstall deletes what render --in-cluster installed in --namespace (everything labelled
+		Description: `uninstall deletes what render --in-cluster installed in --install-namespace (everything labelled
 app.kubernetes.io/part-of=hookback,app.kubernetes.io/name=hookback): the webhook
 configurations first, so the apiserver stops calling; then the Deployment, waiting for its
 pods; then restores node CPU and removes exec RBAC unless a live laptop session still
 runs those parts; then the rest, the namespace last. serve never does this on a pod's
 exit: the install outlives any one pod.` + examplesText(uninstallExamples),
-		Flags: withGlobalText(map[string]string{
+		Flags: append(withGlobalText(map[string]string{
 			"lease-namespace": "where laptop sessions keep their Leases: exec RBAC and node CPU stay while one of them runs the part",
-		}, "namespace", "lease-namespace", "wait"),
+		}, "install-namespace", "lease-namespace", "wait"), oldNamespaceFlag()),
 		Action: func(c *cli.Context) error {
+			if c.IsSet("namespace") {
+				return usage(errors.New(renamedNamespace))
+			}
 			g := globalOptions(c)
 			if err := g.Validate(); err != nil {
 				return usage(err)
 			}
 			deleted, err := incluster.Uninstall(c.Context, incluster.UninstallConfig{Kubeconfig: g.kubeconfig(),
-				Namespace: c.String("namespace"), LeaseNamespace: c.String("lease-namespace"),
+				Namespace: c.String("install-namespace"), LeaseNamespace: c.String("lease-namespace"),
 				PodsTimeout: c.Duration("wait"), Log: g.logger(c.App.ErrWriter)})
 			if len(deleted) == 0 {
-				fmt.Fprintf(c.App.Writer, "nothing of hookback installed in namespace %s\n", c.String("namespace"))
+				fmt.Fprintf(c.App.Writer, "nothing of hookback installed in namespace %s\n", c.String("install-namespace"))
 			} else {
 				fmt.Fprintf(c.App.Writer, "deleted: %s\n", strings.Join(deleted, ", "))
 			}

@@ -215,12 +215,22 @@ func sessionObjects(ctx context.Context, session string) (int, error) {
 	return len(m.Items) + len(v.Items) + len(l.Items), nil
 }
 
-// namespace creates a namespace deleted at the end of the test.
+// optIn is seed 002's namespace label, which pod-name and pod-lifespan select.
+var optIn = map[string]string{"admission-webhook": "enabled"}
+
+// namespace creates a namespace deleted at the end of the test, labelled
+// admission-webhook=enabled so that every built-in selects it.
 func namespace(t *testing.T) string {
+	t.Helper()
+	return namespaceLabelled(t, optIn)
+}
+
+// namespaceLabelled is namespace with labels instead (nil: none).
+func namespaceLabelled(t *testing.T, labels map[string]string) string {
 	t.Helper()
 	ctx := context.Background()
 	ns, err := env.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-", Labels: labels},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

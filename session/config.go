@@ -56,6 +56,9 @@ type Config struct {
 	Extra []admission.Webhook
 	// User are the user's own webhook manifests and upstream servers.
 	User UserWebhooks
+	// Scope narrows every webhook registered (the canary excepted); Run
+	// resolves it against the cluster.
+	Scope registration.Scope
 	// RecordDir, when set, keeps every review and answer there.
 	RecordDir string
 	// Inspector is the local page of the last reviews; a zero value
@@ -93,6 +96,9 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.User.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Scope.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.Inspector.validate(); err != nil {

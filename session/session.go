@@ -45,6 +45,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Scope, err = resolveScope(ctx, cfg, cl); err != nil {
+		return err
+	}
 	// 2. The address the apiserver dials: this machine's, or with --tunnel
 	// the Service of the session's relay.
 	decision, tun, err := reach(ctx, cfg, cl)
@@ -176,6 +179,8 @@ type run struct {
 	// regained says why the apiserver must be shown again that it calls
 	// back: the Lease regained, the tunnel re-attached.
 	regained chan string
+	// scopeNotes name the webhooks the scope left out, said once at start.
+	scopeNotes []string
 	// lost gets the heartbeat's one ErrSessionTakenOver.
 	lost chan error
 	// bg tracks the controllers and loops, srv the server: run waits for
@@ -291,6 +296,9 @@ func (r *run) register(ctx context.Context) (*registration.Registration, error) 
 		return nil, err
 	}
 	r.applied(bundle)
+	for _, n := range r.scopeNotes {
+		r.cfg.Log.Info(n)
+	}
 	return reg, nil
 }
 
