@@ -144,6 +144,7 @@ func (r *run) reapply(ctx context.Context) {
 		r.cfg.Log.Error("template not applied; the previous configuration stays live", "error", err)
 		return
 	}
+	r.drift.Set(reg.Objects)
 	if err := r.registrar.Apply(ctx, reg); err != nil {
 		r.cfg.Log.Error("re-apply failed; will retry on the next change", "error", err)
 		return

@@ -2,6 +2,8 @@ package session
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/hookback/hookback/kubeconfig"
@@ -40,4 +42,14 @@ func renderScope(ctx context.Context, cfg Config) (registration.Scope, error) {
 	}
 	err = sc.Resolve(ctx, cs, kc.Server, kc.Context)
 	return sc, err
+}
+
+// newDrift watches what the session registers for changes by others.
+func newDrift(cfg Config, cl *Cluster, reg *registration.Registrar, kubectl string) *registration.Drift {
+	dir := cfg.Certs.StateDir
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	return &registration.Drift{Client: cl.Watch, Session: cfg.Session, Reapply: reg.ApplyObject, Log: cfg.Log,
+		RestoreDir: filepath.Join(dir, "restore", cfg.Session), Kubectl: kubectl}
 }

@@ -99,6 +99,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	r := newRun(cfg, cl, srv, canary, crt, p, url)
 	r.user, r.inspector, r.tunnel, r.metrics = user, insp, tun, metrics.Registry
+	r.drift = newDrift(cfg, cl, r.registrar, r.kubectl())
 	return r.run(ctx, started)
 }
 
@@ -171,6 +172,7 @@ type run struct {
 	tunnel    *reverseTunnel
 	metrics   prometheus.Registerer
 	registrar *registration.Registrar
+	drift     *registration.Drift
 	heartbeat *registration.Heartbeat
 	leaseRef  string
 	// acquired is set once the session's Lease is ours: only then may
@@ -242,6 +244,7 @@ func (r *run) run(ctx context.Context, started time.Time) (err error) {
 	if err != nil {
 		return err
 	}
+	r.bg.Go(func() { r.drift.Run(bgCtx) })
 	// 8. Proof that the apiserver calls back.
 	rtt, verr := r.verify(ctx)
 	if verr != nil && r.cfg.RequireVerified {
@@ -292,6 +295,7 @@ func (r *run) register(ctx context.Context) (*registration.Registration, error) 
 	if err != nil {
 		return nil, err
 	}
+	r.drift.Set(reg.Objects)
 	if err := r.registrar.Apply(ctx, reg, r.canaryKey()); err != nil {
 		return nil, err
 	}
@@ -331,6 +335,7 @@ func (r *run) verify(ctx context.Context) (time.Duration, error) {
 func (r *run) shutdown(stopBackground, stopServer func()) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
+	r.drift.Stop()
 	r.server.SetReady(false)
 	if !r.acquired {
 		stopBackground()
