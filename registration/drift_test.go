@@ -33,7 +33,7 @@ func newDriftRig(t *testing.T) *driftRig {
 	policy := admissionv1.Ignore
 	vwc := &admissionv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "hookback-validating-dev", Labels: map[string]string{LabelManagedBy: ManagedByValue, LabelSession: "dev"}},
-		Webhooks: []admissionv1.ValidatingWebhook{{Name: "pod-name.hookback.dev", FailurePolicy: &policy}},
+		Webhooks:   []admissionv1.ValidatingWebhook{{Name: "pod-name.hookback.dev", FailurePolicy: &policy}},
 	}
 	r.cs = fake.NewClientset(vwc)
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(vwc)
