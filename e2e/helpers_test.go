@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/hookback/hookback/internal/syncbuf"
 )
@@ -198,8 +199,13 @@ func (p *proc) ready(t *testing.T) {
 
 // sessionObjects counts webhook configurations and Leases of session.
 func sessionObjects(ctx context.Context, session string) (int, error) {
+	return sessionObjectsOn(ctx, env.client, session)
+}
+
+// sessionObjectsOn is sessionObjects on the cluster of client.
+func sessionObjectsOn(ctx context.Context, client kubernetes.Interface, session string) (int, error) {
 	sel := metav1.ListOptions{LabelSelector: managedBy + ",hookback.dev/session=" + session}
-	a := env.client.AdmissionregistrationV1()
+	a := client.AdmissionregistrationV1()
 	m, err := a.MutatingWebhookConfigurations().List(ctx, sel)
 	if err != nil {
 		return 0, err
@@ -208,7 +214,7 @@ func sessionObjects(ctx context.Context, session string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	l, err := env.client.CoordinationV1().Leases("").List(ctx, sel)
+	l, err := client.CoordinationV1().Leases("").List(ctx, sel)
 	if err != nil {
 		return 0, err
 	}
