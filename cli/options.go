@@ -99,6 +99,8 @@ type ServeOptions struct {
 	UpstreamInsecure        bool
 	KeepFailurePolicy       bool
 	Timeout                 time.Duration
+	// Scope narrows every webhook registered: --namespace, --only-mine...
+	Scope registration.Scope
 	// Project is --project: a kubebuilder or Operator SDK project root.
 	Project string
 	// project is the project of project mode, else nil (resolveProject).
@@ -134,8 +136,20 @@ func (o *ServeOptions) bind(b *binder) {
 	bind(b, &o.Project, "project", catUser, "kubebuilder or Operator SDK project root (default: the current directory when it has a PROJECT file and no --webhook-config is given): its config/default, built-ins off, --upstream "+project.DefaultUpstream)
 	bind(b, &o.WebhookConfig, "webhook-config", catUser, "your webhook configurations and CRDs as written for the cluster (file, directory, kustomize directory, bundle, or - for stdin; repeatable): rewritten to point at hookback, other kinds skipped")
 	o.bindUpstream(b)
+	o.bindScope(b)
 	bind(b, &o.KeepFailurePolicy, "keep-failure-policy", catUser, "your webhooks: keep each failurePolicy; without it every one becomes Ignore, so a stopped debugger never blocks the cluster")
 	bind(b, &o.Timeout, "timeout", catUser, "your webhooks: override every timeoutSeconds, 1s to 30s (30s while stepping through a handler in a debugger); 0 keeps each one's")
+}
+
+// bindScope binds what narrows the webhooks registered (docs/shared-clusters.md):
+// each is ANDed with every webhook's own selectors and conditions.
+func (o *ServeOptions) bindScope(b *binder) {
+	bind(b, &o.Scope.Namespaces, "namespace", catScope, "only objects in this namespace reach hookback (repeatable); naming one also opts it in to pod-name and pod-lifespan", alias("n"))
+	bind(b, &o.Scope.NamespaceSelector, "namespace-selector", catScope, "only objects in namespaces matching this label selector (kubectl syntax) reach hookback")
+	bind(b, &o.Scope.ObjectSelector, "object-selector", catScope, "only objects matching this label selector (kubectl syntax) reach hookback")
+	bind(b, &o.Scope.OnlyMine, "only-mine", catScope, "only requests made with your own identity reach hookback (a matchCondition on your username; pods a controller creates are the controller's)")
+	bind(b, &o.Scope.AllNamespaces, "all-namespaces", catScope, "register cluster-wide on a cluster that is not local (without it start refuses there)")
+	bind(b, &o.Scope.ConvertCRDs, "convert", catScope, "on a cluster that is not local, redirect the conversion of this CRD (repeatable); conversion cannot be scoped")
 }
 
 // bindBuiltins binds the built-ins' selection and options.
@@ -203,7 +217,8 @@ func (o ServeOptions) user() (session.UserWebhooks, error) {
 // Validate reports every problem at once.
 func (o ServeOptions) Validate() error {
 	user, userErr := o.user()
-	errs := []error{o.GlobalOptions.Validate(), o.certs().Validate(), validateWebhookOptions(o.Webhook), userErr, o.projectErr, user.Validate()}
+	errs := []error{o.GlobalOptions.Validate(), o.certs().Validate(), validateWebhookOptions(o.Webhook), userErr, o.projectErr, user.Validate(),
+		o.Scope.Validate()}
 	if o.Session != "" && sanitizeSession(o.Session) != o.Session {
 		errs = append(errs, fmt.Errorf("--session %q: use lowercase letters, digits and '-', at most 40 characters", o.Session))
 	}
@@ -247,7 +262,7 @@ func (o ServeOptions) config(ext Extension, log *slog.Logger) session.Config {
 		Kubeconfig: o.kubeconfig(), Session: name, AdvertiseAddress: o.AdvertiseAddress, Port: o.Port,
 		Template: registration.Template{Path: o.Template, Default: ext.Template}, Certs: co,
 		LeaseNamespace: o.LeaseNamespace, Webhooks: hooks, Controllers: ctls, WebhookOptions: o.Webhook,
-		Extra: ext.Webhooks, User: user, Project: o.project, Log: log,
+		Extra: ext.Webhooks, User: user, Project: o.project, Scope: o.Scope, Log: log,
 	}
 }
 

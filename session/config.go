@@ -63,6 +63,9 @@ type Config struct {
 	// RedirectConversion selects the CRDs whose conversion webhook is
 	// pointed at hookback; nil selects every one.
 	RedirectConversion func(crd string) bool
+	// Scope narrows every webhook registered (the canary excepted); Run
+	// resolves it against the cluster.
+	Scope registration.Scope
 	// RecordDir, when set, keeps every review and answer there.
 	RecordDir string
 	// Inspector is the local page of the last reviews; a zero value
@@ -100,6 +103,9 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.User.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Scope.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.Inspector.Validate(); err != nil {

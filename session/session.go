@@ -47,6 +47,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Scope, err = resolveScope(ctx, cfg, cl); err != nil {
+		return err
+	}
 	// 2. The address the apiserver dials: this machine's, or with --tunnel
 	// the Service of the session's relay.
 	decision, tun, err := reach(ctx, cfg, cl)
@@ -106,6 +109,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	r := newRun(cfg, cl, srv, canary, crt, p, url)
 	r.user, r.inspector, r.tunnel, r.metrics, r.upstreamPair, r.conversions = user, insp, tun, metrics.Registry, pair, conv
+	r.drift = newDrift(cfg, cl, r.registrar, r.kubectl())
 	return r.run(ctx, started)
 }
 
@@ -187,6 +191,7 @@ type run struct {
 	tunnel    *reverseTunnel
 	metrics   prometheus.Registerer
 	registrar *registration.Registrar
+	drift     *registration.Drift
 	heartbeat *registration.Heartbeat
 	leaseRef  string
 	// acquired is set once the session's Lease is ours: only then may
@@ -195,6 +200,8 @@ type run struct {
 	// regained says why the apiserver must be shown again that it calls
 	// back: the Lease regained, the tunnel re-attached.
 	regained chan string
+	// scopeNotes name the webhooks the scope left out, said once at start.
+	scopeNotes []string
 	// lost gets the heartbeat's one ErrSessionTakenOver.
 	lost chan error
 	// bg tracks the controllers and loops, srv the server: run waits for
@@ -256,6 +263,7 @@ func (r *run) run(ctx context.Context, started time.Time) (err error) {
 	if err != nil {
 		return err
 	}
+	r.bg.Go(func() { r.drift.Run(bgCtx) })
 	// 8. Proof that the apiserver calls back.
 	rtt, verr := r.verify(ctx)
 	if verr != nil && r.cfg.RequireVerified {
@@ -306,6 +314,7 @@ func (r *run) register(ctx context.Context) (*registration.Registration, error) 
 	if err != nil {
 		return nil, err
 	}
+	r.drift.Set(reg.Objects)
 	if err := r.registrar.Apply(ctx, reg, r.canaryKey()); err != nil {
 		return nil, err
 	}
@@ -313,6 +322,9 @@ func (r *run) register(ctx context.Context) (*registration.Registration, error) 
 		return nil, err
 	}
 	r.applied(bundle)
+	for _, n := range r.scopeNotes {
+		r.cfg.Log.Info(n)
+	}
 	return reg, nil
 }
 
@@ -345,6 +357,7 @@ func (r *run) verify(ctx context.Context) (time.Duration, error) {
 func (r *run) shutdown(stopBackground, stopServer func()) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
+	r.drift.Stop()
 	r.server.SetReady(false)
 	if !r.acquired {
 		stopBackground()
