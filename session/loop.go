@@ -189,4 +189,3 @@ func trySend(ch chan<- struct{}) {
 	default:
 	}
 }
-
