@@ -131,3 +131,21 @@ func TestProjectMode(t *testing.T) {
 		return strings.Contains(p.stderr.String(), "name=allow-project decision=allowed"), nil
 	})
 }
+
+// TestCheckProject: check asks for what project mode runs: the webhook
+// configurations and the CRDs, not the built-ins' permissions.
+func TestCheckProject(t *testing.T) {
+	out, errOut, code := hookback(t, env.kubeconfig, "check", "--project", repoPath("testdata", "project"))
+	if code != 0 {
+		t.Fatalf("hookback check exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"Checking:  built-in webhooks: none; controllers: none; project project (tutorial.kubebuilder.io)",
+		"create mutatingwebhookconfigurations.admissionregistration.k8s.io", "patch customresourcedefinitions.apiextensions.k8s.io"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "nodes") {
+		t.Errorf("output asks for the built-ins' permissions (nodes):\n%s", out)
+	}
+}
