@@ -149,3 +149,21 @@ func TestCheckProject(t *testing.T) {
 		t.Errorf("output asks for the built-ins' permissions (nodes):\n%s", out)
 	}
 }
+
+// TestPortTakenNamesTheHolder: a port in use fails start with the port and
+// the process holding it (this test's), before anything is registered.
+func TestPortTakenNamesTheHolder(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	out, errOut, code := hookback(t, env.kubeconfig, "start", "--session", sessionFor(t), "--state-dir", t.TempDir(),
+		"--port", strconv.Itoa(freePort(t)), "--health-address", ln.Addr().String(), "--inspector-address", "")
+	want := fmt.Sprintf("port %d is held by pid %d (", port, os.Getpid())
+	if code == 0 || !strings.Contains(errOut, want) || !strings.Contains(errOut, "address already in use") {
+		t.Fatalf("exit %d, want an error naming %q\nstdout:\n%s\nstderr:\n%s", code, want, out, errOut)
+	}
+}

@@ -227,6 +227,9 @@ func loadUserWebhooks(spec UserWebhooks, cfg Config) (*userWebhooks, error) {
 	if len(spec.Manifests) == 0 {
 		return &userWebhooks{spec: spec}, nil
 	}
+	if cfg.Project != nil && cfg.Log != nil {
+		cfg.Project.Log(cfg.Log)
+	}
 	m, err := spec.readManifests()
 	if err != nil {
 		return nil, err
