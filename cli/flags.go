@@ -187,7 +187,7 @@ var flagText = map[string]string{
 	"cpu-oversell-factor":       "node-status: multiply node allocatable CPU by this (1 disables)",
 	"request-timeout":           "give up on the apiserver after this long",
 	"timeout":                   "your webhooks: override every timeoutSeconds, 1s to 30s (30s while stepping through a handler in a debugger); 0 keeps each one's",
-	"webhook-config":            "your webhook configurations as written for the cluster (file, directory or - for stdin; repeatable): rewritten to point at hookback",
+	"webhook-config":            "your manifests as written for the cluster (file, directory, kustomize directory, bundle such as dist/install.yaml, or - for stdin; repeatable): webhook configurations rewritten to point at hookback, CRDs taken, the rest skipped",
 	"upstream":                  "your webhook server, where hookback forwards their reviews: URL, or NAMESPACE/SERVICE=URL for the webhooks of one Service (repeatable)",
 	"upstream-ca":               "CA file to trust an https upstream",
 	"upstream-insecure":         "do not verify an https upstream's certificate (loopback upstreams only)",
