@@ -257,6 +257,9 @@ func (r *run) run(ctx context.Context, started time.Time) (err error) {
 	// the URLs printed.
 	r.banner(reg, time.Since(started), rtt, verr)
 	r.server.SetReady(true)
+	if p := r.upstreamPair; p != nil && p.Ours() {
+		r.bg.Go(func() { keepUpstreamCert(bgCtx, r.cfg.Certs.StateDir, p.Dir, time.Hour, time.Now, r.cfg.Log) })
+	}
 	// 7, 10. Heartbeat and hot reload until the end.
 	return r.loop(ctx, bgCtx, errc)
 }

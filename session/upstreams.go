@@ -303,3 +303,30 @@ func orNothing(s string) string {
 	}
 	return s
 }
+
+// keepUpstreamCert rewrites the upstream's pair, while the session runs,
+// when it nears expiry (see certs.WriteUpstreamPair), checking every
+// `every`: a manager left running for weeks keeps a valid certificate
+// (controller-runtime reloads it from disk). It stops with ctx.
+func keepUpstreamCert(ctx context.Context, stateDir, dir string, every time.Duration, now func() time.Time, log *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		ca, _, err := certs.LocalCA(stateDir)
+		if err == nil {
+			var pair certs.UpstreamPair
+			pair, err = certs.WriteUpstreamPair(ca, dir, now())
+			if err == nil && pair.Action == certs.UpstreamRenewed {
+				log.Info("upstream serving certificate: " + pair.String())
+			}
+		}
+		if err != nil {
+			log.Warn("upstream serving certificate not renewed", "dir", dir, "error", err)
+		}
+	}
+}
