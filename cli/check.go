@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -23,8 +24,33 @@ var checkExamples = []Example{
 	{Command: "hookback check --context \"$(kubectl config current-context)\"", Comment: "a kubeconfig context, as kubectl names them"},
 }
 
-func checkCommand() *cli.Command {
-	return &cli.Command{
+// CheckOptions are check's flags.
+type CheckOptions struct {
+	GlobalOptions
+	AdvertiseAddress, LeaseNamespace string
+	Tunnel                           session.TunnelConfig
+	RequestTimeout                   time.Duration
+	// Serve holds what start would run: the built-ins, your webhooks and
+	// CRDs (--webhook-config, --project) and the upstreams, which are probed.
+	Serve ServeOptions
+}
+
+func (o *CheckOptions) bind(b *binder) {
+	o.GlobalOptions.bind(b)
+	bind(b, &o.AdvertiseAddress, "advertise-address", catServing, "IP or DNS name start would be told to advertise (default: decided from the kubeconfig's server, see docs/reachability.md)")
+	bind(b, &o.LeaseNamespace, "lease-namespace", catCluster, "namespace for the session Lease and the canary ConfigMap")
+	bind(b, &o.RequestTimeout, "request-timeout", catCluster, "give up on the apiserver after this long")
+	bind(b, &o.Tunnel.Enabled, "tunnel", catTunnel, "check what start --tunnel needs too: the relay's objects and the pod port-forward in --tunnel-namespace")
+	bind(b, &o.Tunnel.Namespace, "tunnel-namespace", catTunnel, "tunnel: the namespace start --tunnel would deploy its relay to")
+	o.Serve.bindUpstream(b)
+}
+
+func checkCommand() (*cli.Command, *binder) {
+	o := CheckOptions{GlobalOptions: defaultGlobalOptions(), LeaseNamespace: "default", RequestTimeout: 10 * time.Second,
+		Tunnel: session.TunnelConfig{Namespace: session.DefaultTunnelNamespace}}
+	b := &binder{}
+	o.bind(b)
+	cmd := &cli.Command{
 		Name:  "check",
 		Usage: "check that the cluster is reachable and hookback has every permission it needs",
 		Description: `check connects with the kubeconfig, prints the server version, who the apiserver
@@ -34,17 +60,18 @@ same flags: the built-ins selected (all by default; none in a kubebuilder projec
 --project), the webhook configurations, the CRDs of --webhook-config or the project
 (installed when missing, conversion redirected), the tunnel. It writes nothing. It exits 2
 and names what is missing.` + examplesText(checkExamples),
-		Flags: withGlobalText(map[string]string{
-			"tunnel":           "check what start --tunnel needs too: the relay's objects and the pod port-forward in --tunnel-namespace",
-			"tunnel-namespace": "tunnel: the namespace start --tunnel would deploy its relay to",
-		}, "advertise-address", "tunnel", "tunnel-namespace", "lease-namespace", "request-timeout", "upstream", "upstream-ca", "upstream-insecure",
-			"webhooks", "controllers", "webhook-config", "project"),
-		Action: runCheck,
+		Flags: b.flags,
+		Action: func(c *cli.Context) error {
+			b.load(c)
+			o.Serve.resolveProject(c)
+			return runCheck(c, o)
+		},
 	}
+	return cmd, b
 }
 
-func runCheck(c *cli.Context) error {
-	g := globalOptions(c)
+func runCheck(c *cli.Context, o CheckOptions) error {
+	g := o.GlobalOptions
 	if err := g.Validate(); err != nil {
 		return usage(err)
 	}
@@ -55,7 +82,7 @@ func runCheck(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cs, err := cfg.Clientset(c.Duration("request-timeout"))
+	cs, err := cfg.Clientset(o.RequestTimeout)
 	if err != nil {
 		return err
 	}
@@ -73,8 +100,8 @@ func runCheck(c *cli.Context) error {
 	fmt.Fprintf(out, "User:      %s (groups: %s)\n", who.Username, strings.Join(who.Groups, ", "))
 	// start would fail on an undecidable address, so check fails too, but
 	// only after the permissions, which are worth seeing either way.
-	tunnel := session.TunnelConfig{Enabled: c.Bool("tunnel"), Namespace: c.String("tunnel-namespace")}
-	sc, err := checkConfig(c, tunnel)
+	tunnel := o.Tunnel
+	sc, err := checkConfig(o)
 	if err != nil {
 		return usage(err)
 	}
@@ -82,7 +109,7 @@ func runCheck(c *cli.Context) error {
 	if tunnel.Enabled {
 		fmt.Fprintf(out, "Advertise: none needed (--tunnel: the apiserver calls a relay in namespace %s, reached through its pod port-forward)\n", tunnel.Namespace)
 	} else {
-		adErr = printAdvertise(ctx, out, log, c.String("advertise-address"), cfg)
+		adErr = printAdvertise(ctx, out, log, o.AdvertiseAddress, cfg)
 	}
 	fmt.Fprintln(out)
 	printChecking(out, sc)
@@ -101,7 +128,7 @@ func runCheck(c *cli.Context) error {
 		return cli.Exit(kubeconfig.MissingError(who.Username, missing).Error(), exitUsage)
 	}
 	fmt.Fprintf(out, "\nall %d permissions granted\n", len(results))
-	return errors.Join(adErr, checkUpstreams(c))
+	return errors.Join(adErr, checkUpstreams(c, o.Serve))
 }
 
 // printAdvertise prints the address start would advertise and why.
@@ -145,8 +172,8 @@ func (d debugOnly) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 // checkUpstreams says whether each --upstream accepts connections.
-func checkUpstreams(c *cli.Context) error {
-	spec, err := userWebhooks(c)
+func checkUpstreams(c *cli.Context, o ServeOptions) error {
+	spec, err := o.user()
 	if err != nil || len(spec.Upstreams) == 0 {
 		return err
 	}
@@ -164,22 +191,13 @@ func checkUpstreams(c *cli.Context) error {
 
 // checkConfig is what start would run with the same flags, as far as
 // permissions go.
-func checkConfig(c *cli.Context, tunnel session.TunnelConfig) (session.Config, error) {
-	o := ServeOptions{Webhooks: strings.Split(c.String("webhooks"), ","), Controllers: strings.Split(c.String("controllers"), ",")}
-	var errs []error
-	o.User, o.userErr = userWebhooks(c)
-	o.Project, o.projectErr = projectMode(c, &o)
-	hooks, err := session.SelectWebhooks(o.Webhooks)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("--webhooks: %w", err))
-	}
-	ctls, err := session.SelectControllers(o.Controllers)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("--controllers: %w", err))
-	}
-	errs = append(errs, o.userErr, o.projectErr)
-	return session.Config{LeaseNamespace: c.String("lease-namespace"), Webhooks: hooks, Controllers: ctls, Tunnel: tunnel,
-		User: o.User, Project: o.Project}, errors.Join(errs...)
+func checkConfig(o CheckOptions) (session.Config, error) {
+	user, userErr := o.Serve.user()
+	hooks, _ := session.SelectWebhooks(splitList(o.Serve.Webhooks))
+	ctls, _ := session.SelectControllers(splitList(o.Serve.Controllers))
+	err := errors.Join(validateSelection(o.Serve.Webhooks, o.Serve.Controllers), userErr, o.Serve.projectErr)
+	return session.Config{LeaseNamespace: o.LeaseNamespace, Webhooks: hooks, Controllers: ctls, Tunnel: o.Tunnel,
+		User: user, Project: o.Serve.project}, err
 }
 
 // printChecking says what the permissions below are checked for.

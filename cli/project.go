@@ -7,15 +7,18 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/hookback/hookback/project"
-	"github.com/hookback/hookback/session"
 )
 
-// projectMode turns on project mode (see the --project flag) and applies
+// resolveProject turns on project mode (see the --project flag) and applies
 // its defaults to what the user did not set: the project's manifests, the
-// built-ins off, controller-runtime's webhook server as the upstream.
-// It returns nil when not in project mode.
+// built-ins off, controller-runtime's webhook server as the upstream. Call
+// it after the flags are loaded; o.project stays nil outside project mode.
+func (o *ServeOptions) resolveProject(c *cli.Context) {
+	o.project, o.projectErr = projectMode(c, o)
+}
+
 func projectMode(c *cli.Context, o *ServeOptions) (*project.Project, error) {
-	dir := c.String("project")
+	dir := o.Project
 	switch {
 	case c.IsSet("webhook-config") && c.IsSet("project"):
 		return nil, errors.New("--project and --webhook-config: give one (--project reads the project's config/default)")
@@ -32,15 +35,15 @@ func projectMode(c *cli.Context, o *ServeOptions) (*project.Project, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--project: %w", err)
 	}
-	o.User.Manifests = p.Manifests
+	o.WebhookConfig = p.Manifests
 	if !c.IsSet("webhooks") {
-		o.Webhooks = []string{"none"}
+		o.Webhooks = "none"
 	}
 	if !c.IsSet("controllers") {
-		o.Controllers = []string{"none"}
+		o.Controllers = "none"
 	}
-	if len(o.User.Upstreams) == 0 {
-		o.User.Upstreams = []session.Upstream{{URL: project.DefaultUpstream}}
+	if len(o.Upstream) == 0 {
+		o.Upstream = []string{project.DefaultUpstream}
 	}
 	return p, nil
 }
