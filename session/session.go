@@ -258,6 +258,7 @@ func (r *run) steps(started time.Time) []step {
 		{"ready", func(context.Context) error {
 			r.banner(reg, time.Since(started), rtt, verr)
 			r.server.SetReady(true)
+			r.keepUpstreamCert()
 			return nil
 		}},
 	}
@@ -294,6 +295,17 @@ func (r *run) startControllers(context.Context) error {
 		r.working.GoUntilStopped("controller "+r.parts.controllers[i].Name(), run)
 	}
 	return nil
+}
+
+// keepUpstreamCert renews the certificate hookback wrote for your webhook
+// server while the session runs (a pair it did not write is not its own).
+func (r *run) keepUpstreamCert() {
+	if p := r.upstreamPair; p != nil && p.Ours() {
+		r.working.Go(func(ctx context.Context) error {
+			keepUpstreamCert(ctx, r.cfg.Certs.StateDir, p.Dir, time.Hour, time.Now, r.cfg.Log)
+			return nil
+		})
+	}
 }
 
 // startDrift watches the configurations just applied.
