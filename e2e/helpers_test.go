@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/hookback/hookback/internal/syncbuf"
 )
@@ -62,13 +64,37 @@ type proc struct {
 // freePort asks the kernel for an unused loopback port.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range portRange {
+		p := portBase + int(nextPort.Add(1))%portRange
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			continue // taken by another process: try the next
+		}
+		l.Close()
+		return p
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatalf("no free port in %d-%d", portBase, portBase+portRange-1)
+	return 0
 }
+
+// Ports for the processes a test starts come from below the kernel's
+// ephemeral range (net.ipv4.ip_local_port_range, 32768 and up by default),
+// each handed out once per test binary. A port the kernel chose for a
+// listener on port 0 was free only until it was closed: the kernel hands
+// ephemeral ports to every other socket too (the apiserver's, etcd's,
+// client connections), which took one now and then between the test's
+// choice and the child's bind. Below the range only an explicit bind can
+// take one, and the pid spreads two concurrent test binaries apart.
+const (
+	portBase  = 20000
+	portRange = 12000
+)
+
+var nextPort = func() *atomic.Int32 {
+	var n atomic.Int32
+	n.Store(int32(os.Getpid() * 97 % portRange))
+	return &n
+}()
 
 // sessionFor makes a session name unique to the test.
 func sessionFor(t *testing.T) string {
@@ -198,8 +224,13 @@ func (p *proc) ready(t *testing.T) {
 
 // sessionObjects counts webhook configurations and Leases of session.
 func sessionObjects(ctx context.Context, session string) (int, error) {
+	return sessionObjectsOn(ctx, env.client, session)
+}
+
+// sessionObjectsOn is sessionObjects on the cluster of client.
+func sessionObjectsOn(ctx context.Context, client kubernetes.Interface, session string) (int, error) {
 	sel := metav1.ListOptions{LabelSelector: managedBy + ",hookback.dev/session=" + session}
-	a := env.client.AdmissionregistrationV1()
+	a := client.AdmissionregistrationV1()
 	m, err := a.MutatingWebhookConfigurations().List(ctx, sel)
 	if err != nil {
 		return 0, err
@@ -208,19 +239,29 @@ func sessionObjects(ctx context.Context, session string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	l, err := env.client.CoordinationV1().Leases("").List(ctx, sel)
+	l, err := client.CoordinationV1().Leases("").List(ctx, sel)
 	if err != nil {
 		return 0, err
 	}
 	return len(m.Items) + len(v.Items) + len(l.Items), nil
 }
 
-// namespace creates a namespace deleted at the end of the test.
+// optIn is seed 002's namespace label, which pod-name and pod-lifespan select.
+var optIn = map[string]string{"admission-webhook": "enabled"}
+
+// namespace creates a namespace deleted at the end of the test, labelled
+// admission-webhook=enabled so that every built-in selects it.
 func namespace(t *testing.T) string {
+	t.Helper()
+	return namespaceLabelled(t, optIn)
+}
+
+// namespaceLabelled is namespace with labels instead (nil: none).
+func namespaceLabelled(t *testing.T, labels map[string]string) string {
 	t.Helper()
 	ctx := context.Background()
 	ns, err := env.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-", Labels: labels},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

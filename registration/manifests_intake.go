@@ -2,6 +2,7 @@ package registration
 
 import (
 	"fmt"
+	"github.com/hookback/hookback/admission"
 	"io"
 	"maps"
 	"slices"
@@ -128,4 +129,19 @@ func (m *Manifests) Services() []string {
 		}
 	}
 	return slices.Sorted(maps.Keys(set))
+}
+
+// PartCRDs is the Part of the permissions the manifests' CRDs need.
+const PartCRDs = "crds"
+
+// CRDPermissions is what the manifests' CRDs need: reading them, installing
+// a missing one (server-side apply creates), and pointing a conversion
+// webhook at hookback and back (patch), also after a crash (list).
+func CRDPermissions() []admission.Permission {
+	var ps []admission.Permission
+	for _, verb := range []string{"get", "list", "create", "patch"} {
+		ps = append(ps, admission.Permission{Verb: verb, Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions",
+			Why: "install missing CRDs, redirect and restore conversion webhooks", Part: PartCRDs})
+	}
+	return ps
 }

@@ -11,6 +11,7 @@ package session
 import (
 	"context"
 	"errors"
+	"github.com/hookback/hookback/internal/portholder"
 	"net"
 	"strconv"
 	"strings"
@@ -36,6 +37,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	cfg.User = cfg.User.readOnce()
 	perms, err := Permissions(cfg)
 	if err != nil {
 		return err
@@ -43,6 +45,9 @@ func Run(ctx context.Context, cfg Config) error {
 	// 1. The cluster, and every permission the enabled parts declare.
 	cl, err := Connect(ctx, cfg.Kubeconfig, cfg.Log, perms)
 	if err != nil {
+		return err
+	}
+	if cfg.Scope, err = resolveScope(ctx, cfg, cl); err != nil {
 		return err
 	}
 	// 2. The address the apiserver dials: this machine's, or with --tunnel
@@ -70,6 +75,10 @@ func Run(ctx context.Context, cfg Config) error {
 		factory.Shutdown()
 	}()
 	metrics := server.NewMetrics()
+	pair, err := cfg.User.upstreamCert(cfg.Certs.StateDir, cfg.Log)
+	if err != nil {
+		return err
+	}
 	user, err := loadUserWebhooks(cfg.User, cfg)
 	if err != nil {
 		return err
@@ -99,7 +108,8 @@ func Run(ctx context.Context, cfg Config) error {
 		url = "https://" + decision.Host // the relay's Service port, 443
 	}
 	r := newRun(cfg, cl, srv, canary, crt, p, url)
-	r.user, r.inspector, r.tunnel, r.metrics, r.conversions = user, insp, tun, metrics.Registry, conv
+	r.user, r.inspector, r.tunnel, r.metrics, r.upstreamPair, r.conversions = user, insp, tun, metrics.Registry, pair, conv
+	r.drift = newDrift(cfg, cl, r.registrar, r.kubectl())
 	return r.run(ctx, started)
 }
 
@@ -140,7 +150,7 @@ func newServers(cfg Config, addr string, crt certs.Certs, hooks []admission.Webh
 	}
 	insp, err := newInspector(cfg, store, hooks, user, factory)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, portholder.Explain(err)
 	}
 	srv, err := server.NewServer(server.ServerOptions{
 		Address:       addr,
@@ -156,7 +166,7 @@ func newServers(cfg Config, addr string, crt certs.Certs, hooks []admission.Webh
 		if insp != nil {
 			_ = insp.Close()
 		}
-		return nil, nil, err
+		return nil, nil, portholder.Explain(err)
 	}
 	return srv, insp, nil
 }
@@ -171,6 +181,8 @@ type run struct {
 	certs   certs.Certs
 	parts   *parts
 	user    *userWebhooks
+	// upstreamPair is what start did about the upstream's certificate.
+	upstreamPair *certs.UpstreamPair
 	// conversions are the user's CRDs and their conversion webhooks.
 	conversions *conversions
 	url         string
@@ -179,6 +191,7 @@ type run struct {
 	tunnel    *reverseTunnel
 	metrics   prometheus.Registerer
 	registrar *registration.Registrar
+	drift     *registration.Drift
 	heartbeat *registration.Heartbeat
 	leaseRef  string
 	// acquired is set once the session's Lease is ours: only then may
@@ -187,6 +200,8 @@ type run struct {
 	// regained says why the apiserver must be shown again that it calls
 	// back: the Lease regained, the tunnel re-attached.
 	regained chan string
+	// scopeNotes name the webhooks the scope left out, said once at start.
+	scopeNotes []string
 	// lost gets the heartbeat's one ErrSessionTakenOver.
 	lost chan error
 	// bg tracks the controllers and loops, srv the server: run waits for
@@ -248,6 +263,7 @@ func (r *run) run(ctx context.Context, started time.Time) (err error) {
 	if err != nil {
 		return err
 	}
+	r.bg.Go(func() { r.drift.Run(bgCtx) })
 	// 8. Proof that the apiserver calls back.
 	rtt, verr := r.verify(ctx)
 	if verr != nil && r.cfg.RequireVerified {
@@ -298,6 +314,7 @@ func (r *run) register(ctx context.Context) (*registration.Registration, error) 
 	if err != nil {
 		return nil, err
 	}
+	r.drift.Set(reg.Objects)
 	if err := r.registrar.Apply(ctx, reg, r.canaryKey()); err != nil {
 		return nil, err
 	}
@@ -305,6 +322,9 @@ func (r *run) register(ctx context.Context) (*registration.Registration, error) 
 		return nil, err
 	}
 	r.applied(bundle)
+	for _, n := range r.scopeNotes {
+		r.cfg.Log.Info(n)
+	}
 	return reg, nil
 }
 
@@ -337,6 +357,7 @@ func (r *run) verify(ctx context.Context) (time.Duration, error) {
 func (r *run) shutdown(stopBackground, stopServer func()) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
+	r.drift.Stop()
 	r.server.SetReady(false)
 	if !r.acquired {
 		stopBackground()

@@ -7,7 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/conversion"
 )
 
-// Group is the API group of the Widget CRD (testdata/crmanager/config/crd).
+// Group is the API group of the Widget CRD (e2e/crmanager/config/crd).
 const Group = "e2e.hookback.dev"
 
 var (
