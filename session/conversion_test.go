@@ -23,6 +23,23 @@ spec:
       clientConfig:
         service: {namespace: shop-system, name: webhook-service, path: /convert}
       conversionReviewVersions: [v1]
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.shop.io
+spec:
+  group: shop.io
+  names: {kind: Gadget, plural: gadgets}
+  scope: Namespaced
+  versions:
+  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}
+  conversion:
+    strategy: Webhook
+    webhook:
+      clientConfig:
+        service: {namespace: other, name: svc, path: /convert}
+      conversionReviewVersions: [v1]
 `
 
 func TestLoadConversions(t *testing.T) {
@@ -36,7 +53,8 @@ func TestLoadConversions(t *testing.T) {
 		wantErr   string
 	}{
 		{name: "default upstream", upstreams: []Upstream{{URL: "https://127.0.0.1:9443"}}},
-		{name: "mapped by service", upstreams: []Upstream{{Service: "shop-system/webhook-service", URL: "https://127.0.0.1:9443"}}},
+		{name: "mapped by service", upstreams: []Upstream{{Service: "shop-system/webhook-service", URL: "https://127.0.0.1:9443"},
+			{Service: "other/svc", URL: "https://127.0.0.1:9444"}}},
 		{name: "no upstream takes it", upstreams: []Upstream{{Service: "other/svc", URL: "https://127.0.0.1:9443"}},
 			wantErr: `conversion webhook of CustomResourceDefinition "widgets.shop.io": webhooks widgets.shop.io target service shop-system/webhook-service and no --upstream takes them`},
 	}
@@ -57,7 +75,7 @@ func TestLoadConversions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(c.crds) != 1 || len(c.hooks) != 1 || c.hooks[0].Path != "/convert/widgets.shop.io/convert" || c.hooks[0].CRD != "widgets.shop.io" {
+			if len(c.crds) != 2 || len(c.hooks) != 2 || c.hooks[0].Path != "/convert/widgets.shop.io/convert" || c.hooks[0].CRD != "widgets.shop.io" {
 				t.Fatalf("conversions %+v", c)
 			}
 		})
