@@ -29,7 +29,9 @@ func TestConversionThroughHookback(t *testing.T) {
 	deleteTestCRD(t, dyn)
 	mgr := startCRManager(t)
 	ns := namespace(t)
-	args := []string{"--webhooks", "none", "--controllers", "none", "--webhook-config", crManifests(t),
+	manifests := crManifests(t)
+	t.Logf("manifests: %s", manifests)
+	args := []string{"--webhooks", "none", "--controllers", "none", "--webhook-config", manifests,
 		"--upstream", mgr.URL, "--upstream-ca", mgr.Cert}
 
 	t.Run("installed, called, recorded, restored at Ctrl-C", func(t *testing.T) {
