@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"github.com/hookback/hookback/project"
 	"io"
 	"log/slog"
 	"net"
@@ -59,6 +60,12 @@ type Config struct {
 	// Scope narrows every webhook registered (the canary excepted); Run
 	// resolves it against the cluster.
 	Scope registration.Scope
+	// Project is the kubebuilder or Operator SDK project whose manifests
+	// User reads (project mode), for the banner; nil otherwise.
+	Project *project.Project
+	// RedirectConversion selects the CRDs whose conversion webhook is
+	// pointed at hookback; nil selects every one.
+	RedirectConversion func(crd string) bool
 	// RecordDir, when set, keeps every review and answer there.
 	RecordDir string
 	// Inspector is the local page of the last reviews; a zero value
@@ -101,7 +108,7 @@ func (c Config) Validate() error {
 	if err := c.Scope.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := c.Inspector.validate(); err != nil {
+	if err := c.Inspector.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	paths := map[string]string{}

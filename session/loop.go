@@ -149,6 +149,9 @@ func (r *run) reapply(ctx context.Context) {
 		r.cfg.Log.Error("re-apply failed; will retry on the next change", "error", err)
 		return
 	}
+	if err := r.ensureCRDs(ctx, bundle); err != nil {
+		r.cfg.Log.Error("CRD conversion not re-applied; will retry on the next change", "error", err)
+	}
 	r.applied(bundle)
 	r.cfg.Log.Info("webhook configuration re-applied", "webhooks", len(reg.Webhooks()), "took", time.Since(start))
 }

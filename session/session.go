@@ -11,6 +11,7 @@ package session
 import (
 	"context"
 	"errors"
+	"github.com/hookback/hookback/internal/portholder"
 	"net"
 	"strconv"
 	"strings"
@@ -36,6 +37,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	cfg.User = cfg.User.readOnce()
 	perms, err := Permissions(cfg)
 	if err != nil {
 		return err
@@ -73,10 +75,19 @@ func Run(ctx context.Context, cfg Config) error {
 		factory.Shutdown()
 	}()
 	metrics := server.NewMetrics()
+	pair, err := cfg.User.upstreamCert(cfg.Certs.StateDir, cfg.Log)
+	if err != nil {
+		return err
+	}
 	user, err := loadUserWebhooks(cfg.User, cfg)
 	if err != nil {
 		return err
 	}
+	conv, err := loadConversions(user, cfg)
+	if err != nil {
+		return err
+	}
+	cfg.RedirectConversion = scopeConversions(cfg, conv)
 	store := newInspectorStore(cfg)
 	p, err := buildParts(cfg, cl, factory, recorders, metrics.Registry, store)
 	if err != nil {
@@ -86,7 +97,7 @@ func Run(ctx context.Context, cfg Config) error {
 	hooks := append(append(p.webhooks, user.hooks...), admission.Webhook{Name: "canary", Path: registration.CanaryPath, Handler: canary})
 	// 4. The listeners, bound now: a busy port fails before anything is
 	// written to the cluster.
-	srv, insp, err := newServers(cfg, net.JoinHostPort(bind, strconv.Itoa(cfg.Port)), crt, hooks, metrics, store, user, factory)
+	srv, insp, err := newServers(cfg, net.JoinHostPort(bind, strconv.Itoa(cfg.Port)), crt, hooks, metrics, store, user, conv, factory)
 	if err != nil {
 		return err
 	}
@@ -98,7 +109,7 @@ func Run(ctx context.Context, cfg Config) error {
 		url = "https://" + decision.Host // the relay's Service port, 443
 	}
 	r := newRun(cfg, cl, srv, canary, crt, p, url)
-	r.user, r.inspector, r.tunnel, r.metrics = user, insp, tun, metrics.Registry
+	r.user, r.inspector, r.tunnel, r.metrics, r.upstreamPair, r.conversions = user, insp, tun, metrics.Registry, pair, conv
 	r.drift = newDrift(cfg, cl, r.registrar, r.kubectl())
 	return r.run(ctx, started)
 }
@@ -129,14 +140,18 @@ func certOptions(co certs.Options, host, bind string, tun *reverseTunnel) certs.
 // newServers binds the webhook server on addr, and the inspector's page
 // when it is enabled.
 func newServers(cfg Config, addr string, crt certs.Certs, hooks []admission.Webhook, metrics *server.Metrics,
-	store *inspector.Store, user *userWebhooks, factory informers.SharedInformerFactory) (*server.Server, *inspector.Server, error) {
+	store *inspector.Store, user *userWebhooks, conv *conversions, factory informers.SharedInformerFactory) (*server.Server, *inspector.Server, error) {
 	rec, err := newRecorder(cfg, store)
+	if err != nil {
+		return nil, nil, err
+	}
+	handlers, err := conv.handlers(cfg, rec, metrics.Registry)
 	if err != nil {
 		return nil, nil, err
 	}
 	insp, err := newInspector(cfg, store, hooks, user, factory)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, portholder.Explain(err)
 	}
 	srv, err := server.NewServer(server.ServerOptions{
 		Address:       addr,
@@ -146,12 +161,13 @@ func newServers(cfg Config, addr string, crt certs.Certs, hooks []admission.Webh
 		Log:           cfg.Log,
 		Metrics:       metrics,
 		Recorder:      rec,
+		Handlers:      handlers,
 	})
 	if err != nil {
 		if insp != nil {
 			_ = insp.Close()
 		}
-		return nil, nil, err
+		return nil, nil, portholder.Explain(err)
 	}
 	return srv, insp, nil
 }
@@ -159,15 +175,19 @@ func newServers(cfg Config, addr string, crt certs.Certs, hooks []admission.Webh
 // run is the part of a session that writes to the cluster, from the Lease
 // to deregistration.
 type run struct {
-	cfg       Config
-	cluster   *Cluster
-	server    *server.Server
-	canary    *registration.Canary
-	certs     certs.Certs
-	parts     *parts
-	user      *userWebhooks
-	url       string
-	inspector *inspector.Server
+	cfg     Config
+	cluster *Cluster
+	server  *server.Server
+	canary  *registration.Canary
+	certs   certs.Certs
+	parts   *parts
+	user    *userWebhooks
+	// upstreamPair is what start did about the upstream's certificate.
+	upstreamPair *certs.UpstreamPair
+	// conversions are the user's CRDs and their conversion webhooks.
+	conversions *conversions
+	url         string
+	inspector   *inspector.Server
 	// tunnel is the session's relay, with --tunnel; metrics gets its gauges.
 	tunnel    *reverseTunnel
 	metrics   prometheus.Registerer
@@ -299,6 +319,9 @@ func (r *run) register(ctx context.Context) (*registration.Registration, error) 
 	if err := r.registrar.Apply(ctx, reg, r.canaryKey()); err != nil {
 		return nil, err
 	}
+	if err := r.ensureCRDs(ctx, bundle); err != nil {
+		return nil, err
+	}
 	r.applied(bundle)
 	for _, n := range r.scopeNotes {
 		r.cfg.Log.Info(n)
@@ -343,7 +366,7 @@ func (r *run) shutdown(stopBackground, stopServer func()) {
 		stopServer()
 		return
 	}
-	errs := []error{r.registrar.Deregister(ctx)}
+	errs := []error{r.restoreCRDs(ctx), r.registrar.Deregister(ctx)}
 	stopBackground()
 	r.bg.Wait()
 	// The apiserver drops deleted configurations asynchronously; with the

@@ -119,20 +119,17 @@ func New(opts Options, path string) (*Forwarder, error) {
 // apiserver stops waiting, which bounds the upstream call.
 func (f *Forwarder) Handle(ctx context.Context, req admission.Request) admission.Response {
 	start := time.Now()
-	answer, err := f.post(ctx, f.url(req.Timeout), req.Raw)
-	took := time.Since(start)
+	answer, err := f.post(ctx, f.url(req.Timeout), req.Review())
+	req.ReportWait(time.Since(start))
 	if err != nil {
 		f.opts.Log.Warn("upstream failed", "upstream", f.target, "namespace", req.Namespace, "name", req.Name, "error", err)
-		r := admission.CallFailed(err)
-		r.Upstream = took
-		return r
+		return admission.CallFailed(err)
 	}
 	resp, err := check(req, answer)
 	if err != nil {
 		f.opts.Log.Warn("upstream answered wrongly", "upstream", f.target, "namespace", req.Namespace, "name", req.Name, "error", err)
 		resp = admission.CallFailed(err)
 	}
-	resp.Upstream = took
 	return resp
 }
 
