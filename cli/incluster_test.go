@@ -42,6 +42,11 @@ func TestRenderInClusterReportsEveryProblem(t *testing.T) {
 		{"laptop flags", []string{"render", "--in-cluster", "--advertise-address", "192.0.2.10", "--tls-mode", "acme"},
 			[]string{"--advertise-address decides a laptop session only", "--tls-mode decides a laptop session only"}},
 		{"in-cluster flags alone", []string{"render", "--image", "x"}, []string{"--image needs --in-cluster"}},
+		{"old install namespace: render", []string{"render", "--in-cluster", "--namespace", "webhooks"}, []string{"the install's namespace is --install-namespace"}},
+		{"old install namespace: serve", []string{"serve", "--namespace", "webhooks"}, []string{"the install's namespace is --install-namespace"}},
+		{"old install namespace: uninstall", []string{"uninstall", "-n", "webhooks"}, []string{"the install's namespace is --install-namespace"}},
+		{"bad scope", []string{"render", "-n", "Bad_NS", "--object-selector", "=x", "--all-namespaces"},
+			[]string{`--namespace "Bad_NS"`, `--object-selector "=x"`, "--all-namespaces contradicts"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -226,4 +227,40 @@ func kubectlRun(kubectl string, args ...string) (string, error) {
 	cmd := exec.Command(kubectl, append([]string{"--kubeconfig", env.kubeconfig}, args...)...)
 	b, err := cmd.CombinedOutput()
 	return string(b), err
+}
+
+// TestScopePodNameUpdate: --namespace opts an unlabelled namespace in to
+// pod-name, and the webhook's UPDATE path judges a pod created before it
+// started: a metadata-only update is allowed, a spec change denied.
+func TestScopePodNameUpdate(t *testing.T) {
+	t.Parallel()
+	ns := namespaceLabelled(t, nil) // no other session's pod-name selects it
+	ctx := context.Background()
+	if _, err := whCreatePod(ctx, ns, metav1.ObjectMeta{Name: "offensive-legacy"}); err != nil {
+		t.Fatalf("pod offensive-legacy before hookback: %v", err)
+	}
+	p := start(t, "--webhooks", "pod-name", "--controllers", "none", "--namespace", ns)
+	p.ready(t)
+	pods := env.client.CoreV1().Pods(ns)
+	// kwok writes the pod's status meanwhile: retry a stale read.
+	update := func(change func(*corev1.Pod)) error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			pod, err := pods.Get(ctx, "offensive-legacy", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			change(pod)
+			_, err = pods.Update(ctx, pod, metav1.UpdateOptions{})
+			return err
+		})
+	}
+	if err := update(func(p *corev1.Pod) { p.Labels = map[string]string{"touched": "yes"} }); err != nil {
+		t.Fatalf("label offensive-legacy: %v, want allowed (metadata only)", err)
+	}
+	p.whWaitLogLine(t, "msg=admission", "webhook=pod-name", "operation=UPDATE", "namespace="+ns, "name=offensive-legacy ", "decision=allowed")
+	err := update(func(p *corev1.Pod) { p.Spec.Containers[0].Image = "registry.example/app:changed" })
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `pod name contains "offensive"`) {
+		t.Fatalf("spec change of offensive-legacy: err = %v, want denied by pod-name", err)
+	}
+	p.whWaitLogLine(t, "msg=admission", "webhook=pod-name", "operation=UPDATE", "namespace="+ns, "name=offensive-legacy ", "decision=denied")
 }

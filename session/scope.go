@@ -53,3 +53,23 @@ func newDrift(cfg Config, cl *Cluster, reg *registration.Registrar, kubectl stri
 	return &registration.Drift{Client: cl.Watch, Session: cfg.Session, Reapply: reg.ApplyObject, Log: cfg.Log,
 		RestoreDir: filepath.Join(dir, "restore", cfg.Session), Kubectl: kubectl}
 }
+
+// scopeConversions is the CRD filter of the session: the configured one,
+// else the scope's (every CRD on a local cluster; on another only those
+// named with --convert, or all with --all-namespaces), saying once which
+// conversions it leaves alone.
+func scopeConversions(cfg Config, conv *conversions) func(string) bool {
+	if cfg.RedirectConversion != nil {
+		return cfg.RedirectConversion
+	}
+	var names []string
+	for _, c := range conv.crds {
+		if c.Conversion != nil {
+			names = append(names, c.Name)
+		}
+	}
+	if msg := cfg.Scope.LeftAlone(names); msg != "" {
+		cfg.Log.Warn(msg)
+	}
+	return cfg.Scope.Convert
+}

@@ -87,6 +87,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	cfg.RedirectConversion = scopeConversions(cfg, conv)
 	store := newInspectorStore(cfg)
 	p, err := buildParts(cfg, cl, factory, recorders, metrics.Registry, store)
 	if err != nil {
