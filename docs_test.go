@@ -117,8 +117,8 @@ var (
 	// (its scaffolded Makefile), which the operator docs tell you to run
 	// there: not hookback's.
 	projectMakeTargets = map[string]bool{"install": true, "uninstall": true, "manifests": true, "generate": true, "deploy": true, "build-installer": true}
-	makeCall = regexp.MustCompile(`(?:^|[\s;&|(])make\s+([a-z][\w-]*)`)
-	testName = regexp.MustCompile(`\b((?:Test|Benchmark|Fuzz)[A-Z]\w*)`)
+	makeCall           = regexp.MustCompile(`(?:^|[\s;&|(])make\s+([a-z][\w-]*)`)
+	testName           = regexp.MustCompile(`\b((?:Test|Benchmark|Fuzz)[A-Z]\w*)`)
 	// pkg.Name or pkg.Type.Member, not part of a longer dotted or slashed name.
 	goIdent = regexp.MustCompile(`(?:^|[^\w./])([a-z][a-z0-9]*)\.([A-Z]\w*)(?:\.([A-Z]\w*))?`)
 	// A document and a section of it: docs/NAME.md, "Its heading".
