@@ -134,7 +134,7 @@ func (o *ServeOptions) bind(b *binder) {
 	bind(b, &o.ACME.RenewCheckInterval, "acme-renew-check-interval", catServing, "acme mode: how often certmagic checks whether to renew", hidden)
 	o.bindBuiltins(b)
 	bind(b, &o.Project, "project", catUser, "kubebuilder or Operator SDK project root (default: the current directory when it has a PROJECT file and no --webhook-config is given): its config/default, built-ins off, --upstream "+project.DefaultUpstream)
-	bind(b, &o.WebhookConfig, "webhook-config", catUser, "your webhook configurations and CRDs as written for the cluster (file, directory, kustomize directory, bundle, or - for stdin; repeatable): rewritten to point at hookback, other kinds skipped")
+	bind(b, &o.WebhookConfig, "webhook-config", catUser, "your webhook configurations and CRDs as written for the cluster (file, directory, kustomize directory, bundle such as dist/install.yaml, or - for stdin; repeatable): rewritten to point at hookback, other kinds skipped")
 	o.bindUpstream(b)
 	o.bindScope(b)
 	bind(b, &o.KeepFailurePolicy, "keep-failure-policy", catUser, "your webhooks: keep each failurePolicy; without it every one becomes Ignore, so a stopped debugger never blocks the cluster")
