@@ -1,10 +1,17 @@
 package session
 
 import (
+	"context"
+	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hookback/hookback/conversion"
+	"github.com/hookback/hookback/inspector"
+	"github.com/hookback/hookback/record"
 )
 
 const conversionCRD = `apiVersion: apiextensions.k8s.io/v1
@@ -79,5 +86,31 @@ func TestLoadConversions(t *testing.T) {
 				t.Fatalf("conversions %+v", c)
 			}
 		})
+	}
+}
+
+type answerConverter struct{ body []byte }
+
+func (a answerConverter) Convert(context.Context, conversion.Request) conversion.Answer {
+	return conversion.Answer{Body: a.body}
+}
+
+func TestConversionReplayTarget(t *testing.T) {
+	body := []byte(`{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","response":{"uid":"u","result":{"status":"Success"},"convertedObjects":[]}}`)
+	c := &conversions{hooks: []conversion.Webhook{{CRD: "widgets.shop.io", Path: "/convert/widgets.shop.io/convert", Converter: answerConverter{body}}}}
+	sources := map[string]string{}
+	fallback := func(e record.Entry) (http.Handler, error) { return nil, errors.New("admission: " + e.Path) }
+	target := c.replayTarget(fallback, sources, Config{}.withDefaults())
+	if sources["convert/widgets.shop.io"] != inspector.SourceUpstream {
+		t.Errorf("sources %v", sources)
+	}
+	review := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"u","desiredAPIVersion":"shop.io/v2","objects":[]}}`
+	_, diffs, err := record.ReplayOne(context.Background(), record.Entry{Webhook: "convert/widgets.shop.io", Path: "/convert/widgets.shop.io/convert",
+		Review: []byte(review), Answer: body}, target)
+	if err != nil || len(diffs) != 0 {
+		t.Fatalf("replay: diffs %v err %v", diffs, err)
+	}
+	if _, err := target(record.Entry{Path: "/upstream/svc/a/b/443/x"}); err == nil || err.Error() != "admission: /upstream/svc/a/b/443/x" {
+		t.Errorf("an admission path: %v, want the admissions' target", err)
 	}
 }

@@ -149,7 +149,7 @@ func newServers(cfg Config, addr string, crt certs.Certs, hooks []admission.Webh
 	if err != nil {
 		return nil, nil, err
 	}
-	insp, err := newInspector(cfg, store, hooks, user, factory)
+	insp, err := newInspector(cfg, store, hooks, user, conv, factory)
 	if err != nil {
 		return nil, nil, portholder.Explain(err)
 	}
