@@ -93,7 +93,19 @@ func (r *run) ensureCRDs(ctx context.Context, bundle string) error {
 	}
 	redirect := r.cfg.RedirectConversion
 	if redirect == nil {
-		redirect = func(string) bool { return true }
+		// On a cluster that is not local, only the CRDs named with
+		// --convert (or every one with --all-namespaces): conversion
+		// cannot be scoped and has no failurePolicy.
+		redirect = r.cfg.Scope.Convert
+		names := make([]string, 0, len(c.crds))
+		for _, crd := range c.crds {
+			if crd.Conversion != nil {
+				names = append(names, crd.Name)
+			}
+		}
+		if line := r.cfg.Scope.LeftAlone(names); line != "" {
+			r.cfg.Log.Warn(line)
+		}
 	}
 	installed, redirected, err := r.crds().Ensure(ctx, c.crds, redirect, registration.Target{URL: r.url, CABundle: bundle})
 	r.conversions.installed = appendNew(r.conversions.installed, installed...)
