@@ -47,6 +47,7 @@ func (o *CheckOptions) bind(b *binder) {
 	bind(b, &o.Serve.WebhookConfig, "webhook-config", catUser, "your webhook configurations and CRDs, as start reads them: their CRDs add what installing and redirecting them needs")
 	bind(b, &o.Serve.Project, "project", catUser, "kubebuilder or Operator SDK project root, as start reads it (default: the current directory when it has a PROJECT file)")
 	o.Serve.bindUpstream(b)
+	o.Serve.bindWhatRuns(b)
 }
 
 func checkCommand() (*cli.Command, *binder) {
@@ -181,9 +182,16 @@ func checkUpstreams(c *cli.Context, o ServeOptions) error {
 	if err != nil || len(spec.Upstreams) == 0 {
 		return err
 	}
+	// Project mode's default upstream is the manager, which the developer
+	// starts after hookback: not listening yet is no failure of check.
+	implicit := o.project != nil && o.upstreamDefaulted
 	var errs []error
 	for url, perr := range session.ProbeUpstreams(c.Context, spec) {
-		if perr != nil {
+		switch {
+		case perr != nil && implicit:
+			fmt.Fprintf(c.App.Writer, "Upstream:  %s: %v (start the manager: %s)\n", url, perr, orDefault(o.project.Run, "your manager"))
+			continue
+		case perr != nil:
 			fmt.Fprintf(c.App.Writer, "Upstream:  %s: %v\n", url, perr)
 			errs = append(errs, perr)
 			continue
@@ -223,4 +231,11 @@ func printChecking(w io.Writer, cfg session.Config) {
 		fmt.Fprint(w, "; tunnel")
 	}
 	fmt.Fprintln(w)
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

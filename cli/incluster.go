@@ -84,6 +84,26 @@ func (o InClusterOptions) Validate() error {
 	return errors.Join(errs...)
 }
 
+// renamedNamespace is the error of the install's old flag spelling:
+// --namespace scopes a laptop session in every command now.
+const renamedNamespace = "--namespace is the scope of a laptop session: the install's namespace is --install-namespace"
+
+// bindOldNamespace accepts the install's old spelling only to refuse it
+// by name (refuseOldNamespace).
+func bindOldNamespace(b *binder) {
+	var old string
+	bind(b, &old, "namespace", catInCluster, "renamed --install-namespace", alias("n"), hidden)
+}
+
+// refuseOldNamespace is the usage error of --namespace where it once named
+// the install's namespace.
+func refuseOldNamespace(c *cli.Context) error {
+	if c.IsSet("namespace") {
+		return usage(errors.New(renamedNamespace))
+	}
+	return nil
+}
+
 // deploy is the deploy Options of these, with the template text; call
 // after Validate.
 func (o InClusterOptions) deploy(tmpl []byte) incluster.Options {
@@ -123,13 +143,4 @@ hookback uninstall --install-namespace %[2]s (docs/in-cluster.md).`,
 	}
 	_, err = c.App.Writer.Write(out)
 	return err
-}
-
-// renamedNamespace is the error of the install's old flag spelling:
-// --namespace scopes a laptop session in every command now.
-const renamedNamespace = "--namespace is the scope of a laptop session: the install's namespace is --install-namespace"
-
-// oldNamespaceFlag accepts the old spelling only to refuse it by name.
-func oldNamespaceFlag() cli.Flag {
-	return &cli.StringSliceFlag{Name: "namespace", Aliases: []string{"n"}, Hidden: true}
 }

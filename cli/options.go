@@ -106,6 +106,8 @@ type ServeOptions struct {
 	// project is the project of project mode, else nil (resolveProject).
 	project    *project.Project
 	projectErr error
+	// upstreamDefaulted: project mode chose the upstream, not the user.
+	upstreamDefaulted bool
 }
 
 func defaultServeOptions() ServeOptions {
@@ -132,31 +134,33 @@ func (o *ServeOptions) bind(b *binder) {
 	bind(b, &o.ACME.Profile, "acme-profile", catServing, "acme mode: ACME profile to order under (Let's Encrypt issues IP certificates only under shortlived); empty: the CA's default")
 	bind(b, &o.ACME.HTTPPort, "acme-http-port", catServing, "acme mode: port the HTTP-01 challenge is answered on, opened only while a challenge is pending (the CA always dials port 80: forward it here when different)")
 	bind(b, &o.ACME.RenewCheckInterval, "acme-renew-check-interval", catServing, "acme mode: how often certmagic checks whether to renew", hidden)
-	o.bindBuiltins(b)
-	bind(b, &o.Project, "project", catUser, "kubebuilder or Operator SDK project root (default: the current directory when it has a PROJECT file and no --webhook-config is given): its config/default, built-ins off, --upstream "+project.DefaultUpstream)
-	bind(b, &o.WebhookConfig, "webhook-config", catUser, "your webhook configurations and CRDs as written for the cluster (file, directory, kustomize directory, bundle such as dist/install.yaml, or - for stdin; repeatable): rewritten to point at hookback, other kinds skipped")
+	o.bindWhatRuns(b)
+	bindWebhookOptions(b, &o.Webhook)
 	o.bindUpstream(b)
-	o.bindScope(b)
 	bind(b, &o.KeepFailurePolicy, "keep-failure-policy", catUser, "your webhooks: keep each failurePolicy; without it every one becomes Ignore, so a stopped debugger never blocks the cluster")
 	bind(b, &o.Timeout, "timeout", catUser, "your webhooks: override every timeoutSeconds, 1s to 30s (30s while stepping through a handler in a debugger); 0 keeps each one's")
+	bindScope(b, &o.Scope)
 }
 
-// bindScope binds what narrows the webhooks registered (docs/shared-clusters.md):
-// each is ANDed with every webhook's own selectors and conditions.
-func (o *ServeOptions) bindScope(b *binder) {
-	bind(b, &o.Scope.Namespaces, "namespace", catScope, "only objects in this namespace reach hookback (repeatable); naming one also opts it in to pod-name and pod-lifespan", alias("n"))
-	bind(b, &o.Scope.NamespaceSelector, "namespace-selector", catScope, "only objects in namespaces matching this label selector (kubectl syntax) reach hookback")
-	bind(b, &o.Scope.ObjectSelector, "object-selector", catScope, "only objects matching this label selector (kubectl syntax) reach hookback")
-	bind(b, &o.Scope.OnlyMine, "only-mine", catScope, "only requests made with your own identity reach hookback (a matchCondition on your username; pods a controller creates are the controller's)")
-	bind(b, &o.Scope.AllNamespaces, "all-namespaces", catScope, "register cluster-wide on a cluster that is not local (without it start refuses there)")
-	bind(b, &o.Scope.ConvertCRDs, "convert", catScope, "on a cluster that is not local, redirect the conversion of this CRD (repeatable); conversion cannot be scoped")
+// bindScope binds the scope flags (start, render, audit): each narrows
+// every webhook registered, ANDed with its own selectors
+// (docs/shared-clusters.md).
+func bindScope(b *binder, s *registration.Scope) {
+	bind(b, &s.Namespaces, "namespace", catScope, "only objects in this namespace reach hookback (repeatable); naming one also opts it in to pod-name and pod-lifespan", alias("n"))
+	bind(b, &s.NamespaceSelector, "namespace-selector", catScope, "only objects in namespaces matching this label selector (kubectl syntax) reach hookback")
+	bind(b, &s.ObjectSelector, "object-selector", catScope, "only objects matching this label selector (kubectl syntax) reach hookback")
+	bind(b, &s.OnlyMine, "only-mine", catScope, "only requests made with your own identity reach hookback (a matchCondition on your username; pods a controller creates are the controller's)")
+	bind(b, &s.AllNamespaces, "all-namespaces", catScope, "register cluster-wide on a cluster that is not local (without a scope start refuses there)")
+	bind(b, &s.ConvertCRDs, "convert", catScope, "on a cluster that is not local, redirect the conversion of this CRD (repeatable); conversion cannot be scoped")
 }
 
-// bindBuiltins binds the built-ins' selection and options.
-func (o *ServeOptions) bindBuiltins(b *binder) {
+// bindWhatRuns binds what decides what start runs, and so the permissions
+// it needs (check binds them too): the built-ins selected, your manifests.
+func (o *ServeOptions) bindWhatRuns(b *binder) {
 	bind(b, &o.Webhooks, "webhooks", catBuiltins, "comma list of built-in webhooks to serve, or all or none ("+strings.Join(webhook.Names(), ", ")+")")
 	bind(b, &o.Controllers, "controllers", catBuiltins, "comma list of controllers to run, or all or none ("+strings.Join(controller.Names(), ", ")+")")
-	bindWebhookOptions(b, &o.Webhook)
+	bind(b, &o.Project, "project", catUser, "kubebuilder or Operator SDK project root (default: the current directory when it has a PROJECT file and no --webhook-config is given): its config/default, built-ins off, --upstream "+project.DefaultUpstream)
+	bind(b, &o.WebhookConfig, "webhook-config", catUser, "your webhook configurations and CRDs as written for the cluster (file, directory, kustomize directory, bundle such as dist/install.yaml, or - for stdin; repeatable): rewritten to point at hookback, other kinds skipped")
 }
 
 // bindUpstream binds where your webhooks' reviews go.

@@ -40,6 +40,7 @@ func defaultPodOptions() PodOptions {
 func (o *PodOptions) bind(b *binder) {
 	o.GlobalOptions.bind(b)
 	bind(b, &o.Namespace, "install-namespace", catInCluster, "in-cluster: the install's namespace (its Service, the CA Secret, the leader election Lease)")
+	bindOldNamespace(b)
 	bind(b, &o.Identity, "identity", catInCluster, "serve: this replica's name in the leader election Lease (default: $POD_NAME, else host-pid)")
 	bind(b, &o.LeaseDuration, "lease-duration", catInCluster, "how long the leader Lease lasts without renewal before another replica takes over the controllers")
 	bind(b, &o.ShutdownDelay, "shutdown-delay", catInCluster, "serve: how long a stopping replica keeps answering, not ready, while the Service's endpoints drop it")
@@ -93,12 +94,12 @@ references to the Service hookback and the caBundle of a CA it keeps in the Secr
 hookback-ca (or of --tls-cert-file from cert-manager), and runs the controllers only while
 it holds the Lease hookback: every replica serves, one leads. It never deregisters on
 exit; hookback uninstall removes the install.` + examplesText(serveExamples),
-		Flags: append(b.flags, oldNamespaceFlag()),
+		Flags: b.flags,
 		Action: func(c *cli.Context) error {
-			if c.IsSet("namespace") {
-				return usage(errors.New(renamedNamespace))
-			}
 			b.load(c)
+			if err := refuseOldNamespace(c); err != nil {
+				return err
+			}
 			if o.Identity == "" {
 				o.Identity = os.Getenv("POD_NAME")
 			}
@@ -129,6 +130,7 @@ func uninstallCommand() (*cli.Command, *binder) {
 	bind(b, &ns, "install-namespace", catInCluster, "in-cluster: the install's namespace (its Service, the CA Secret, the leader election Lease)")
 	bind(b, &leaseNS, "lease-namespace", catCluster, "where laptop sessions keep their Leases: exec RBAC and node CPU stay while one of them runs the part")
 	bind(b, &wait, "wait", catInCluster, "how long to wait for the install's pods to stop before cleaning up what they wrote")
+	bindOldNamespace(b)
 	cmd := &cli.Command{
 		Name:  "uninstall",
 		Usage: "remove the in-cluster install, and the node CPU and exec RBAC its built-ins wrote",
@@ -138,12 +140,12 @@ configurations first, so the apiserver stops calling; then the Deployment, waiti
 pods; then restores node CPU and removes exec RBAC unless a live laptop session still
 runs those parts; then the rest, the namespace last. serve never does this on a pod's
 exit: the install outlives any one pod.` + examplesText(uninstallExamples),
-		Flags: append(withGlobal(&g, b), oldNamespaceFlag()),
+		Flags: withGlobal(&g, b),
 		Action: func(c *cli.Context) error {
-			if c.IsSet("namespace") {
-				return usage(errors.New(renamedNamespace))
-			}
 			b.load(c)
+			if err := refuseOldNamespace(c); err != nil {
+				return err
+			}
 			if err := g.Validate(); err != nil {
 				return usage(err)
 			}
