@@ -42,10 +42,6 @@ func (o *CheckOptions) bind(b *binder) {
 	bind(b, &o.RequestTimeout, "request-timeout", catCluster, "give up on the apiserver after this long")
 	bind(b, &o.Tunnel.Enabled, "tunnel", catTunnel, "check what start --tunnel needs too: the relay's objects and the pod port-forward in --tunnel-namespace")
 	bind(b, &o.Tunnel.Namespace, "tunnel-namespace", catTunnel, "tunnel: the namespace start --tunnel would deploy its relay to")
-	bind(b, &o.Serve.Webhooks, "webhooks", catBuiltins, "comma list of built-in webhooks start will serve, or all or none")
-	bind(b, &o.Serve.Controllers, "controllers", catBuiltins, "comma list of controllers start will run, or all or none")
-	bind(b, &o.Serve.WebhookConfig, "webhook-config", catUser, "your webhook configurations and CRDs, as start reads them: their CRDs add what installing and redirecting them needs")
-	bind(b, &o.Serve.Project, "project", catUser, "kubebuilder or Operator SDK project root, as start reads it (default: the current directory when it has a PROJECT file)")
 	o.Serve.bindUpstream(b)
 	o.Serve.bindWhatRuns(b)
 }
