@@ -35,7 +35,7 @@ func newFlagText(name, usage string) cli.Flag {
 	d := webhook.DefaultOptions()
 	value := flagDefault(name)
 	switch name {
-	case "port", "acme-http-port", "inspector-keep", "replicas":
+	case "port", "acme-http-port", "inspector-keep", "replicas", "concurrency":
 		return &cli.IntFlag{Name: name, EnvVars: envVar(name), Value: value.(int), Usage: usage}
 	case "no-verify", "all", "bundle", "upstream-insecure", "keep-failure-policy", "inspector-expose", "in-cluster", "cert-manager", "tunnel":
 		return &cli.BoolFlag{Name: name, EnvVars: envVar(name), Usage: usage}
@@ -44,6 +44,8 @@ func newFlagText(name, usage string) cli.Flag {
 			Hidden: name == "acme-renew-check-interval"}
 	case "webhook-config", "upstream":
 		return &cli.StringSliceFlag{Name: name, EnvVars: envVar(name), Usage: usage}
+	case "output":
+		return &cli.StringFlag{Name: name, Aliases: []string{"o"}, EnvVars: envVar(name), Value: value.(string), Usage: usage}
 	case "banned-words":
 		return &cli.StringSliceFlag{Name: name, EnvVars: envVar(name), Value: cli.NewStringSlice(d.BannedWords...), Usage: usage}
 	case "cpu-oversell-factor":
@@ -141,6 +143,12 @@ func flagDefault(name string) any {
 		return defaultImage(version())
 	case "replicas":
 		return incluster.DefaultReplicas
+	case "output":
+		return "table"
+	case "fail-on":
+		return "denied"
+	case "concurrency":
+		return 8
 	}
 	return ""
 }
@@ -204,6 +212,10 @@ var flagText = map[string]string{
 	"tunnel":                    "reach the apiserver's calls through a relay deployed for the session and the apiserver's pod port-forward, for a machine the cluster cannot route to (NAT, a cloud cluster); see docs/tunnel.md",
 	"tunnel-namespace":          "tunnel: namespace of the session's relay (created when missing, and deleted again by the last session that leaves it)",
 	"relay-image":               "tunnel: image that runs the relay (hookback relay); a dev build defaults to :latest",
+	"operation":                 "audit: send CREATE or UPDATE (a no-change update) to every webhook whose rules include it, instead of CREATE where the rules include it, else UPDATE",
+	"output":                    "audit: table, json (one object per review) or junit (a testsuite per webhook, a failure per denial)",
+	"fail-on":                   "audit: denied exits 1 when any object is denied; patched also when any is patched",
+	"concurrency":               "audit: reviews in flight at once",
 	"cert-manager":              "in-cluster: annotate the webhook configurations for cert-manager's cainjector (Certificate NAMESPACE/hookback)",
 }
 
