@@ -13,6 +13,7 @@ import (
 	"github.com/hookback/hookback/incluster"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/session"
+	"github.com/hookback/hookback/upstream"
 	"github.com/hookback/hookback/webhook"
 )
 
@@ -39,7 +40,7 @@ func newFlagText(name, usage string) cli.Flag {
 		return &cli.IntFlag{Name: name, EnvVars: envVar(name), Value: value.(int), Usage: usage}
 	case "no-verify", "all", "bundle", "upstream-insecure", "keep-failure-policy", "inspector-expose", "in-cluster", "cert-manager", "tunnel":
 		return &cli.BoolFlag{Name: name, EnvVars: envVar(name), Usage: usage}
-	case "verify-timeout", "lease-duration", "timeout", "request-timeout", "acme-renew-check-interval", "shutdown-delay", "wait":
+	case "verify-timeout", "lease-duration", "timeout", "request-timeout", "acme-renew-check-interval", "shutdown-delay", "wait", "late-answer-timeout":
 		return &cli.DurationFlag{Name: name, EnvVars: envVar(name), Value: value.(time.Duration), Usage: usage,
 			Hidden: name == "acme-renew-check-interval"}
 	case "webhook-config", "upstream":
@@ -143,6 +144,8 @@ func flagDefault(name string) any {
 		return defaultImage(version())
 	case "replicas":
 		return incluster.DefaultReplicas
+	case "late-answer-timeout":
+		return upstream.DefaultLateAnswerTimeout
 	case "output":
 		return "table"
 	case "fail-on":
@@ -212,6 +215,7 @@ var flagText = map[string]string{
 	"tunnel":                    "reach the apiserver's calls through a relay deployed for the session and the apiserver's pod port-forward, for a machine the cluster cannot route to (NAT, a cloud cluster); see docs/tunnel.md",
 	"tunnel-namespace":          "tunnel: namespace of the session's relay (created when missing, and deleted again by the last session that leaves it)",
 	"relay-image":               "tunnel: image that runs the relay (hookback relay); a dev build defaults to :latest",
+	"late-answer-timeout":       "your webhooks: how long an answer is still awaited after the apiserver stopped waiting (a breakpoint); it is then logged, shown in the inspector and recorded as late (0 disables)",
 	"operation":                 "audit: send CREATE or UPDATE (a no-change update) to every webhook whose rules include it, instead of CREATE where the rules include it, else UPDATE",
 	"output":                    "audit: table, json (one object per review) or junit (a testsuite per webhook, a failure per denial)",
 	"fail-on":                   "audit: denied exits 1 when any object is denied; patched also when any is patched",
@@ -228,7 +232,7 @@ var serveFlagNames = []string{"advertise-address", "port", "session", "template"
 // startFlagNames are serveFlagNames plus what only a running session needs.
 var startFlagNames = append(append([]string{}, serveFlagNames...),
 	"bind-address", "health-address", "no-verify", "verify-timeout", "lease-duration", "record-dir",
-	"inspector-address", "inspector-expose", "inspector-keep", "tunnel", "tunnel-namespace", "relay-image")
+	"inspector-address", "inspector-expose", "inspector-keep", "late-answer-timeout", "tunnel", "tunnel-namespace", "relay-image")
 
 // lookup finds the context in c's lineage where name was set (the
 // subcommand's flags first, then the app's global ones), else c itself,

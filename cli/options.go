@@ -199,7 +199,9 @@ type StartOptions struct {
 }
 
 func startOptions(c *cli.Context) StartOptions {
-	return StartOptions{ServeOptions: serveOptions(c), RecordDir: c.String("record-dir"), BindAddress: c.String("bind-address"),
+	s := serveOptions(c)
+	s.User.LateAnswerTimeout = c.Duration("late-answer-timeout")
+	return StartOptions{ServeOptions: s, RecordDir: c.String("record-dir"), BindAddress: c.String("bind-address"),
 		HealthAddress: c.String("health-address"), NoVerify: c.Bool("no-verify"),
 		VerifyTimeout: c.Duration("verify-timeout"), LeaseDuration: c.Duration("lease-duration"),
 		Inspector: session.InspectorConfig{Address: c.String("inspector-address"), Expose: c.Bool("inspector-expose"),
@@ -212,6 +214,9 @@ func (o StartOptions) Validate() error {
 	errs := []error{o.ServeOptions.Validate()}
 	if o.VerifyTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--verify-timeout %s: want more than 0", o.VerifyTimeout))
+	}
+	if o.User.LateAnswerTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--late-answer-timeout %s: want 0 (off) or more", o.User.LateAnswerTimeout))
 	}
 	if o.LeaseDuration < time.Second {
 		errs = append(errs, fmt.Errorf("--lease-duration %s: want at least 1s", o.LeaseDuration))

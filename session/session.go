@@ -75,6 +75,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	store := newInspectorStore(cfg)
+	if err := user.late.attach(cfg, store); err != nil {
+		return err
+	}
 	p, err := buildParts(cfg, cl, factory, recorders, metrics.Registry, store)
 	if err != nil {
 		return err

@@ -55,6 +55,9 @@ type UserWebhooks struct {
 	// Timeout, when set, overrides every timeoutSeconds (1s..30s): 30s is
 	// what stepping through a handler in a debugger wants.
 	Timeout time.Duration
+	// LateAnswerTimeout bounds how long an answer is still read after the
+	// apiserver stopped waiting (then reported as late); zero: not read.
+	LateAnswerTimeout time.Duration
 }
 
 // Validate reports every problem at once, naming the flags: the CLI runs
@@ -119,11 +122,12 @@ type userWebhooks struct {
 	docs   []registration.Document
 	routes []registration.Route
 	hooks  []admission.Webhook
+	late   *lateReport
 }
 
 func loadUserWebhooks(spec UserWebhooks, cfg Config) (*userWebhooks, error) {
 	if len(spec.Manifests) == 0 {
-		return &userWebhooks{spec: spec}, nil
+		return &userWebhooks{spec: spec, late: &lateReport{log: cfg.Log}}, nil
 	}
 	docs, err := registration.LoadManifests(spec.Manifests, spec.Stdin)
 	if err != nil {
@@ -131,11 +135,12 @@ func loadUserWebhooks(spec UserWebhooks, cfg Config) (*userWebhooks, error) {
 	}
 	// The routes depend on the manifests alone; URL and caBundle are known
 	// later and filled in at every render.
-	_, routes, err := registration.RewriteManifests(docs, spec.manifestOptions("https://hookback.invalid", "", cfg.Session, ""))
+	reg, routes, err := registration.RewriteManifests(docs, spec.manifestOptions("https://hookback.invalid", "", cfg.Session, ""))
 	if err != nil {
 		return nil, err
 	}
-	u := &userWebhooks{spec: spec, docs: docs, routes: routes}
+	u := &userWebhooks{spec: spec, docs: docs, routes: routes, late: &lateReport{log: cfg.Log}}
+	policies := failurePolicies(reg)
 	for _, r := range routes {
 		up, err := spec.upstreamFor(r)
 		if err != nil {
@@ -143,6 +148,10 @@ func loadUserWebhooks(spec UserWebhooks, cfg Config) (*userWebhooks, error) {
 		}
 		opts := spec.options(up)
 		opts.Log = cfg.Log
+		if spec.LateAnswerTimeout > 0 {
+			opts.LateAnswerTimeout = spec.LateAnswerTimeout
+			opts.Late = u.late.forward(routeName(r), r.Path, routePolicies(r, policies))
+		}
 		fwd, err := upstream.New(opts, r.UpstreamPath)
 		if err != nil {
 			return nil, err
