@@ -216,6 +216,8 @@ var flagText = map[string]string{
 	"tunnel-namespace":          "tunnel: namespace of the session's relay (created when missing, and deleted again by the last session that leaves it)",
 	"relay-image":               "tunnel: image that runs the relay (hookback relay); a dev build defaults to :latest",
 	"late-answer-timeout":       "your webhooks: how long an answer is still awaited after the apiserver stopped waiting (a breakpoint); it is then logged, shown in the inspector and recorded as late (0 disables)",
+	"shadow":                    "compare your webhooks with the ones deployed in the cluster: NAMESPACE/SERVICE[:PORT] (through the apiserver's service proxy) or an https URL (with a path: used as is; without: each webhook's path appended); hookback's copies then always allow, and differences are logged, counted and summed up at exit",
+	"shadow-ca":                 "CA file to verify an https --shadow URL (default: the system roots)",
 	"operation":                 "audit: send CREATE or UPDATE (a no-change update) to every webhook whose rules include it, instead of CREATE where the rules include it, else UPDATE",
 	"output":                    "audit: table, json (one object per review) or junit (a testsuite per webhook, a failure per denial)",
 	"fail-on":                   "audit: denied exits 1 when any object is denied; patched also when any is patched",
@@ -232,7 +234,7 @@ var serveFlagNames = []string{"advertise-address", "port", "session", "template"
 // startFlagNames are serveFlagNames plus what only a running session needs.
 var startFlagNames = append(append([]string{}, serveFlagNames...),
 	"bind-address", "health-address", "no-verify", "verify-timeout", "lease-duration", "record-dir",
-	"inspector-address", "inspector-expose", "inspector-keep", "late-answer-timeout", "tunnel", "tunnel-namespace", "relay-image")
+	"inspector-address", "inspector-expose", "inspector-keep", "late-answer-timeout", "shadow", "shadow-ca", "tunnel", "tunnel-namespace", "relay-image")
 
 // lookup finds the context in c's lineage where name was set (the
 // subcommand's flags first, then the app's global ones), else c itself,

@@ -201,6 +201,7 @@ type StartOptions struct {
 func startOptions(c *cli.Context) StartOptions {
 	s := serveOptions(c)
 	s.User.LateAnswerTimeout = c.Duration("late-answer-timeout")
+	s.User.Shadow = session.ShadowConfig{Target: c.String("shadow"), CAFile: c.String("shadow-ca")}
 	return StartOptions{ServeOptions: s, RecordDir: c.String("record-dir"), BindAddress: c.String("bind-address"),
 		HealthAddress: c.String("health-address"), NoVerify: c.Bool("no-verify"),
 		VerifyTimeout: c.Duration("verify-timeout"), LeaseDuration: c.Duration("lease-duration"),

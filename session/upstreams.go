@@ -58,6 +58,9 @@ type UserWebhooks struct {
 	// LateAnswerTimeout bounds how long an answer is still read after the
 	// apiserver stopped waiting (then reported as late); zero: not read.
 	LateAnswerTimeout time.Duration
+	// Shadow compares each answer with the webhook deployed in the cluster
+	// (start --shadow); hookback then always allows, without a patch.
+	Shadow ShadowConfig
 }
 
 // Validate reports every problem at once, naming the flags: the CLI runs
@@ -72,6 +75,9 @@ func (u UserWebhooks) Validate() error {
 	}
 	if u.Timeout != 0 && (u.Timeout < time.Second || u.Timeout > 30*time.Second) {
 		errs = append(errs, fmt.Errorf("--timeout %s: want 1s to 30s (the apiserver's limit)", u.Timeout))
+	}
+	if err := u.Shadow.Validate(u); err != nil {
+		errs = append(errs, err)
 	}
 	for _, up := range u.Upstreams {
 		if err := u.options(up).Validate(); err != nil {
@@ -123,11 +129,12 @@ type userWebhooks struct {
 	routes []registration.Route
 	hooks  []admission.Webhook
 	late   *lateReport
+	shadow *shadowReport
 }
 
 func loadUserWebhooks(spec UserWebhooks, cfg Config) (*userWebhooks, error) {
 	if len(spec.Manifests) == 0 {
-		return &userWebhooks{spec: spec, late: &lateReport{log: cfg.Log}}, nil
+		return &userWebhooks{spec: spec, late: &lateReport{log: cfg.Log}, shadow: newShadowReport(cfg.Log, false)}, nil
 	}
 	docs, err := registration.LoadManifests(spec.Manifests, spec.Stdin)
 	if err != nil {
@@ -139,7 +146,7 @@ func loadUserWebhooks(spec UserWebhooks, cfg Config) (*userWebhooks, error) {
 	if err != nil {
 		return nil, err
 	}
-	u := &userWebhooks{spec: spec, docs: docs, routes: routes, late: &lateReport{log: cfg.Log}}
+	u := &userWebhooks{spec: spec, docs: docs, routes: routes, late: &lateReport{log: cfg.Log}, shadow: newShadowReport(cfg.Log, spec.Shadow.Target != "")}
 	policies := failurePolicies(reg)
 	for _, r := range routes {
 		up, err := spec.upstreamFor(r)
@@ -157,6 +164,9 @@ func loadUserWebhooks(spec UserWebhooks, cfg Config) (*userWebhooks, error) {
 			return nil, err
 		}
 		u.hooks = append(u.hooks, admission.Webhook{Name: routeName(r), Path: r.Path, Handler: fwd})
+	}
+	if u.hooks, err = spec.Shadow.wrap(cfg, routes, u.hooks, u.shadow); err != nil {
+		return nil, err
 	}
 	return u, nil
 }
