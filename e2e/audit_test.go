@@ -32,7 +32,7 @@ func TestAuditControllerRuntime(t *testing.T) {
 			t.Fatalf("create %s: %v", name, err)
 		}
 	}
-	upstream := startCRUpstream(t)
+	upstream, _ := startCRUpstream(t)
 	args := []string{"audit", "--session", session, "--webhooks", "none", "--webhook-config", userManifests(t, session),
 		"--upstream", upstream, "--upstream-insecure"}
 

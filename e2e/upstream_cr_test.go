@@ -24,7 +24,7 @@ import (
 func TestYourWebhookControllerRuntime(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
-	upstream := startCRUpstream(t)
+	upstream, _ := startCRUpstream(t)
 
 	session := sessionFor(t)
 	p := startEnv(t, append(os.Environ(), "KUBECONFIG="+env.kubeconfig), "--session", session,
@@ -48,8 +48,9 @@ func TestYourWebhookControllerRuntime(t *testing.T) {
 // startCRUpstream runs controller-runtime's webhook server on a free
 // loopback port with a self-signed certificate (as a developer's local
 // webhook certificate usually is: hookback reaches it with
-// --upstream-insecure, allowed on loopback) and returns its URL.
-func startCRUpstream(t *testing.T, args ...string) string {
+// --upstream-insecure, allowed on loopback) and returns its URL and
+// certificate file (its own CA).
+func startCRUpstream(t *testing.T, args ...string) (string, string) {
 	t.Helper()
 	certDir := t.TempDir()
 	key := newKey(t)
@@ -83,5 +84,5 @@ func startCRUpstream(t *testing.T, args ...string) string {
 		c.Close()
 		return true, nil
 	})
-	return "https://127.0.0.1:" + strconv.Itoa(port)
+	return "https://127.0.0.1:" + strconv.Itoa(port), filepath.Join(certDir, "tls.crt")
 }
