@@ -15,12 +15,15 @@
 package admission
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -37,10 +40,73 @@ type Request struct {
 	// Timeout is how long the apiserver waits for the answer (its timeout
 	// query), zero when it did not say; the handler's context ends then.
 	Timeout time.Duration
-	// Raw is the AdmissionReview exactly as received, for a handler that
-	// forwards it unchanged. It is only valid during Handle: the transport
-	// reuses its buffer afterwards.
-	Raw []byte
+	// body is the transport's pooled buffer holding the review as received,
+	// gen the generation of it this request owns; owned is a review given
+	// to NewRequest, which never expires.
+	body  *body
+	gen   uint64
+	owned []byte
+}
+
+// body is a request's pooled buffer. Its generation moves on when the
+// request's Handle returns, so a Request kept past that finds no bytes
+// (Review returns nil) rather than a later request's review.
+type body struct {
+	buf  bytes.Buffer
+	gen  atomic.Uint64
+	wait atomic.Int64
+}
+
+var bodyPool = sync.Pool{New: func() any { return new(body) }}
+
+// getBody takes a pooled body for a new request.
+func getBody() *body {
+	b := bodyPool.Get().(*body)
+	b.buf.Reset()
+	b.wait.Store(0)
+	return b
+}
+
+// expire ends the current request's access to b.
+func (b *body) expire() { b.gen.Add(1) }
+
+// NewRequest decodes an AdmissionReview (v1 or v1beta1) into a Request
+// whose Review is review itself, kept for as long as the Request: for a
+// program that builds reviews to send through a Handler (an audit, a
+// replay, a test).
+func NewRequest(review []byte) (Request, error) {
+	r, err := decodeReview(review)
+	if err != nil {
+		return Request{}, err
+	}
+	// A review carries no timeout (the apiserver sends it as a query
+	// parameter): set Timeout when the caller has one.
+	return Request{AdmissionRequest: *r.Request, ReviewVersion: r.APIVersion, owned: review}, nil
+}
+
+// Review returns the AdmissionReview exactly as received, for a handler
+// that forwards it unchanged. The transport serves it from a pooled buffer:
+// the bytes are valid until Handle returns, and after that Review returns
+// nil. Copy them (bytes.Clone) to keep them longer.
+func (r *Request) Review() []byte {
+	if r.owned != nil {
+		return r.owned
+	}
+	if r.body == nil || r.body.gen.Load() != r.gen {
+		return nil
+	}
+	return r.body.buf.Bytes()
+}
+
+// ReportWait tells the transport that the handler spent d waiting on
+// another server (a proxy's upstream), so the admission's log line and the
+// inspector show that apart from the handler's own time. It may be called
+// more than once (the waits add up) and from any goroutine, until Handle
+// returns; later calls are ignored.
+func (r *Request) ReportWait(d time.Duration) {
+	if r.body != nil && r.body.gen.Load() == r.gen {
+		r.body.wait.Add(int64(d))
+	}
 }
 
 // IsDryRun reports whether the apiserver will not persist the object, so a
@@ -81,13 +147,8 @@ type Response struct {
 	Patch []byte
 	// Warnings are shown to the API client (kubectl prints them).
 	Warnings []string
-	// PatchOps counts patch operations, for the admission log line.
-	PatchOps int
 	// AuditAnnotations are added to the apiserver's audit event.
 	AuditAnnotations map[string]string
-	// Upstream is the time spent waiting on an upstream server (a webhook
-	// hookback forwards to), logged apart from hookback's own time.
-	Upstream time.Duration
 	// callFailed makes the transport fail the call (HTTP 500) instead of
 	// answering a review: see CallFailed.
 	callFailed bool
@@ -154,7 +215,6 @@ func Patched(msg string, ops ...PatchOp) Response {
 		return Errored(http.StatusInternalServerError, fmt.Errorf("marshal patch: %w", err))
 	}
 	resp.Patch = patch
-	resp.PatchOps = len(ops)
 	return resp
 }
 

@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"bytes"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -15,7 +14,7 @@ import (
 // apiserver only has its answer) when the handler returns, so a
 // --record-dir write to a slow disk, or the inspector's copy of a 3 MiB
 // review, would hold the answer. (For small reviews on a fast disk the
-// difference through the apiserver was within noise: docs/performance.md,
+// difference through the apiserver was within noise: bench/JOURNAL.md,
 // "After the answer".)
 //
 // The zero value is not usable: NewAfterwards, then Run on one goroutine
@@ -36,7 +35,9 @@ type afterJob struct {
 	start  time.Time
 	took   time.Duration
 	answer []byte
-	buf    *bytes.Buffer
+	buf    *body
+	// waited is what the handler reported waiting on another server.
+	waited time.Duration
 }
 
 // NewAfterwards queues up to queue admissions' bookkeeping; an admission
@@ -87,12 +88,13 @@ func (j afterJob) run() {
 			j.a.log.Error("admission bookkeeping panicked", "webhook", j.a.name, "uid", j.req.UID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 		}
 		if j.buf != nil {
-			bufPool.Put(j.buf)
+			bodyPool.Put(j.buf)
 		}
 	}()
 	a := j.a
-	a.logAdmission(j.req, j.resp, j.took)
-	s := Served{Webhook: a.name, Path: a.path, Review: j.req.Raw, Answer: j.answer, Start: j.start, Took: j.took, Upstream: j.resp.Upstream}
+	a.logAdmission(j.req, j.resp, j.took, j.waited)
+	review := j.buf.buf.Bytes()
+	s := Served{Webhook: a.name, Path: a.path, Review: review, Answer: j.answer, Start: j.start, Took: j.took, Upstream: j.waited}
 	switch {
 	case j.resp.callFailed:
 		s.Answer, s.Failure = nil, j.resp.Result.Message
@@ -102,6 +104,6 @@ func (j afterJob) run() {
 	case a.served != nil:
 		a.served.RecordServed(s)
 	case a.rec != nil:
-		a.rec.Record(a.name, a.path, j.req.Raw, j.answer)
+		a.rec.Record(a.name, a.path, review, j.answer)
 	}
 }

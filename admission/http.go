@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -25,8 +24,6 @@ import (
 // object to 3 MiB, and a review can carry object and oldObject, so 7 MiB
 // admits every real review while bounding memory per request.
 const DefaultMaxBodyBytes = 7 << 20
-
-var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // Observer is told the outcome of every request a webhook serves, for
 // metrics. decision is allowed, denied, errored or bad_request (a request
@@ -149,10 +146,9 @@ func (a *admissionHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The buffer holds the review until its bookkeeping is done (reply).
-	buf := bufPool.Get().(*bytes.Buffer)
-	buf.Reset()
-	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, a.maxBody)); err != nil {
-		bufPool.Put(buf)
+	buf := getBody()
+	if _, err := buf.buf.ReadFrom(http.MaxBytesReader(w, r.Body, a.maxBody)); err != nil {
+		bodyPool.Put(buf)
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			a.fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", a.maxBody))
@@ -161,13 +157,13 @@ func (a *admissionHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, http.StatusBadRequest, "read request body: "+err.Error())
 		return
 	}
-	review, err := decodeReview(buf.Bytes())
+	review, err := decodeReview(buf.buf.Bytes())
 	if err != nil {
-		bufPool.Put(buf)
+		bodyPool.Put(buf)
 		a.fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	req := Request{AdmissionRequest: *review.Request, ReviewVersion: review.APIVersion, Raw: buf.Bytes()}
+	req := Request{AdmissionRequest: *review.Request, ReviewVersion: review.APIVersion, body: buf, gen: buf.gen.Load()}
 	ctx := r.Context()
 	if t := timeoutParam(r.URL.RawQuery); t > 0 {
 		// The apiserver gives up then: no handler should outlive it.
@@ -177,6 +173,7 @@ func (a *admissionHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 	}
 	resp := a.call(ctx, req)
+	buf.expire()
 	a.reply(w, review.TypeMeta, req, resp, start, buf)
 }
 
@@ -224,7 +221,7 @@ func timeoutParam(rawQuery string) time.Duration {
 // kube-openapi): it validates while it decodes, in one pass over the body,
 // where encoding/json scans the whole body to validate it and then again to
 // decode it, object and oldObject included. That was most of hookback's time
-// per call through the apiserver (docs/performance.md). It is also stricter,
+// per call through the apiserver (bench/JOURNAL.md). It is also stricter,
 // as the apiserver's own decoder is: field names match case-sensitively, and
 // duplicate names or invalid UTF-8 are a malformed review (400), never
 // guessed at.
@@ -267,8 +264,8 @@ func (a *admissionHTTP) call(ctx context.Context, req Request) (resp Response) {
 
 // reply writes the answer, then hands the bookkeeping, and buf with it, to
 // a.after.
-func (a *admissionHTTP) reply(w http.ResponseWriter, tm metav1.TypeMeta, req Request, resp Response, start time.Time, buf *bytes.Buffer) {
-	job := afterJob{a: a, req: req, resp: resp, start: start, took: time.Since(start), buf: buf}
+func (a *admissionHTTP) reply(w http.ResponseWriter, tm metav1.TypeMeta, req Request, resp Response, start time.Time, buf *body) {
+	job := afterJob{a: a, req: req, resp: resp, start: start, took: time.Since(start), buf: buf, waited: time.Duration(buf.wait.Load())}
 	if resp.callFailed {
 		http.Error(w, resp.Result.Message, http.StatusInternalServerError)
 		a.after.do(job)
@@ -286,20 +283,20 @@ func (a *admissionHTTP) reply(w http.ResponseWriter, tm metav1.TypeMeta, req Req
 		out.Response.Patch = resp.Patch
 		out.Response.PatchType = &pt
 	}
-	body, err := json.Marshal(out)
+	answer, err := json.Marshal(out)
 	if err != nil {
-		bufPool.Put(buf)
+		bodyPool.Put(buf)
 		a.fail(w, http.StatusInternalServerError, "encode AdmissionResponse: "+err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(body)
-	job.answer = body
+	_, _ = w.Write(answer)
+	job.answer = answer
 	a.after.do(job)
 }
 
 // logAdmission writes the one line per request: never the object body.
-func (a *admissionHTTP) logAdmission(req Request, resp Response, took time.Duration) {
+func (a *admissionHTTP) logAdmission(req Request, resp Response, took, waited time.Duration) {
 	decision := "allowed"
 	if !resp.Allowed {
 		decision = "denied"
@@ -319,12 +316,12 @@ func (a *admissionHTTP) logAdmission(req Request, resp Response, took time.Durat
 		slog.String("namespace", req.Namespace),
 		slog.String("name", req.Name),
 		slog.String("decision", decision),
-		slog.Int("patch_ops", resp.PatchOps),
+		slog.Int("patch_ops", countOps(resp.Patch)),
 		slog.Duration("latency", took),
 	}
-	if resp.Upstream > 0 {
+	if waited > 0 {
 		// hookback's own share, apart from the upstream's.
-		attrs = append(attrs, slog.Duration("upstream", resp.Upstream), slog.Duration("own", took-resp.Upstream))
+		attrs = append(attrs, slog.Duration("upstream", waited), slog.Duration("own", took-waited))
 	}
 	if req.IsDryRun() {
 		attrs = append(attrs, slog.Bool("dry_run", true))

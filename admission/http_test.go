@@ -123,7 +123,7 @@ func TestAdmissionHTTP(t *testing.T) {
 }
 
 func TestPatchedNoOpsIsPlainAllow(t *testing.T) {
-	if r := Patched(""); !r.Allowed || r.Patch != nil || r.PatchOps != 0 {
+	if r := Patched(""); !r.Allowed || r.Patch != nil {
 		t.Errorf("Patched() = %+v, want allowed without patch", r)
 	}
 }
@@ -158,10 +158,11 @@ func TestAdmissionHTTPRawRecordAndUpstream(t *testing.T) {
 		t.Run(fixtureName, func(t *testing.T) {
 			body := fixture(t, fixtureName)
 			var sawRaw, sawVersion string
+			var kept Request
 			h := HandlerFunc(func(_ context.Context, req Request) Response {
-				sawRaw, sawVersion = string(req.Raw), req.ReviewVersion
+				sawRaw, sawVersion, kept = string(req.Review()), req.ReviewVersion, req
+				req.ReportWait(3 * time.Millisecond)
 				r := Allowed("")
-				r.Upstream = 3 * time.Millisecond
 				r.AuditAnnotations = map[string]string{"k": "v"}
 				return r
 			})
@@ -180,6 +181,10 @@ func TestAdmissionHTTPRawRecordAndUpstream(t *testing.T) {
 			}
 			if sawRaw != string(body) || sawVersion != review.APIVersion {
 				t.Errorf("handler saw version %q and a raw body equal to the request: %v", sawVersion, sawRaw == string(body))
+			}
+			// The pooled bytes are the next request's: a kept Request has none.
+			if b := kept.Review(); b != nil {
+				t.Errorf("Review after Handle returned %d bytes, want nil", len(b))
 			}
 			if len(rec.got) != 1 || rec.got[0].webhook != "up" || rec.got[0].review != string(body) || rec.got[0].answer != w.Body.String() {
 				t.Errorf("recorder got %+v", rec.got)
@@ -214,15 +219,13 @@ func TestAdmissionHTTPServedRecorder(t *testing.T) {
 		wantAnswer  bool
 		wantFailure string
 	}{
-		{name: "answered", handler: HandlerFunc(func(context.Context, Request) Response {
-			r := Allowed("")
-			r.Upstream = time.Millisecond
-			return r
+		{name: "answered", handler: HandlerFunc(func(_ context.Context, req Request) Response {
+			req.ReportWait(time.Millisecond)
+			return Allowed("")
 		}), wantCode: 200, wantAnswer: true},
-		{name: "failed call", handler: HandlerFunc(func(context.Context, Request) Response {
-			r := CallFailed(errors.New("upstream answered garbage"))
-			r.Upstream = time.Millisecond
-			return r
+		{name: "failed call", handler: HandlerFunc(func(_ context.Context, req Request) Response {
+			req.ReportWait(time.Millisecond)
+			return CallFailed(errors.New("upstream answered garbage"))
 		}), wantCode: 500, wantFailure: "upstream answered garbage"},
 	}
 	for _, tt := range tests {
@@ -312,5 +315,26 @@ func TestWithWarningsDoesNotShare(t *testing.T) {
 	}
 	if got := strings.Join(base.Warnings, ","); got != "a,b,c,d" {
 		t.Errorf("base changed: %s", got)
+	}
+}
+
+// NewRequest builds a Request from a review a program holds (an audit, a
+// replay): its Review is those bytes, for as long as the Request lives.
+func TestNewRequest(t *testing.T) {
+	for _, name := range []string{"pod-create.v1.json", "pod-create.v1beta1.json"} {
+		t.Run(name, func(t *testing.T) {
+			body := fixture(t, name)
+			req, err := NewRequest(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if req.UID == "" || req.ReviewVersion == "" || string(req.Review()) != string(body) {
+				t.Errorf("request uid %q version %q, review kept: %v", req.UID, req.ReviewVersion, string(req.Review()) == string(body))
+			}
+			req.ReportWait(time.Second) // no transport to tell: ignored
+		})
+	}
+	if _, err := NewRequest([]byte(`{"apiVersion":"v1","kind":"Pod"}`)); err == nil {
+		t.Error("a Pod decoded as a review")
 	}
 }

@@ -18,7 +18,7 @@ var stackIndex int
 // the stack and walks every frame on it through the binary's unwind tables.
 // In a process that sat idle between the apiserver's calls (a developer's
 // webhook, its caches cold) those walks were half the review's decode
-// (docs/performance.md). One early growth, over a few frames, is cheap.
+// (bench/JOURNAL.md, "Cold calls"). One early growth, over a few frames, is cheap.
 // CockroachDB's util/growstack does the same for its RPC handlers.
 //
 //go:noinline

@@ -95,7 +95,11 @@ func request(j job, who Identity, version string) (admission.Request, error) {
 	if err != nil {
 		return admission.Request{}, fmt.Errorf("encode review: %w", err)
 	}
-	return admission.Request{AdmissionRequest: r, ReviewVersion: version, Raw: raw}, nil
+	req, err := admission.NewRequest(raw)
+	if err != nil {
+		return admission.Request{}, fmt.Errorf("read the review back: %w", err)
+	}
+	return req, nil
 }
 
 // redacted replaces what a patch writes into a Secret: the audit's output

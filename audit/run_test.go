@@ -118,7 +118,7 @@ func TestRun(t *testing.T) {
 	}
 	for _, req := range h.reqs {
 		if !req.IsDryRun() || req.Operation != "UPDATE" || req.ReviewVersion != reviewV1beta1 || req.UserInfo.Username != "alice" ||
-			!bytes.Equal(req.Object.Raw, req.OldObject.Raw) || !bytes.Contains(req.Raw, []byte(`"dryRun":true`)) {
+			!bytes.Equal(req.Object.Raw, req.OldObject.Raw) || !bytes.Contains(req.Review(), []byte(`"dryRun":true`)) {
 			t.Errorf("review of %s: dryRun %v, operation %s, version %s, user %q, oldObject %s", req.Name, req.IsDryRun(), req.Operation, req.ReviewVersion, req.UserInfo.Username, req.OldObject.Raw)
 		}
 	}

@@ -1,6 +1,7 @@
 // Package cli is hookback's command line: urfave/cli/v2 commands whose flags
-// (each declared once, in flags.go) become typed Options, validated all at
-// once, then a session.Config or a direct call. It is the only package that
+// (each a field of its command's options struct, bound once; binder.go)
+// become typed Options, validated all at once, then a session.Config or a
+// direct call. It is the only package that
 // sees *cli.Context, and Run is the only thing main calls.
 package cli
 
@@ -51,6 +52,10 @@ func Run(ctx context.Context, args []string, ext Extension, stdout, stderr io.Wr
 }
 
 func newApp(ext Extension, stdout, stderr io.Writer) *cli.App {
+	// The app's own global flags: lookup reads them when the command's
+	// copies were not set.
+	global, gb := defaultGlobalOptions(), &binder{}
+	global.bind(gb)
 	app := &cli.App{
 		Name:    "hookback",
 		Usage:   "develop Kubernetes admission webhooks and controllers out of cluster",
@@ -62,29 +67,15 @@ HOOKBACK_CONTEXT=kind-dev; global flags (--kubeconfig, --context, --log-format,
 --log-level) go before or after the command.` + examplesText(appExamples),
 		Writer:               stdout,
 		ErrWriter:            stderr,
-		Flags:                flags(globalFlagNames...),
+		Flags:                gb.flags,
 		EnableBashCompletion: true,
-		Commands: []*cli.Command{
-			versionCommand(),
-			checkCommand(),
-			rbacCommand(),
-			startCommand(ext),
-			renderCommand(ext),
-			serveCommand(ext),
-			uninstallCommand(),
-			relayCommand(),
-			cleanupCommand(),
-			replayCommand(),
-			auditCommand(ext),
-			caCommand(),
-			completionCommand(),
-		},
 		// Only main exits: keep urfave/cli from calling os.Exit itself.
 		ExitErrHandler: func(*cli.Context, error) {},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return cli.Exit(fmt.Sprintf("%v (see --help)", err), exitUsage)
 		},
 	}
+	app.Commands = commands(ext).cmds
 	for _, cmd := range app.Commands {
 		if cmd.OnUsageError == nil {
 			cmd.OnUsageError = app.OnUsageError
@@ -101,8 +92,8 @@ func usage(err error) error {
 	return cli.Exit(err.Error(), exitUsage)
 }
 
-func versionCommand() *cli.Command {
-	return &cli.Command{
+func versionCommand() (*cli.Command, *binder) {
+	cmd := &cli.Command{
 		Name:  "version",
 		Usage: "print the hookback version",
 		Action: func(c *cli.Context) error {
@@ -110,4 +101,37 @@ func versionCommand() *cli.Command {
 			return err
 		},
 	}
+	return cmd, nil
+}
+
+// commandSet is every command with the binder of its flags (nil for a
+// command without any), so a test can prove each flag fills a field.
+type commandSet struct {
+	cmds    []*cli.Command
+	binders map[string]*binder
+}
+
+func (s *commandSet) add(cmd *cli.Command, b *binder) {
+	s.cmds = append(s.cmds, cmd)
+	if b != nil {
+		s.binders[cmd.Name] = b
+	}
+}
+
+func commands(ext Extension) *commandSet {
+	s := &commandSet{binders: map[string]*binder{}}
+	s.add(versionCommand())
+	s.add(checkCommand())
+	s.add(rbacCommand())
+	s.add(startCommand(ext))
+	s.add(renderCommand(ext))
+	s.add(serveCommand(ext))
+	s.add(uninstallCommand())
+	s.add(relayCommand())
+	s.add(cleanupCommand())
+	s.add(replayCommand())
+	s.add(auditCommand(ext))
+	s.add(caCommand())
+	s.add(completionCommand())
+	return s
 }

@@ -15,8 +15,9 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/hookback/hookback/audit"
-	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/project"
 	"github.com/hookback/hookback/session"
+	"github.com/hookback/hookback/webhook"
 )
 
 var auditExamples = []Example{
@@ -25,62 +26,73 @@ var auditExamples = []Example{
 	{Command: "hookback audit --webhooks pod-lifespan --operation UPDATE -o json", Comment: "send no-change UPDATEs; JSON, one object per review"},
 }
 
-// auditFlagNames are start's webhook inputs plus audit's own.
-var auditFlagNames = []string{"session", "template", "webhooks", "banned-words", "sidecar-image", "cpu-oversell-factor",
-	"webhook-config", "upstream", "upstream-ca", "upstream-insecure", "timeout", "operation", "output", "fail-on", "concurrency"}
-
-func auditCommand(ext Extension) *cli.Command {
-	return &cli.Command{
+func auditCommand(ext Extension) (*cli.Command, *binder) {
+	o, b := defaultAuditOptions(), &binder{}
+	o.bind(b)
+	cmd := &cli.Command{
 		Name:  "audit",
 		Usage: "send the cluster's existing objects through the webhooks as dry-run reviews and report what each would do",
 		Description: `audit takes the same webhooks as start (built-ins, --template, your own --webhook-config
-with --upstream), lists the existing objects each one's rules and selectors match (paged
-lists, no watch), and sends each through the webhook as the review the apiserver would
-send, dryRun true: a CREATE of the object as it is when the rules include CREATE, else an
-UPDATE that changes nothing (oldObject = object); --operation forces one. Built-ins run
-in this process; your webhooks' reviews go to --upstream with start's answer checks.
-It registers nothing and writes nothing to the cluster. matchConditions are not
+with --upstream, project mode), lists the existing objects each one's rules and selectors
+match (paged lists, no watch), and sends each through the webhook as the review the
+apiserver would send, dryRun true: a CREATE of the object as it is when the rules include
+CREATE, else an UPDATE that changes nothing (oldObject = object); --operation forces one.
+Built-ins run in this process; your webhooks' reviews go to --upstream with start's answer
+checks. It registers nothing and writes nothing to the cluster. matchConditions are not
 evaluated (a webhook is audited as if they matched), and each mutating webhook sees the
 object as stored, not as earlier webhooks patched it (docs/audit-and-shadow.md).
 
 Exit status: 0 when everything is allowed, 1 when anything is denied (or patched, with
 --fail-on patched), 2 on an error: bad flags, an upstream that cannot be reached, or a
 row whose webhook or list failed.` + examplesText(auditExamples),
-		Flags:  withGlobal(auditFlagNames...),
-		Action: func(c *cli.Context) error { return runAudit(c, ext) },
+		Flags: b.flags,
+		Action: func(c *cli.Context) error {
+			b.load(c)
+			return runAudit(c, ext, o)
+		},
 	}
+	return cmd, b
 }
 
-// AuditOptions are audit's flags.
+// AuditOptions are audit's flags: start's webhook inputs, and how to
+// send and report.
 type AuditOptions struct {
-	GlobalOptions
-	Session, Template, Output, FailOn string
-	Operation                         admissionregistrationv1.OperationType
-	Concurrency                       int
-	Webhooks                          []string
-	ServeOptions                      ServeOptions
+	// Serve holds the webhook inputs, bound as start binds them.
+	Serve             ServeOptions
+	Operation, Output string
+	FailOn            string
+	Concurrency       int
 }
 
-func auditOptions(c *cli.Context) AuditOptions {
-	o := AuditOptions{GlobalOptions: globalOptions(c), Session: c.String("session"), Template: c.String("template"),
-		Output: c.String("output"), FailOn: c.String("fail-on"), Concurrency: c.Int("concurrency"),
-		Operation: admissionregistrationv1.OperationType(strings.ToUpper(c.String("operation"))),
-		Webhooks:  strings.Split(c.String("webhooks"), ",")}
-	s := ServeOptions{GlobalOptions: o.GlobalOptions, Session: o.Session, Template: o.Template, Webhooks: o.Webhooks,
-		Controllers: []string{"none"}, Webhook: webhookOptions(c)}
-	s.User, s.userErr = userWebhooks(c)
-	s.User.Timeout = c.Duration("timeout")
-	o.ServeOptions = s
-	return o
+func defaultAuditOptions() AuditOptions {
+	return AuditOptions{Serve: defaultServeOptions(), Output: audit.FormatTable, FailOn: "denied", Concurrency: 8}
+}
+
+func (o *AuditOptions) bind(b *binder) {
+	s := &o.Serve
+	s.GlobalOptions.bind(b)
+	bind(b, &s.Session, "session", catCluster, "session name, as start would register the webhooks under it (default: <user>-<host>)")
+	bind(b, &s.StateDir, "state-dir", catServing, "where start keeps its local CA: in project mode audit trusts it for the manager's certificate")
+	bind(b, &s.Template, "template", catServing, "webhook configuration template (default: the built-in webhook-url.yaml.tmpl)")
+	bind(b, &s.Webhooks, "webhooks", catBuiltins, "comma list of built-in webhooks to audit, or all or none ("+strings.Join(webhook.Names(), ", ")+")")
+	bindWebhookOptions(b, &s.Webhook)
+	bind(b, &s.Project, "project", catUser, "kubebuilder or Operator SDK project root (default: the current directory when it has a PROJECT file and no --webhook-config is given): its config/default, built-ins off, --upstream "+project.DefaultUpstream)
+	bind(b, &s.WebhookConfig, "webhook-config", catUser, "your webhook configurations as written for the cluster (file, directory, kustomize directory, bundle, or - for stdin; repeatable)")
+	s.bindUpstream(b)
+	bind(b, &s.Timeout, "timeout", catUser, "your webhooks: override every timeoutSeconds, 1s to 30s; 0 keeps each one's")
+	bind(b, &o.Operation, "operation", catOutput, "send CREATE or UPDATE (a no-change update) to every webhook whose rules include it, instead of CREATE where the rules include it, else UPDATE")
+	bind(b, &o.Output, "output", catOutput, "table, json (one object per review) or junit (a testsuite per webhook, a failure per denial)", alias("o"))
+	bind(b, &o.FailOn, "fail-on", catOutput, "denied: exit 1 when any object is denied; patched: also when any is patched")
+	bind(b, &o.Concurrency, "concurrency", catOutput, "reviews in flight at once")
+}
+
+func (o AuditOptions) operation() admissionregistrationv1.OperationType {
+	return admissionregistrationv1.OperationType(strings.ToUpper(o.Operation))
 }
 
 // Validate reports every problem at once.
 func (o AuditOptions) Validate() error {
-	s := o.ServeOptions
-	errs := []error{o.GlobalOptions.Validate(), validateWebhookOptions(s.Webhook), s.userErr, s.User.Validate()}
-	if _, err := session.SelectWebhooks(o.Webhooks); err != nil {
-		errs = append(errs, fmt.Errorf("--webhooks: %w", err))
-	}
+	errs := []error{o.Serve.Validate()}
 	if !slices.Contains(audit.Formats, o.Output) {
 		errs = append(errs, fmt.Errorf("--output %q: want %s", o.Output, strings.Join(audit.Formats, ", ")))
 	}
@@ -90,20 +102,20 @@ func (o AuditOptions) Validate() error {
 	if o.Concurrency < 1 {
 		errs = append(errs, fmt.Errorf("--concurrency %d: want 1 or more", o.Concurrency))
 	}
-	errs = append(errs, audit.Options{Operation: o.Operation, Lister: &audit.ClusterLister{}}.Validate())
+	errs = append(errs, audit.Options{Operation: o.operation(), Lister: &audit.ClusterLister{}}.Validate())
 	return errors.Join(errs...)
 }
 
-func runAudit(c *cli.Context, ext Extension) error {
-	o := auditOptions(c)
+func runAudit(c *cli.Context, ext Extension, o AuditOptions) error {
+	o.Serve.resolveProject(c)
 	if err := o.Validate(); err != nil {
 		return usage(err)
 	}
-	log := o.logger(c.App.ErrWriter)
-	cfg := o.ServeOptions.config(ext, log)
-	cfg.Template = registration.Template{Path: o.Template, Default: ext.Template}
+	log := o.Serve.logger(c.App.ErrWriter)
+	cfg := o.Serve.config(ext, log)
+	cfg.Controllers = nil
 	progress, done := newProgress(c.App.ErrWriter)
-	results, err := session.Audit(c.Context, cfg, session.AuditConfig{Operation: o.Operation, Concurrency: o.Concurrency, Progress: progress})
+	results, err := session.Audit(c.Context, cfg, session.AuditConfig{Operation: o.operation(), Concurrency: o.Concurrency, Progress: progress})
 	done()
 	if err != nil {
 		return cli.Exit(err.Error(), exitUsage)

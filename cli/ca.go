@@ -13,8 +13,12 @@ var caExamples = []Example{
 	{Command: "hookback ca --bundle", Comment: "the caBundle to paste into your own configuration"},
 }
 
-func caCommand() *cli.Command {
-	return &cli.Command{
+func caCommand() (*cli.Command, *binder) {
+	g, b := defaultGlobalOptions(), &binder{}
+	stateDir, bundle := defaultStateDir(), false
+	bind(b, &stateDir, "state-dir", catServing, "where the local CA and certificates live")
+	bind(b, &bundle, "bundle", catOutput, "print the base64 caBundle instead of PEM")
+	cmd := &cli.Command{
 		Name:  "ca",
 		Usage: "print hookback's local CA (the caBundle of self-signed mode), creating it if needed",
 		Description: `ca prints the PEM of the local CA kept in --state-dir, which self-signed mode puts
@@ -22,19 +26,21 @@ into every clientConfig.caBundle; --bundle prints the base64 form instead. Use i
 trust hookback from curl or another client (its webhooks answer POSTed
 AdmissionReviews at their paths, such as /validate-pod-name; health is plain HTTP on
 --health-address), or to write your own template.` + examplesText(caExamples),
-		Flags: withGlobal("state-dir", "bundle"),
+		Flags: withGlobal(&g, b),
 		Action: func(c *cli.Context) error {
-			ca, err := certs.LoadOrCreateCA(c.String("state-dir"), "hookback local CA")
+			b.load(c)
+			ca, err := certs.LoadOrCreateCA(stateDir, "hookback local CA")
 			if err != nil {
 				return err
 			}
-			if c.Bool("bundle") {
+			if bundle {
 				_, err = fmt.Fprintln(c.App.Writer, ca.Bundle())
 				return err
 			}
-			fmt.Fprintf(c.App.ErrWriter, "# %s, SHA-256 %s\n", filepath.Join(c.String("state-dir"), "ca.crt"), ca.Fingerprint())
+			fmt.Fprintf(c.App.ErrWriter, "# %s, SHA-256 %s\n", filepath.Join(stateDir, "ca.crt"), ca.Fingerprint())
 			_, err = c.App.Writer.Write(ca.CertPEM)
 			return err
 		},
 	}
+	return cmd, b
 }

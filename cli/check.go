@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -19,27 +20,58 @@ var checkExamples = []Example{
 	{Command: "hookback check"},
 	{Command: "hookback check --advertise-address 127.0.0.1", Comment: "with the address start would be told to use"},
 	{Command: "hookback check --tunnel", Comment: "with what start --tunnel needs: the relay's objects and the pod port-forward"},
+	{Command: "hookback check --webhooks pod-name --controllers none", Comment: "what start needs with only these built-ins"},
 	{Command: "hookback check --context \"$(kubectl config current-context)\"", Comment: "a kubeconfig context, as kubectl names them"},
 }
 
-func checkCommand() *cli.Command {
-	return &cli.Command{
+// CheckOptions are check's flags.
+type CheckOptions struct {
+	GlobalOptions
+	AdvertiseAddress, LeaseNamespace string
+	Tunnel                           session.TunnelConfig
+	RequestTimeout                   time.Duration
+	// Serve holds what start would run: the built-ins, your webhooks and
+	// CRDs (--webhook-config, --project) and the upstreams, which are probed.
+	Serve ServeOptions
+}
+
+func (o *CheckOptions) bind(b *binder) {
+	o.GlobalOptions.bind(b)
+	bind(b, &o.AdvertiseAddress, "advertise-address", catServing, "IP or DNS name start would be told to advertise (default: decided from the kubeconfig's server, see docs/reachability.md)")
+	bind(b, &o.LeaseNamespace, "lease-namespace", catCluster, "namespace for the session Lease and the canary ConfigMap")
+	bind(b, &o.RequestTimeout, "request-timeout", catCluster, "give up on the apiserver after this long")
+	bind(b, &o.Tunnel.Enabled, "tunnel", catTunnel, "check what start --tunnel needs too: the relay's objects and the pod port-forward in --tunnel-namespace")
+	bind(b, &o.Tunnel.Namespace, "tunnel-namespace", catTunnel, "tunnel: the namespace start --tunnel would deploy its relay to")
+	o.Serve.bindUpstream(b)
+}
+
+func checkCommand() (*cli.Command, *binder) {
+	o := CheckOptions{GlobalOptions: defaultGlobalOptions(), LeaseNamespace: "default", RequestTimeout: 10 * time.Second,
+		Tunnel: session.TunnelConfig{Namespace: session.DefaultTunnelNamespace}}
+	b := &binder{}
+	o.bind(b)
+	cmd := &cli.Command{
 		Name:  "check",
 		Usage: "check that the cluster is reachable and hookback has every permission it needs",
 		Description: `check connects with the kubeconfig, prints the server version, who the apiserver
 thinks you are and the address start would advertise (and which strategy chose it),
-and asks (SelfSubjectAccessReview) for every permission hookback start needs with
-every built-in enabled. It writes nothing. It exits 2 and names what is missing.` + examplesText(checkExamples),
-		Flags: withGlobalText(map[string]string{
-			"tunnel":           "check what start --tunnel needs too: the relay's objects and the pod port-forward in --tunnel-namespace",
-			"tunnel-namespace": "tunnel: the namespace start --tunnel would deploy its relay to",
-		}, "advertise-address", "tunnel", "tunnel-namespace", "lease-namespace", "request-timeout", "upstream", "upstream-ca", "upstream-insecure"),
-		Action: runCheck,
+and asks (SelfSubjectAccessReview) for every permission hookback start needs with the
+same flags: the built-ins selected (all by default; none in a kubebuilder project, see
+--project), the webhook configurations, the CRDs of --webhook-config or the project
+(installed when missing, conversion redirected), the tunnel. It writes nothing. It exits 2
+and names what is missing.` + examplesText(checkExamples),
+		Flags: b.flags,
+		Action: func(c *cli.Context) error {
+			b.load(c)
+			o.Serve.resolveProject(c)
+			return runCheck(c, o)
+		},
 	}
+	return cmd, b
 }
 
-func runCheck(c *cli.Context) error {
-	g := globalOptions(c)
+func runCheck(c *cli.Context, o CheckOptions) error {
+	g := o.GlobalOptions
 	if err := g.Validate(); err != nil {
 		return usage(err)
 	}
@@ -50,7 +82,7 @@ func runCheck(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cs, err := cfg.Clientset(c.Duration("request-timeout"))
+	cs, err := cfg.Clientset(o.RequestTimeout)
 	if err != nil {
 		return err
 	}
@@ -68,17 +100,20 @@ func runCheck(c *cli.Context) error {
 	fmt.Fprintf(out, "User:      %s (groups: %s)\n", who.Username, strings.Join(who.Groups, ", "))
 	// start would fail on an undecidable address, so check fails too, but
 	// only after the permissions, which are worth seeing either way.
-	tunnel := session.TunnelConfig{Enabled: c.Bool("tunnel"), Namespace: c.String("tunnel-namespace")}
+	tunnel := o.Tunnel
+	sc, err := checkConfig(o)
+	if err != nil {
+		return usage(err)
+	}
 	var adErr error
 	if tunnel.Enabled {
 		fmt.Fprintf(out, "Advertise: none needed (--tunnel: the apiserver calls a relay in namespace %s, reached through its pod port-forward)\n", tunnel.Namespace)
 	} else {
-		adErr = printAdvertise(ctx, out, log, c.String("advertise-address"), cfg)
+		adErr = printAdvertise(ctx, out, log, o.AdvertiseAddress, cfg)
 	}
 	fmt.Fprintln(out)
-	all, _ := session.SelectWebhooks([]string{"all"})
-	ctls, _ := session.SelectControllers([]string{"all"})
-	perms, err := session.Permissions(session.Config{LeaseNamespace: c.String("lease-namespace"), Webhooks: all, Controllers: ctls, Tunnel: tunnel})
+	printChecking(out, sc)
+	perms, err := session.Permissions(sc)
 	if err != nil {
 		return err
 	}
@@ -93,7 +128,7 @@ func runCheck(c *cli.Context) error {
 		return cli.Exit(kubeconfig.MissingError(who.Username, missing).Error(), exitUsage)
 	}
 	fmt.Fprintf(out, "\nall %d permissions granted\n", len(results))
-	return errors.Join(adErr, checkUpstreams(c))
+	return errors.Join(adErr, checkUpstreams(c, o.Serve))
 }
 
 // printAdvertise prints the address start would advertise and why.
@@ -137,8 +172,8 @@ func (d debugOnly) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 // checkUpstreams says whether each --upstream accepts connections.
-func checkUpstreams(c *cli.Context) error {
-	spec, err := userWebhooks(c)
+func checkUpstreams(c *cli.Context, o ServeOptions) error {
+	spec, err := o.user()
 	if err != nil || len(spec.Upstreams) == 0 {
 		return err
 	}
@@ -152,4 +187,36 @@ func checkUpstreams(c *cli.Context) error {
 		fmt.Fprintf(c.App.Writer, "Upstream:  %s accepts connections\n", url)
 	}
 	return errors.Join(errs...)
+}
+
+// checkConfig is what start would run with the same flags, as far as
+// permissions go.
+func checkConfig(o CheckOptions) (session.Config, error) {
+	user, userErr := o.Serve.user()
+	hooks, _ := session.SelectWebhooks(splitList(o.Serve.Webhooks))
+	ctls, _ := session.SelectControllers(splitList(o.Serve.Controllers))
+	err := errors.Join(validateSelection(o.Serve.Webhooks, o.Serve.Controllers), userErr, o.Serve.projectErr)
+	return session.Config{LeaseNamespace: o.LeaseNamespace, Webhooks: hooks, Controllers: ctls, Tunnel: o.Tunnel,
+		User: user, Project: o.Serve.project}, err
+}
+
+// printChecking says what the permissions below are checked for.
+func printChecking(w io.Writer, cfg session.Config) {
+	list := func(names []string) string {
+		if len(names) == 0 {
+			return "none"
+		}
+		return strings.Join(names, ", ")
+	}
+	fmt.Fprintf(w, "Checking:  built-in webhooks: %s; controllers: %s", list(cfg.Webhooks), list(cfg.Controllers))
+	if cfg.Project != nil {
+		fmt.Fprintf(w, "; project %s", cfg.Project.Title())
+	}
+	if len(cfg.User.Manifests) > 0 {
+		fmt.Fprintf(w, "; your webhooks and CRDs from %s", strings.Join(cfg.User.Manifests, ", "))
+	}
+	if cfg.Tunnel.Enabled {
+		fmt.Fprint(w, "; tunnel")
+	}
+	fmt.Fprintln(w)
 }

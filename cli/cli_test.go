@@ -14,11 +14,14 @@ import (
 	"github.com/hookback/hookback/certs"
 )
 
+// templatePath is absolute, taken before any test changes directory.
+var templatePath, _ = filepath.Abs(filepath.Join("..", "webhook-url.yaml.tmpl"))
+
 // run runs hookback with args as main would (the shipped template as the
 // default) and returns stdout, stderr and an error carrying the exit code.
 func run(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	tmpl, rerr := os.ReadFile(filepath.Join("..", "webhook-url.yaml.tmpl"))
+	tmpl, rerr := os.ReadFile(templatePath)
 	if rerr != nil {
 		t.Fatal(rerr)
 	}
@@ -251,7 +254,7 @@ func TestCompletion(t *testing.T) {
 }
 
 // Every example in --help is a hookback command line, shown in its
-// command's help; e2e/help_examples_test.go runs them.
+// command's help; TestHelpExamplesRun (e2e/cli_test.go) runs them.
 func TestExamplesAreInTheHelp(t *testing.T) {
 	for cmd, examples := range Examples() {
 		args := []string{"--help"}
@@ -298,11 +301,11 @@ func TestFlagsAfterArguments(t *testing.T) {
 }
 
 func TestInspectorFlags(t *testing.T) {
-	_, _, err := run(t, "start", "--state-dir", t.TempDir(), "--inspector-address", "0.0.0.0:8082", "--inspector-keep", "0")
+	_, _, err := run(t, "start", "--state-dir", t.TempDir(), "--inspector-address", "0.0.0.0:8082", "--inspector-keep", "-1")
 	if err == nil || !strings.HasPrefix(err.Error(), "exit 2: ") {
 		t.Fatalf("err = %v, want exit 2", err)
 	}
-	for _, want := range []string{"--inspector-address 0.0.0.0:8082", "--inspector-expose", "--inspector-keep 0"} {
+	for _, want := range []string{"--inspector-address 0.0.0.0:8082", "--inspector-expose", "--inspector-keep -1"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
@@ -319,8 +322,8 @@ func TestYourWebhookFlags(t *testing.T) {
 		want []string
 	}{
 		{name: "timeout beyond the apiserver's limit, with another bad flag",
-			args: []string{"start", "--timeout", "45s", "--inspector-keep", "0"},
-			want: []string{"--timeout 45s: want 1s to 30s", "--inspector-keep 0"}},
+			args: []string{"start", "--timeout", "45s", "--inspector-keep", "-1"},
+			want: []string{"--timeout 45s: want 1s to 30s", "--inspector-keep -1"}},
 		{name: "upstream without manifests", args: []string{"start", "--upstream", "https://127.0.0.1:9443"},
 			want: []string{"--upstream needs --webhook-config"}},
 		{name: "render too", args: []string{"render", "--timeout", "31s", "--advertise-address", "127.0.0.1"},

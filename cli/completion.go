@@ -6,8 +6,8 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func completionCommand() *cli.Command {
-	return &cli.Command{
+func completionCommand() (*cli.Command, *binder) {
+	cmd := &cli.Command{
 		Name:      "completion",
 		Usage:     "print a shell completion script: bash, zsh or fish",
 		ArgsUsage: "bash|zsh|fish",
@@ -36,6 +36,7 @@ func completionCommand() *cli.Command {
 			}
 		},
 	}
+	return cmd, nil
 }
 
 // bashCompletion asks hookback itself for candidates (urfave/cli's

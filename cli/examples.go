@@ -2,11 +2,11 @@ package cli
 
 import "strings"
 
-// Example is one command line shown in --help. The e2e suite runs every one
-// of them against a real cluster (e2e/help_examples_test.go), so none can be
-// wrong: write only what runs there as written, with the files it names
-// (review.json, my-webhooks.yaml.tmpl) and the HOOKBACK_* settings the test
-// provides.
+// Example is one command line shown in --help. TestHelpExamplesRun
+// (e2e/cli_test.go) runs every one of them against a real cluster, so none
+// can be wrong: write only what runs there as written, with the files it
+// names (review.json, my-webhooks.yaml.tmpl) and the HOOKBACK_* settings the
+// test provides.
 type Example struct {
 	Command string
 	// Comment is shown after the command.

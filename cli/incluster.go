@@ -24,30 +24,41 @@ var inClusterApplies = append([]string{"webhooks", "controllers", "template"}, i
 // InClusterOptions are render --in-cluster's flags.
 type InClusterOptions struct {
 	GlobalOptions
+	Enabled                    bool
 	Namespace, Image, Template string
 	Replicas                   int
 	CertManager                bool
-	Webhooks, Controllers      []string
+	Webhooks, Controllers      string
 	// Inapplicable are laptop-only flags the user set.
 	Inapplicable []string
 }
 
-func inClusterOptions(c *cli.Context) InClusterOptions {
-	o := InClusterOptions{GlobalOptions: globalOptions(c), Namespace: c.String("namespace"), Image: c.String("image"),
-		Template: c.String("template"), Replicas: c.Int("replicas"), CertManager: c.Bool("cert-manager"),
-		Webhooks: strings.Split(c.String("webhooks"), ","), Controllers: strings.Split(c.String("controllers"), ",")}
-	if o.Image == "" {
-		o.Image = defaultImage(version())
-	}
-	for _, name := range serveFlagNames {
-		// Only the command line: HOOKBACK_* variables kept for laptop
-		// sessions must not stop a render for the cluster.
+func defaultInClusterOptions() InClusterOptions {
+	return InClusterOptions{Namespace: incluster.DefaultNamespace, Replicas: incluster.DefaultReplicas}
+}
+
+// bind binds render's in-cluster flags; the rest come from ServeOptions.
+func (o *InClusterOptions) bind(b *binder) {
+	bind(b, &o.Enabled, "in-cluster", catInCluster, "print everything to deploy hookback in the cluster instead (Namespace, RBAC, Deployment, Service, webhook configurations with service references)")
+	bind(b, &o.Namespace, "namespace", catInCluster, "in-cluster: the install's namespace (its Service, the CA Secret, the leader election Lease)")
+	bind(b, &o.Image, "image", catInCluster, "in-cluster: hookback image (default: ghcr.io/hookback/hookback:<this version>, :latest for a dev build)")
+	bind(b, &o.Replicas, "replicas", catInCluster, "in-cluster: replicas of the Deployment")
+	bind(b, &o.CertManager, "cert-manager", catInCluster, "in-cluster: annotate the webhook configurations for cert-manager's cainjector (Certificate NAMESPACE/hookback)")
+}
+
+// inapplicable lists the laptop-only flags set on the command line: only
+// there, since HOOKBACK_* variables kept for laptop sessions must not stop
+// a render for the cluster.
+func inapplicable(c *cli.Context, b *binder) []string {
+	var out []string
+	for _, f := range b.flags {
+		name := f.Names()[0]
 		fromEnv := os.Getenv(envVar(name)[0]) != ""
-		if c.IsSet(name) && !fromEnv && !slices.Contains(inClusterApplies, name) {
-			o.Inapplicable = append(o.Inapplicable, name)
+		if c.IsSet(name) && !fromEnv && !slices.Contains(inClusterApplies, name) && !slices.Contains(globalFlagNames, name) {
+			out = append(out, name)
 		}
 	}
-	return o
+	return out
 }
 
 // Validate reports every problem at once.
@@ -56,12 +67,7 @@ func (o InClusterOptions) Validate() error {
 	if o.Replicas < 1 || o.Replicas > 100 {
 		errs = append(errs, fmt.Errorf("--replicas %d: want 1 to 100", o.Replicas))
 	}
-	if _, err := session.SelectWebhooks(o.Webhooks); err != nil {
-		errs = append(errs, fmt.Errorf("--webhooks: %w", err))
-	}
-	if _, err := session.SelectControllers(o.Controllers); err != nil {
-		errs = append(errs, fmt.Errorf("--controllers: %w", err))
-	}
+	errs = append(errs, validateSelection(o.Webhooks, o.Controllers))
 	if o.Image == "" || strings.ContainsAny(o.Image, " \t\n") {
 		errs = append(errs, fmt.Errorf("--image %q: want an image reference", o.Image))
 	}
@@ -77,15 +83,17 @@ func (o InClusterOptions) Validate() error {
 // deploy is the deploy Options of these, with the template text; call
 // after Validate.
 func (o InClusterOptions) deploy(tmpl []byte) incluster.Options {
-	hooks, _ := session.SelectWebhooks(o.Webhooks)
-	ctls, _ := session.SelectControllers(o.Controllers)
+	hooks, _ := session.SelectWebhooks(splitList(o.Webhooks))
+	ctls, _ := session.SelectControllers(splitList(o.Controllers))
 	return incluster.Options{Namespace: o.Namespace, Image: o.Image, Replicas: int32(o.Replicas),
 		Webhooks: hooks, Controllers: ctls, Template: tmpl, CertManager: o.CertManager, CustomTemplate: o.Template != ""}
 }
 
 // runRenderInCluster prints the in-cluster install.
-func runRenderInCluster(c *cli.Context, ext Extension) error {
-	o := inClusterOptions(c)
+func runRenderInCluster(c *cli.Context, o InClusterOptions, ext Extension) error {
+	if o.Image == "" {
+		o.Image = defaultImage(version())
+	}
 	if err := o.Validate(); err != nil {
 		return usage(err)
 	}

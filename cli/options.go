@@ -11,26 +11,33 @@ import (
 	"strings"
 	"time"
 
-	"github.com/urfave/cli/v2"
 	"k8s.io/klog/v2"
 
 	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/controller"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/project"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/session"
+	"github.com/hookback/hookback/upstream"
 	"github.com/hookback/hookback/webhook"
 )
 
-// GlobalOptions are the flags every command takes.
+// GlobalOptions are the flags every command takes, before or after the
+// command, as kubectl users type them.
 type GlobalOptions struct {
 	Kubeconfig, Context string
 	LogFormat, LogLevel string
 }
 
-func globalOptions(c *cli.Context) GlobalOptions {
-	return GlobalOptions{Kubeconfig: str(c, "kubeconfig"), Context: str(c, "context"),
-		LogFormat: str(c, "log-format"), LogLevel: str(c, "log-level")}
+func defaultGlobalOptions() GlobalOptions { return GlobalOptions{LogFormat: "text", LogLevel: "info"} }
+
+func (o *GlobalOptions) bind(b *binder) {
+	bind(b, &o.Kubeconfig, "kubeconfig", catGlobal, "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)")
+	bind(b, &o.Context, "context", catGlobal, "kubeconfig context to use instead of current-context")
+	bind(b, &o.LogFormat, "log-format", catGlobal, "log format: text or json")
+	bind(b, &o.LogLevel, "log-level", catGlobal, "log level: debug, info, warn or error")
 }
 
 func (o GlobalOptions) kubeconfig() kubeconfig.Options {
@@ -68,6 +75,14 @@ func (o GlobalOptions) logger(w io.Writer) *slog.Logger {
 	return log
 }
 
+// start's default ports stay clear of a controller-runtime manager's
+// (webhooks 9443, probes 8081, metrics 8080 or 8443) so that both run side
+// by side with their defaults; the inspector's is inspector.DefaultAddress.
+const (
+	DefaultPort          = 8643
+	DefaultHealthAddress = "127.0.0.1:8681"
+)
+
 // ServeOptions are the flags of start and render: what decides the URL and
 // the configurations.
 type ServeOptions struct {
@@ -76,34 +91,73 @@ type ServeOptions struct {
 	Port                                                          int
 	TLSMode, TLSCertFile, TLSKeyFile, CAFile                      string
 	ACME                                                          certs.ACMEOptions
-	Webhooks, Controllers                                         []string
-	Webhook                                                       webhook.Options
-	// User are your own webhooks: --webhook-config, --upstream...
-	User    session.UserWebhooks
-	userErr error
+	// Webhooks and Controllers are comma lists of built-ins, all or none.
+	Webhooks, Controllers string
+	Webhook               webhook.Options
+	// Your own webhooks: --webhook-config, --upstream...
+	WebhookConfig, Upstream []string
+	UpstreamCA              string
+	UpstreamInsecure        bool
+	KeepFailurePolicy       bool
+	Timeout                 time.Duration
+	// Project is --project: a kubebuilder or Operator SDK project root.
+	Project string
+	// project is the project of project mode, else nil (resolveProject).
+	project    *project.Project
+	projectErr error
 }
 
-func serveOptions(c *cli.Context) ServeOptions {
-	o := ServeOptions{
-		GlobalOptions:    globalOptions(c),
-		AdvertiseAddress: c.String("advertise-address"), Session: c.String("session"), Template: c.String("template"),
-		StateDir: c.String("state-dir"), LeaseNamespace: c.String("lease-namespace"), Port: c.Int("port"),
-		TLSMode: c.String("tls-mode"), TLSCertFile: c.String("tls-cert-file"), TLSKeyFile: c.String("tls-key-file"),
-		CAFile: c.String("ca-file"),
-		ACME: certs.ACMEOptions{CA: c.String("acme-ca"), Email: c.String("acme-email"), CARootFile: c.String("acme-ca-root"),
-			Profile: c.String("acme-profile"), HTTPPort: c.Int("acme-http-port"), RenewCheckInterval: c.Duration("acme-renew-check-interval")},
-		Webhooks: strings.Split(c.String("webhooks"), ","), Controllers: strings.Split(c.String("controllers"), ","),
-		Webhook: webhookOptions(c),
-	}
-	o.User, o.userErr = userWebhooks(c)
-	o.User.KeepFailurePolicy, o.User.Timeout = c.Bool("keep-failure-policy"), c.Duration("timeout")
-	return o
+func defaultServeOptions() ServeOptions {
+	return ServeOptions{GlobalOptions: defaultGlobalOptions(), StateDir: defaultStateDir(), LeaseNamespace: "default",
+		Port: DefaultPort, TLSMode: certs.ModeSelfSigned, Webhooks: "all", Controllers: "all", Webhook: webhook.DefaultOptions(),
+		ACME: certs.ACMEOptions{CA: certs.LetsEncryptCA, Profile: "shortlived", HTTPPort: 80, RenewCheckInterval: 10 * time.Minute}}
 }
 
-// webhookOptions reads the built-in webhooks' flags.
-func webhookOptions(c *cli.Context) webhook.Options {
-	return webhook.Options{BannedWords: c.StringSlice("banned-words"), SidecarImage: c.String("sidecar-image"),
-		CPUOversellFactor: c.Float64("cpu-oversell-factor")}
+func (o *ServeOptions) bind(b *binder) {
+	o.GlobalOptions.bind(b)
+	bind(b, &o.Session, "session", catCluster, "session name: suffixes every object hookback writes (default: <user>-<host>)")
+	bind(b, &o.LeaseNamespace, "lease-namespace", catCluster, "namespace for the session Lease and the canary ConfigMap")
+	bind(b, &o.AdvertiseAddress, "advertise-address", catServing, "IP or DNS name the apiserver dials to reach hookback (default: decided from the kubeconfig's server, see docs/reachability.md)")
+	bind(b, &o.Port, "port", catServing, "HTTPS port for the webhooks")
+	bind(b, &o.Template, "template", catServing, "webhook configuration template (default: the built-in webhook-url.yaml.tmpl); hot-reloaded while running")
+	bind(b, &o.StateDir, "state-dir", catServing, "where the local CA and certificates live")
+	bind(b, &o.TLSMode, "tls-mode", catServing, "self-signed (a local CA in --state-dir), acme (a certificate from an ACME CA, --acme-*) or files (--tls-cert-file, --tls-key-file, --ca-file)")
+	bind(b, &o.TLSCertFile, "tls-cert-file", catServing, "files mode: serving certificate (PEM, may include the chain); reloaded on change")
+	bind(b, &o.TLSKeyFile, "tls-key-file", catServing, "files mode: its private key; reloaded on change")
+	bind(b, &o.CAFile, "ca-file", catServing, "files and acme modes: CA the apiserver should trust (the caBundle); empty when the certificate is publicly trusted")
+	bind(b, &o.ACME.CA, "acme-ca", catServing, "acme mode: ACME directory URL; using it agrees to the CA's terms of service")
+	bind(b, &o.ACME.Email, "acme-email", catServing, "acme mode: contact email for the ACME account (optional)")
+	bind(b, &o.ACME.CARootFile, "acme-ca-root", catServing, "acme mode: PEM root to trust for the ACME server's own HTTPS (a private ACME server such as pebble)")
+	bind(b, &o.ACME.Profile, "acme-profile", catServing, "acme mode: ACME profile to order under (Let's Encrypt issues IP certificates only under shortlived); empty: the CA's default")
+	bind(b, &o.ACME.HTTPPort, "acme-http-port", catServing, "acme mode: port the HTTP-01 challenge is answered on, opened only while a challenge is pending (the CA always dials port 80: forward it here when different)")
+	bind(b, &o.ACME.RenewCheckInterval, "acme-renew-check-interval", catServing, "acme mode: how often certmagic checks whether to renew", hidden)
+	o.bindBuiltins(b)
+	bind(b, &o.Project, "project", catUser, "kubebuilder or Operator SDK project root (default: the current directory when it has a PROJECT file and no --webhook-config is given): its config/default, built-ins off, --upstream "+project.DefaultUpstream)
+	bind(b, &o.WebhookConfig, "webhook-config", catUser, "your webhook configurations and CRDs as written for the cluster (file, directory, kustomize directory, bundle, or - for stdin; repeatable): rewritten to point at hookback, other kinds skipped")
+	o.bindUpstream(b)
+	bind(b, &o.KeepFailurePolicy, "keep-failure-policy", catUser, "your webhooks: keep each failurePolicy; without it every one becomes Ignore, so a stopped debugger never blocks the cluster")
+	bind(b, &o.Timeout, "timeout", catUser, "your webhooks: override every timeoutSeconds, 1s to 30s (30s while stepping through a handler in a debugger); 0 keeps each one's")
+}
+
+// bindBuiltins binds the built-ins' selection and options.
+func (o *ServeOptions) bindBuiltins(b *binder) {
+	bind(b, &o.Webhooks, "webhooks", catBuiltins, "comma list of built-in webhooks to serve, or all or none ("+strings.Join(webhook.Names(), ", ")+")")
+	bind(b, &o.Controllers, "controllers", catBuiltins, "comma list of controllers to run, or all or none ("+strings.Join(controller.Names(), ", ")+")")
+	bindWebhookOptions(b, &o.Webhook)
+}
+
+// bindUpstream binds where your webhooks' reviews go.
+func (o *ServeOptions) bindUpstream(b *binder) {
+	bind(b, &o.Upstream, "upstream", catUser, "your webhook server, where hookback forwards their reviews: URL, or NAMESPACE/SERVICE=URL for the webhooks of one Service (repeatable)")
+	bind(b, &o.UpstreamCA, "upstream-ca", catUser, "CA file to trust an https upstream")
+	bind(b, &o.UpstreamInsecure, "upstream-insecure", catUser, "do not verify an https upstream's certificate (loopback upstreams only)")
+}
+
+// bindWebhookOptions binds the built-in webhooks' own options.
+func bindWebhookOptions(b *binder, o *webhook.Options) {
+	bind(b, &o.BannedWords, "banned-words", catBuiltins, "pod-name: words a pod name must not contain")
+	bind(b, &o.SidecarImage, "sidecar-image", catBuiltins, "pod-sidecar: image of the injected xxl-agent container")
+	bind(b, &o.CPUOversellFactor, "cpu-oversell-factor", catBuiltins, "node-status: multiply node allocatable CPU by this (1 disables)")
 }
 
 // webhookOptionFlags spells each webhook option as the flag that sets it.
@@ -131,12 +185,12 @@ func validateWebhookOptions(o webhook.Options) error {
 	return errors.Join(errs...)
 }
 
-// userWebhooks reads the flags of your own webhooks.
-func userWebhooks(c *cli.Context) (session.UserWebhooks, error) {
-	u := session.UserWebhooks{Manifests: c.StringSlice("webhook-config"), Stdin: os.Stdin,
-		UpstreamCA: c.String("upstream-ca"), UpstreamInsecure: c.Bool("upstream-insecure")}
+// user reads the flags of your own webhooks.
+func (o ServeOptions) user() (session.UserWebhooks, error) {
+	u := session.UserWebhooks{Manifests: o.WebhookConfig, Stdin: os.Stdin, UpstreamCA: o.UpstreamCA,
+		UpstreamInsecure: o.UpstreamInsecure, KeepFailurePolicy: o.KeepFailurePolicy, Timeout: o.Timeout}
 	var errs []error
-	for _, s := range c.StringSlice("upstream") {
+	for _, s := range o.Upstream {
 		up, err := session.ParseUpstream(s)
 		if err != nil {
 			errs = append(errs, err)
@@ -149,21 +203,31 @@ func userWebhooks(c *cli.Context) (session.UserWebhooks, error) {
 
 // Validate reports every problem at once.
 func (o ServeOptions) Validate() error {
-	errs := []error{o.GlobalOptions.Validate(), o.certs().Validate(), validateWebhookOptions(o.Webhook), o.userErr, o.User.Validate()}
+	user, userErr := o.user()
+	errs := []error{o.GlobalOptions.Validate(), o.certs().Validate(), validateWebhookOptions(o.Webhook), userErr, o.projectErr, user.Validate()}
 	if o.Session != "" && sanitizeSession(o.Session) != o.Session {
 		errs = append(errs, fmt.Errorf("--session %q: use lowercase letters, digits and '-', at most 40 characters", o.Session))
 	}
 	if o.Port < 1 || o.Port > 65535 {
 		errs = append(errs, fmt.Errorf("--port %d: want a TCP port, 1 to 65535", o.Port))
 	}
-	if _, err := session.SelectWebhooks(o.Webhooks); err != nil {
+	errs = append(errs, validateSelection(o.Webhooks, o.Controllers))
+	return errors.Join(errs...)
+}
+
+// validateSelection checks --webhooks and --controllers.
+func validateSelection(webhooks, controllers string) error {
+	var errs []error
+	if _, err := session.SelectWebhooks(splitList(webhooks)); err != nil {
 		errs = append(errs, fmt.Errorf("--webhooks: %w", err))
 	}
-	if _, err := session.SelectControllers(o.Controllers); err != nil {
+	if _, err := session.SelectControllers(splitList(controllers)); err != nil {
 		errs = append(errs, fmt.Errorf("--controllers: %w", err))
 	}
 	return errors.Join(errs...)
 }
+
+func splitList(s string) []string { return strings.Split(s, ",") }
 
 func (o ServeOptions) certs() certs.Options {
 	return certs.Options{Mode: o.TLSMode, StateDir: o.StateDir, CertFile: o.TLSCertFile, KeyFile: o.TLSKeyFile, CAFile: o.CAFile, ACME: o.ACME}
@@ -171,8 +235,9 @@ func (o ServeOptions) certs() certs.Options {
 
 // config is the session Config of these options; call after Validate.
 func (o ServeOptions) config(ext Extension, log *slog.Logger) session.Config {
-	hooks, _ := session.SelectWebhooks(o.Webhooks)
-	ctls, _ := session.SelectControllers(o.Controllers)
+	hooks, _ := session.SelectWebhooks(splitList(o.Webhooks))
+	ctls, _ := session.SelectControllers(splitList(o.Controllers))
+	user, _ := o.user()
 	name := o.Session
 	if name == "" {
 		name = defaultSession()
@@ -183,7 +248,7 @@ func (o ServeOptions) config(ext Extension, log *slog.Logger) session.Config {
 		Kubeconfig: o.kubeconfig(), Session: name, AdvertiseAddress: o.AdvertiseAddress, Port: o.Port,
 		Template: registration.Template{Path: o.Template, Default: ext.Template}, Certs: co,
 		LeaseNamespace: o.LeaseNamespace, Webhooks: hooks, Controllers: ctls, WebhookOptions: o.Webhook,
-		Extra: ext.Webhooks, User: o.User, Log: log,
+		Extra: ext.Webhooks, User: user, Project: o.project, Log: log,
 	}
 }
 
@@ -196,18 +261,39 @@ type StartOptions struct {
 	NoVerify                     bool
 	VerifyTimeout, LeaseDuration time.Duration
 	Tunnel                       session.TunnelConfig
+	// UpstreamCertDir gets a serving certificate for your webhook server.
+	UpstreamCertDir string
+	// LateAnswerTimeout bounds how long a late answer is still read.
+	LateAnswerTimeout time.Duration
+	// Shadow and ShadowCA: the deployed webhook to compare with.
+	Shadow, ShadowCA string
 }
 
-func startOptions(c *cli.Context) StartOptions {
-	s := serveOptions(c)
-	s.User.LateAnswerTimeout = c.Duration("late-answer-timeout")
-	s.User.Shadow = session.ShadowConfig{Target: c.String("shadow"), CAFile: c.String("shadow-ca")}
-	return StartOptions{ServeOptions: s, RecordDir: c.String("record-dir"), BindAddress: c.String("bind-address"),
-		HealthAddress: c.String("health-address"), NoVerify: c.Bool("no-verify"),
-		VerifyTimeout: c.Duration("verify-timeout"), LeaseDuration: c.Duration("lease-duration"),
-		Inspector: session.InspectorConfig{Address: c.String("inspector-address"), Expose: c.Bool("inspector-expose"),
-			Keep: c.Int("inspector-keep"), Fallback: !c.IsSet("inspector-address")},
-		Tunnel: session.TunnelConfig{Enabled: c.Bool("tunnel"), Namespace: c.String("tunnel-namespace"), Image: c.String("relay-image")}}
+func defaultStartOptions() StartOptions {
+	return StartOptions{ServeOptions: defaultServeOptions(), HealthAddress: DefaultHealthAddress,
+		VerifyTimeout: 15 * time.Second, LeaseDuration: 30 * time.Second, LateAnswerTimeout: upstream.DefaultLateAnswerTimeout,
+		Inspector: session.InspectorConfig{Address: inspector.DefaultAddress, Keep: inspector.DefaultKeep},
+		Tunnel:    session.TunnelConfig{Namespace: session.DefaultTunnelNamespace, Image: defaultImage(version())}}
+}
+
+func (o *StartOptions) bind(b *binder) {
+	o.ServeOptions.bind(b)
+	bind(b, &o.LeaseDuration, "lease-duration", catCluster, "how long the session survives without a heartbeat before another run may clean it up")
+	bind(b, &o.BindAddress, "bind-address", catServing, "address to listen on (default: the advertise address when it is this machine's, else all interfaces)")
+	bind(b, &o.HealthAddress, "health-address", catServing, "host:port for /healthz, /readyz and /metrics")
+	bind(b, &o.NoVerify, "no-verify", catServing, "keep running (and log the diagnosis) when verification shows the apiserver cannot reach hookback")
+	bind(b, &o.VerifyTimeout, "verify-timeout", catServing, "how long verification may take")
+	bind(b, &o.UpstreamCertDir, "upstream-cert-dir", catUser, "write a serving certificate for your webhook server here (tls.crt, tls.key, signed by hookback's CA, which then verifies it); never over one hookback did not write (default in project mode: controller-runtime's, $TMPDIR/k8s-webhook-server/serving-certs)")
+	bind(b, &o.LateAnswerTimeout, "late-answer-timeout", catUser, "your webhooks: how long an answer is still awaited after the apiserver stopped waiting (a breakpoint); it is then logged, shown in the inspector and recorded as late (0 disables)")
+	bind(b, &o.Shadow, "shadow", catUser, "compare your webhooks with the ones deployed in the cluster: NAMESPACE/SERVICE[:PORT] (through the apiserver's service proxy) or an https URL (with a path: used as is; without: each webhook's path appended); hookback's copies then always allow, and differences are logged, counted and summed up at exit")
+	bind(b, &o.ShadowCA, "shadow-ca", catUser, "CA file to verify an https --shadow URL (default: the system roots)")
+	bind(b, &o.RecordDir, "record-dir", catUser, "write every review and the answer sent into this directory, one JSON file each (Secrets' data redacted)")
+	bind(b, &o.Inspector.Address, "inspector-address", catInspector, "host:port of the inspector, a local page of the last reviews, live (\"\" disables it; loopback unless --inspector-expose)")
+	bind(b, &o.Inspector.Expose, "inspector-expose", catInspector, "allow an --inspector-address beyond loopback: whoever reaches it sees every review (Secrets' data redacted) and can replay them")
+	bind(b, &o.Inspector.Keep, "inspector-keep", catInspector, "how many of the last reviews the inspector keeps in memory (also bounded to 64 MiB)")
+	bind(b, &o.Tunnel.Enabled, "tunnel", catTunnel, "reach the apiserver's calls through a relay deployed for the session and the apiserver's pod port-forward, for a machine the cluster cannot route to (NAT, a cloud cluster); see docs/tunnel.md")
+	bind(b, &o.Tunnel.Namespace, "tunnel-namespace", catTunnel, "tunnel: namespace of the session's relay (created when missing, and deleted again by the last session that leaves it)")
+	bind(b, &o.Tunnel.Image, "relay-image", catTunnel, "tunnel: image that runs the relay (hookback relay); a dev build defaults to :latest")
 }
 
 // Validate reports every problem at once.
@@ -216,31 +302,40 @@ func (o StartOptions) Validate() error {
 	if o.VerifyTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--verify-timeout %s: want more than 0", o.VerifyTimeout))
 	}
-	if o.User.LateAnswerTimeout < 0 {
-		errs = append(errs, fmt.Errorf("--late-answer-timeout %s: want 0 (off) or more", o.User.LateAnswerTimeout))
-	}
 	if o.LeaseDuration < time.Second {
 		errs = append(errs, fmt.Errorf("--lease-duration %s: want at least 1s", o.LeaseDuration))
 	}
-	errs = append(errs, o.Tunnel.Validate(o.AdvertiseAddress, o.TLSMode))
-	if o.Inspector.Keep < 1 {
-		errs = append(errs, fmt.Errorf("--inspector-keep %d: want at least 1", o.Inspector.Keep))
+	errs = append(errs, o.Tunnel.Validate(o.AdvertiseAddress, o.TLSMode), o.Inspector.Validate())
+	if o.LateAnswerTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--late-answer-timeout %s: want 0 (off) or more", o.LateAnswerTimeout))
 	}
-	if a := o.Inspector.Address; a != "" && !o.Inspector.Expose && !inspector.IsLoopback(a) {
-		errs = append(errs, fmt.Errorf("--inspector-address %s: want a loopback host:port such as %s, or pass --inspector-expose", a, inspector.DefaultAddress))
+	if user, err := o.user(); err == nil {
+		errs = append(errs, o.shadow().Validate(user))
 	}
 	return errors.Join(errs...)
 }
 
-func (o StartOptions) config(ext Extension, log *slog.Logger, out io.Writer) session.Config {
+func (o StartOptions) config(ext Extension, log *slog.Logger, out io.Writer, inspectorDefault bool) session.Config {
 	cfg := o.ServeOptions.config(ext, log)
 	cfg.BindAddress, cfg.HealthAddress = o.BindAddress, o.HealthAddress
 	cfg.RequireVerified, cfg.VerifyTimeout, cfg.LeaseDuration = !o.NoVerify, o.VerifyTimeout, o.LeaseDuration
 	cfg.Out, cfg.RecordDir, cfg.Inspector, cfg.Tunnel = out, o.RecordDir, o.Inspector, o.Tunnel
+	cfg.User.CertDir = o.UpstreamCertDir
+	cfg.User.LateAnswerTimeout, cfg.User.Shadow = o.LateAnswerTimeout, o.shadow()
+	if o.project != nil && cfg.User.CertDir == "" {
+		cfg.User.CertDir = certs.ControllerRuntimeCertDir()
+	}
+	// Another hookback may hold the default inspector address: then a free
+	// loopback port serves instead. An address the user chose must be it.
+	cfg.Inspector.Fallback = inspectorDefault
 	// make run points this at the local control plane's kubectl when none
 	// is on PATH, so the banner's suggestions work as printed.
 	cfg.Kubectl = os.Getenv("HOOKBACK_KUBECTL")
 	return cfg
+}
+
+func (o StartOptions) shadow() session.ShadowConfig {
+	return session.ShadowConfig{Target: o.Shadow, CAFile: o.ShadowCA}
 }
 
 var notDNSLabel = regexp.MustCompile(`[^a-z0-9-]+`)

@@ -15,8 +15,28 @@ var rbacExamples = []Example{
 	{Command: "hookback rbac --webhooks pod-name --controllers none --subject group:webhook-devs | kubectl apply --dry-run=server -f -", Comment: "less, for less"},
 }
 
-func rbacCommand() *cli.Command {
-	return &cli.Command{
+// RBACOptions are rbac's flags.
+type RBACOptions struct {
+	Webhooks, Controllers, LeaseNamespace, Subject, Name string
+	Tunnel                                               session.TunnelConfig
+}
+
+func (o *RBACOptions) bind(b *binder) {
+	bind(b, &o.Webhooks, "webhooks", catBuiltins, "comma list of built-in webhooks start will serve, or all or none")
+	bind(b, &o.Controllers, "controllers", catBuiltins, "comma list of controllers start will run, or all or none")
+	bind(b, &o.LeaseNamespace, "lease-namespace", catCluster, "namespace for the session Lease and the canary ConfigMap: the Role's")
+	bind(b, &o.Tunnel.Enabled, "tunnel", catTunnel, "add what start --tunnel needs: a Role in --tunnel-namespace for the relay's objects and the pod port-forward")
+	bind(b, &o.Tunnel.Namespace, "tunnel-namespace", catTunnel, "tunnel: the namespace of that Role, where start --tunnel deploys its relay (it must exist)")
+	bind(b, &o.Subject, "subject", catOutput, "who the bindings name: user:NAME, group:NAME or serviceaccount:NAMESPACE/NAME")
+	bind(b, &o.Name, "rbac-name", catOutput, "name of the ClusterRole, Role and bindings")
+}
+
+func rbacCommand() (*cli.Command, *binder) {
+	o := RBACOptions{Webhooks: "all", Controllers: "all", LeaseNamespace: "default", Subject: "group:hookback-developers",
+		Name: "hookback-developer", Tunnel: session.TunnelConfig{Namespace: session.DefaultTunnelNamespace}}
+	g, b := defaultGlobalOptions(), &binder{}
+	o.bind(b)
+	cmd := &cli.Command{
 		Name:  "rbac",
 		Usage: "print the least-privilege ClusterRole, Role and bindings to run hookback start",
 		Description: `rbac prints, as YAML to apply, the roles a developer needs to run hookback start with
@@ -29,30 +49,30 @@ role include pods/exec cluster-wide: RBAC lets only a holder of a permission gra
 (escalation prevention). Without exec-rbac (--controllers pod-name-label) it does not.
 With --tunnel it adds a Role in --tunnel-namespace (which must exist) for the relay
 start --tunnel deploys there and the pod port-forward to it.` + examplesText(rbacExamples),
-		Flags: withGlobalText(map[string]string{
-			"tunnel":           "add what start --tunnel needs: a Role in --tunnel-namespace for the relay's objects and the pod port-forward",
-			"tunnel-namespace": "tunnel: the namespace of that Role, where start --tunnel deploys its relay (it must exist)",
-		}, "webhooks", "controllers", "lease-namespace", "tunnel", "tunnel-namespace", "subject", "rbac-name"),
-		Action: runRBAC,
+		Flags: withGlobal(&g, b),
+		Action: func(c *cli.Context) error {
+			b.load(c)
+			return runRBAC(c, o)
+		},
 	}
+	return cmd, b
 }
 
-func runRBAC(c *cli.Context) error {
-	hooks, err := session.SelectWebhooks(strings.Split(c.String("webhooks"), ","))
+func runRBAC(c *cli.Context, o RBACOptions) error {
+	hooks, err := session.SelectWebhooks(splitList(o.Webhooks))
 	if err != nil {
 		return usage(err)
 	}
-	ctls, err := session.SelectControllers(strings.Split(c.String("controllers"), ","))
+	ctls, err := session.SelectControllers(splitList(o.Controllers))
 	if err != nil {
 		return usage(err)
 	}
-	subject, err := parseSubject(c.String("subject"))
+	subject, err := parseSubject(o.Subject)
 	if err != nil {
 		return usage(err)
 	}
-	tunnel := session.TunnelConfig{Enabled: c.Bool("tunnel"), Namespace: c.String("tunnel-namespace")}
-	out, err := session.RBACYAML(session.Config{LeaseNamespace: c.String("lease-namespace"), Webhooks: hooks, Controllers: ctls, Tunnel: tunnel},
-		c.String("rbac-name"), []rbacv1.Subject{subject})
+	out, err := session.RBACYAML(session.Config{LeaseNamespace: o.LeaseNamespace, Webhooks: hooks, Controllers: ctls, Tunnel: o.Tunnel},
+		o.Name, []rbacv1.Subject{subject})
 	if err != nil {
 		return err
 	}

@@ -16,18 +16,20 @@ import (
 const relaySecretEnv = "HOOKBACK_RELAY_SECRET"
 
 var relayExamples = []Example{
-	{Command: "hookback relay --listen 127.0.0.1:0 --control 127.0.0.1:0", Comment: "with $HOOKBACK_RELAY_SECRET set, as in the relay pod", Serves: true},
+	{Command: "hookback relay --listen 127.0.0.1:0 --control 127.0.0.1:0 --metrics-address 127.0.0.1:0", Comment: "with $HOOKBACK_RELAY_SECRET set, as in the relay pod", Serves: true},
 }
 
 // RelayOptions are relay's flags.
 type RelayOptions struct {
 	GlobalOptions
-	Listen, Control, Secret string
+	Listen, Control, Metrics, Secret string
 }
 
-func relayOptions(c *cli.Context) RelayOptions {
-	return RelayOptions{GlobalOptions: globalOptions(c), Listen: c.String("listen"), Control: c.String("control"),
-		Secret: strings.TrimSpace(os.Getenv(relaySecretEnv))}
+func (o *RelayOptions) bind(b *binder) {
+	o.GlobalOptions.bind(b)
+	bind(b, &o.Listen, "listen", catTunnel, "relay: host:port the apiserver's connections arrive on (the relay Service's target port)")
+	bind(b, &o.Control, "control", catTunnel, "relay: host:port the laptop attaches on, through the apiserver's pod port-forward")
+	bind(b, &o.Metrics, "metrics-address", catTunnel, "relay: host:port of /metrics (laptop attached, connections carried or closed for want of one) and /healthz; empty: none")
 }
 
 // Validate reports every problem at once.
@@ -39,8 +41,10 @@ func (o RelayOptions) Validate() error {
 	return errors.Join(errs...)
 }
 
-func relayCommand() *cli.Command {
-	return &cli.Command{
+func relayCommand() (*cli.Command, *binder) {
+	o, b := RelayOptions{GlobalOptions: defaultGlobalOptions(), Listen: ":8443", Control: ":9443", Metrics: ""}, &binder{}
+	o.bind(b)
+	cmd := &cli.Command{
 		Name:  "relay",
 		Usage: "the in-cluster end of start --tunnel: carry the apiserver's connections to the attached laptop",
 		Description: `relay runs in the pod start --tunnel deploys. It accepts the apiserver's connections on
@@ -48,14 +52,15 @@ func relayCommand() *cli.Command {
 stream over the single connection the laptop attaches on --control through the apiserver's
 pod port-forward. Only a laptop that presents $HOOKBACK_RELAY_SECRET may attach; with none
 attached, connections are closed at once, so the webhooks fail open.` + examplesText(relayExamples),
-		Flags: withGlobal("listen", "control"),
+		Flags: b.flags,
 		Action: func(c *cli.Context) error {
-			o := relayOptions(c)
+			b.load(c)
+			o.Secret = strings.TrimSpace(os.Getenv(relaySecretEnv))
 			if err := o.Validate(); err != nil {
 				return usage(err)
 			}
 			log := o.logger(c.App.ErrWriter)
-			r, err := tunnel.New(tunnel.Options{Listen: o.Listen, Control: o.Control, Secret: o.Secret, Log: log})
+			r, err := tunnel.New(tunnel.Options{Listen: o.Listen, Control: o.Control, Metrics: o.Metrics, Secret: o.Secret, Log: log})
 			if err != nil {
 				return err
 			}
@@ -63,4 +68,5 @@ attached, connections are closed at once, so the webhooks fail open.` + examples
 			return r.Start(c.Context)
 		},
 	}
+	return cmd, b
 }

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 	corev1listers "k8s.io/client-go/listers/core/v1"
@@ -31,8 +32,26 @@ var replayExamples = []Example{
 // Exit codes of replay --upstream.
 const exitChanged = 1
 
-func replayCommand() *cli.Command {
-	return &cli.Command{
+// ReplayOptions are replay's flags.
+type ReplayOptions struct {
+	GlobalOptions
+	Webhook string
+	Options webhook.Options
+	// Upstream, UpstreamCA and UpstreamInsecure say where recorded reviews go.
+	Serve ServeOptions
+}
+
+func (o *ReplayOptions) bind(b *binder) {
+	o.GlobalOptions.bind(b)
+	bind(b, &o.Webhook, "webhook", catBuiltins, "built-in webhook to run ("+strings.Join(webhook.Names(), ", ")+")")
+	bindWebhookOptions(b, &o.Options)
+	o.Serve.bindUpstream(b)
+}
+
+func replayCommand() (*cli.Command, *binder) {
+	o, b := ReplayOptions{GlobalOptions: defaultGlobalOptions(), Options: webhook.DefaultOptions()}, &binder{}
+	o.bind(b)
+	cmd := &cli.Command{
 		Name:      "replay",
 		Usage:     "run a review through a built-in webhook, or recorded reviews through your webhook server again",
 		ArgsUsage: "FILE (with --webhook: an AdmissionReview, v1 or v1beta1; - for stdin) | FILE|DIR... (with --upstream: start --record-dir files)",
@@ -44,23 +63,26 @@ With --upstream, replay sends reviews recorded by start --record-dir to your web
 server again, through the same checks start applies, and compares each answer with
 the recorded one (allowed, message, patch): exit 0 when all match, 1 when any
 differs, 2 on error. A regression check after a change to your webhook.` + examplesText(replayExamples),
-		Flags:  withGlobal("webhook", "upstream", "upstream-ca", "upstream-insecure", "banned-words", "sidecar-image", "cpu-oversell-factor"),
-		Action: runReplay,
+		Flags: b.flags,
+		Action: func(c *cli.Context) error {
+			b.load(c)
+			return runReplay(c, o)
+		},
 	}
+	return cmd, b
 }
 
-func runReplay(c *cli.Context) error {
-	if len(c.StringSlice("upstream")) > 0 {
-		return replayUpstream(c)
+func runReplay(c *cli.Context, o ReplayOptions) error {
+	if len(o.Serve.Upstream) > 0 {
+		return replayUpstream(c, o)
 	}
-	if c.String("webhook") == "" {
+	if o.Webhook == "" {
 		return usage(fmt.Errorf("replay needs --webhook NAME (a built-in, offline) or --upstream URL (recorded reviews, to your server)"))
 	}
 	if c.NArg() != 1 {
 		return usage(fmt.Errorf("replay takes one FILE (or - for stdin), got %d arguments", c.NArg()))
 	}
-	g := globalOptions(c)
-	opts := webhookOptions(c)
+	g, opts := o.GlobalOptions, o.Options
 	if err := errors.Join(g.Validate(), validateWebhookOptions(opts)); err != nil {
 		return usage(err)
 	}
@@ -70,7 +92,7 @@ func runReplay(c *cli.Context) error {
 	}
 	log := g.logger(c.App.ErrWriter)
 	recorded := make(chan string, 16)
-	hooks, err := webhook.Build([]string{c.String("webhook")}, opts, webhook.Deps{
+	hooks, err := webhook.Build([]string{o.Webhook}, opts, webhook.Deps{
 		Log:      log,
 		Recorder: func(string) events.EventRecorder { return &events.FakeRecorder{Events: recorded} },
 		Pods:     corev1listers.NewPodLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
@@ -137,9 +159,9 @@ func printReply(w io.Writer, reply []byte, recorded chan string) error {
 
 // replayUpstream re-sends recorded reviews to the upstream and reports what
 // changed.
-func replayUpstream(c *cli.Context) error {
-	g := globalOptions(c)
-	spec, err := userWebhooks(c)
+func replayUpstream(c *cli.Context, o ReplayOptions) error {
+	g := o.GlobalOptions
+	spec, err := o.Serve.user()
 	if err == nil && len(spec.Upstreams) != 1 {
 		err = errors.New("replay takes one --upstream URL")
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/hookback/hookback/controller"
 	"github.com/hookback/hookback/incluster"
 	"github.com/hookback/hookback/session"
 	"github.com/hookback/hookback/webhook"
@@ -19,52 +20,51 @@ var serveExamples = []Example{
 	{Command: "hookback serve --webhooks pod-name --controllers none --shutdown-delay 0s", Serves: true},
 }
 
-// serveFlagNamesPod are serve's flags.
-var serveFlagNamesPod = []string{"namespace", "identity", "port", "bind-address", "health-address", "template",
-	"webhooks", "controllers", "banned-words", "sidecar-image", "cpu-oversell-factor",
-	"tls-cert-file", "tls-key-file", "ca-file", "lease-duration", "shutdown-delay"}
-
 // PodOptions are serve's flags: the mode for a pod of the install.
 type PodOptions struct {
 	GlobalOptions
 	Namespace, Identity, BindAddress, HealthAddress, Template string
 	Port                                                      int
-	Webhooks, Controllers                                     []string
+	Webhooks, Controllers                                     string
 	Webhook                                                   webhook.Options
 	CertFile, KeyFile, CAFile                                 string
 	LeaseDuration, ShutdownDelay                              time.Duration
 }
 
-func podOptions(c *cli.Context) PodOptions {
-	o := PodOptions{GlobalOptions: globalOptions(c), Namespace: c.String("namespace"), Identity: c.String("identity"),
-		BindAddress: c.String("bind-address"), HealthAddress: c.String("health-address"), Template: c.String("template"),
-		Port: c.Int("port"), Webhooks: strings.Split(c.String("webhooks"), ","), Controllers: strings.Split(c.String("controllers"), ","),
-		Webhook:  webhookOptions(c),
-		CertFile: c.String("tls-cert-file"), KeyFile: c.String("tls-key-file"), CAFile: c.String("ca-file"),
-		LeaseDuration: c.Duration("lease-duration"), ShutdownDelay: c.Duration("shutdown-delay")}
-	if o.Identity == "" {
-		o.Identity = os.Getenv("POD_NAME")
-	}
-	return o
+func defaultPodOptions() PodOptions {
+	return PodOptions{GlobalOptions: defaultGlobalOptions(), Namespace: incluster.DefaultNamespace, Port: incluster.WebhookPort,
+		HealthAddress: incluster.DefaultHealthAddress, Webhooks: "all", Controllers: "all", Webhook: webhook.DefaultOptions(),
+		LeaseDuration: incluster.DefaultLeaseDuration, ShutdownDelay: incluster.DefaultShutdownDelay}
+}
+
+func (o *PodOptions) bind(b *binder) {
+	o.GlobalOptions.bind(b)
+	bind(b, &o.Namespace, "namespace", catInCluster, "in-cluster: the install's namespace (its Service, the CA Secret, the leader election Lease)")
+	bind(b, &o.Identity, "identity", catInCluster, "serve: this replica's name in the leader election Lease (default: $POD_NAME, else host-pid)")
+	bind(b, &o.LeaseDuration, "lease-duration", catInCluster, "how long the leader Lease lasts without renewal before another replica takes over the controllers")
+	bind(b, &o.ShutdownDelay, "shutdown-delay", catInCluster, "serve: how long a stopping replica keeps answering, not ready, while the Service's endpoints drop it")
+	bind(b, &o.Port, "port", catServing, "HTTPS port for the webhooks")
+	bind(b, &o.BindAddress, "bind-address", catServing, "address to listen on (default: all interfaces)")
+	bind(b, &o.HealthAddress, "health-address", catServing, "host:port for /healthz, /readyz and /metrics")
+	bind(b, &o.Template, "template", catServing, "webhook configuration template (default: the built-in webhook-url.yaml.tmpl)")
+	bind(b, &o.CertFile, "tls-cert-file", catServing, "serving certificate (PEM, cert-manager's tls.crt); reloaded on change (default: a CA kept in the Secret hookback-ca)")
+	bind(b, &o.KeyFile, "tls-key-file", catServing, "its private key; reloaded on change")
+	bind(b, &o.CAFile, "ca-file", catServing, "CA the apiserver should trust (the caBundle); empty with cert-manager's cainjector")
+	bind(b, &o.Webhooks, "webhooks", catBuiltins, "comma list of built-in webhooks to serve, or all or none ("+strings.Join(webhook.Names(), ", ")+")")
+	bind(b, &o.Controllers, "controllers", catBuiltins, "comma list of controllers to run, or all or none ("+strings.Join(controller.Names(), ", ")+")")
+	bindWebhookOptions(b, &o.Webhook)
 }
 
 // Validate reports every problem at once.
 func (o PodOptions) Validate() error {
-	errs := []error{o.GlobalOptions.Validate(), validateWebhookOptions(o.Webhook)}
-	if _, err := session.SelectWebhooks(o.Webhooks); err != nil {
-		errs = append(errs, fmt.Errorf("--webhooks: %w", err))
-	}
-	if _, err := session.SelectControllers(o.Controllers); err != nil {
-		errs = append(errs, fmt.Errorf("--controllers: %w", err))
-	}
-	return errors.Join(errs...)
+	return errors.Join(o.GlobalOptions.Validate(), validateWebhookOptions(o.Webhook), validateSelection(o.Webhooks, o.Controllers))
 }
 
 // config is the incluster.ServeConfig; call after Validate. Its own
 // Validate reports the rest.
 func (o PodOptions) config(ext Extension) (incluster.ServeConfig, error) {
-	hooks, _ := session.SelectWebhooks(o.Webhooks)
-	ctls, _ := session.SelectControllers(o.Controllers)
+	hooks, _ := session.SelectWebhooks(splitList(o.Webhooks))
+	ctls, _ := session.SelectControllers(splitList(o.Controllers))
 	tmpl := ext.Template
 	if o.Template != "" {
 		b, err := os.ReadFile(o.Template)
@@ -80,24 +80,10 @@ func (o PodOptions) config(ext Extension) (incluster.ServeConfig, error) {
 		LeaseDuration: o.LeaseDuration, ShutdownDelay: o.ShutdownDelay}, nil
 }
 
-func serveCommand(ext Extension) *cli.Command {
-	fl := withGlobalText(map[string]string{
-		"lease-duration": "how long the leader Lease lasts without renewal before another replica takes over the controllers",
-		"bind-address":   "address to listen on (default: all interfaces)",
-	}, serveFlagNamesPod...)
-	for _, f := range fl {
-		switch f := f.(type) {
-		case *cli.StringFlag:
-			if f.Name == "health-address" {
-				f.Value = incluster.DefaultHealthAddress
-			}
-		case *cli.DurationFlag:
-			if f.Name == "lease-duration" {
-				f.Value = incluster.DefaultLeaseDuration
-			}
-		}
-	}
-	return &cli.Command{
+func serveCommand(ext Extension) (*cli.Command, *binder) {
+	o, b := defaultPodOptions(), &binder{}
+	o.bind(b)
+	cmd := &cli.Command{
 		Name:  "serve",
 		Usage: "run in a pod of the in-cluster install: serve the webhooks, register them by Service, lead the controllers",
 		Description: `serve is the mode for the pods of hookback render --in-cluster (docs/in-cluster.md). It
@@ -107,9 +93,12 @@ references to the Service hookback and the caBundle of a CA it keeps in the Secr
 hookback-ca (or of --tls-cert-file from cert-manager), and runs the controllers only while
 it holds the Lease hookback: every replica serves, one leads. It never deregisters on
 exit; hookback uninstall removes the install.` + examplesText(serveExamples),
-		Flags: fl,
+		Flags: b.flags,
 		Action: func(c *cli.Context) error {
-			o := podOptions(c)
+			b.load(c)
+			if o.Identity == "" {
+				o.Identity = os.Getenv("POD_NAME")
+			}
 			if err := o.Validate(); err != nil {
 				return usage(err)
 			}
@@ -124,14 +113,20 @@ exit; hookback uninstall removes the install.` + examplesText(serveExamples),
 			return incluster.Serve(c.Context, cfg)
 		},
 	}
+	return cmd, b
 }
 
 var uninstallExamples = []Example{
 	{Command: "hookback uninstall", Comment: "the install in --namespace (default hookback-system)"},
 }
 
-func uninstallCommand() *cli.Command {
-	return &cli.Command{
+func uninstallCommand() (*cli.Command, *binder) {
+	g, b := defaultGlobalOptions(), &binder{}
+	ns, leaseNS, wait := incluster.DefaultNamespace, "default", time.Minute
+	bind(b, &ns, "namespace", catInCluster, "in-cluster: the install's namespace (its Service, the CA Secret, the leader election Lease)")
+	bind(b, &leaseNS, "lease-namespace", catCluster, "where laptop sessions keep their Leases: exec RBAC and node CPU stay while one of them runs the part")
+	bind(b, &wait, "wait", catInCluster, "how long to wait for the install's pods to stop before cleaning up what they wrote")
+	cmd := &cli.Command{
 		Name:  "uninstall",
 		Usage: "remove the in-cluster install, and the node CPU and exec RBAC its built-ins wrote",
 		Description: `uninstall deletes what render --in-cluster installed in --namespace (everything labelled
@@ -140,23 +135,21 @@ configurations first, so the apiserver stops calling; then the Deployment, waiti
 pods; then restores node CPU and removes exec RBAC unless a live laptop session still
 runs those parts; then the rest, the namespace last. serve never does this on a pod's
 exit: the install outlives any one pod.` + examplesText(uninstallExamples),
-		Flags: withGlobalText(map[string]string{
-			"lease-namespace": "where laptop sessions keep their Leases: exec RBAC and node CPU stay while one of them runs the part",
-		}, "namespace", "lease-namespace", "wait"),
+		Flags: withGlobal(&g, b),
 		Action: func(c *cli.Context) error {
-			g := globalOptions(c)
+			b.load(c)
 			if err := g.Validate(); err != nil {
 				return usage(err)
 			}
 			deleted, err := incluster.Uninstall(c.Context, incluster.UninstallConfig{Kubeconfig: g.kubeconfig(),
-				Namespace: c.String("namespace"), LeaseNamespace: c.String("lease-namespace"),
-				PodsTimeout: c.Duration("wait"), Log: g.logger(c.App.ErrWriter)})
+				Namespace: ns, LeaseNamespace: leaseNS, PodsTimeout: wait, Log: g.logger(c.App.ErrWriter)})
 			if len(deleted) == 0 {
-				fmt.Fprintf(c.App.Writer, "nothing of hookback installed in namespace %s\n", c.String("namespace"))
+				fmt.Fprintf(c.App.Writer, "nothing of hookback installed in namespace %s\n", ns)
 			} else {
 				fmt.Fprintf(c.App.Writer, "deleted: %s\n", strings.Join(deleted, ", "))
 			}
 			return err
 		},
 	}
+	return cmd, b
 }

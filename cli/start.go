@@ -14,8 +14,10 @@ var startExamples = []Example{
 	{Command: "hookback start --template my-webhooks.yaml.tmpl --banned-words forbidden", Comment: "your own copy of the template, hot-reloaded", Serves: true},
 }
 
-func startCommand(ext Extension) *cli.Command {
-	return &cli.Command{
+func startCommand(ext Extension) (*cli.Command, *binder) {
+	o, b := defaultStartOptions(), &binder{}
+	o.bind(b)
+	cmd := &cli.Command{
 		Name:  "start",
 		Usage: "serve the webhooks, register them with the cluster, run the controllers; deregister on exit",
 		Description: `start authenticates with the kubeconfig, serves HTTPS on an address the apiserver can
@@ -25,16 +27,18 @@ and deletes what it wrote on Ctrl-C or SIGTERM (a second one exits at once). Whe
 cluster cannot route to this machine (NAT, a cloud cluster), --tunnel deploys a relay for
 the session and attaches to it through the apiserver's pod port-forward; the
 configurations then reference the relay's Service (docs/tunnel.md).` + examplesText(startExamples),
-		Flags: withGlobal(startFlagNames...),
+		Flags: b.flags,
 		Action: func(c *cli.Context) error {
-			o := startOptions(c)
+			b.load(c)
+			o.resolveProject(c)
 			if err := o.Validate(); err != nil {
 				return usage(err)
 			}
 			log := o.logger(c.App.ErrWriter)
-			return session.Run(c.Context, o.config(ext, log, c.App.Writer))
+			return session.Run(c.Context, o.config(ext, log, c.App.Writer, !c.IsSet("inspector-address")))
 		},
 	}
+	return cmd, b
 }
 
 var renderExamples = []Example{
@@ -44,8 +48,12 @@ var renderExamples = []Example{
 	{Command: "hookback render --in-cluster --namespace webhooks --image registry.example/hookback:v1 --webhooks pod-name --controllers none", Comment: "the in-cluster install (docs/in-cluster.md)"},
 }
 
-func renderCommand(ext Extension) *cli.Command {
-	return &cli.Command{
+func renderCommand(ext Extension) (*cli.Command, *binder) {
+	o, b := defaultServeOptions(), &binder{}
+	o.bind(b)
+	in := defaultInClusterOptions()
+	in.bind(b)
+	cmd := &cli.Command{
 		Name:  "render",
 		Usage: "print the webhook configurations start would apply; writes nothing to the cluster",
 		Description: `render renders the template exactly as start would (names suffixed with the session,
@@ -55,17 +63,20 @@ start would pick. With --in-cluster it prints instead everything to deploy hookb
 cluster: Namespace, ServiceAccount, the roles check verifies, Deployment, PodDisruptionBudget,
 Service, and the same webhook configurations with clientConfig.service references
 (docs/in-cluster.md).` + examplesText(renderExamples),
-		Flags: withGlobal(append(append([]string{}, serveFlagNames...), inClusterFlagNames...)...),
+		Flags: b.flags,
 		Action: func(c *cli.Context) error {
-			if c.Bool("in-cluster") {
-				return runRenderInCluster(c, ext)
+			b.load(c)
+			if in.Enabled {
+				in.GlobalOptions, in.Template, in.Webhooks, in.Controllers = o.GlobalOptions, o.Template, o.Webhooks, o.Controllers
+				in.Inapplicable = inapplicable(c, b)
+				return runRenderInCluster(c, in, ext)
 			}
 			for _, name := range inClusterFlagNames {
 				if c.IsSet(name) {
 					return usage(fmt.Errorf("--%s needs --in-cluster", name))
 				}
 			}
-			o := serveOptions(c)
+			o.resolveProject(c)
 			if err := o.Validate(); err != nil {
 				return usage(err)
 			}
@@ -77,4 +88,5 @@ Service, and the same webhook configurations with clientConfig.service reference
 			return err
 		},
 	}
+	return cmd, b
 }

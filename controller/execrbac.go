@@ -370,7 +370,7 @@ func (c *execRBAC) writeFailed(obj runtime.Object, action string, err error) err
 	if !refused(err) {
 		return err
 	}
-	c.log.Warn("write refused", "action", action, "err", err)
+	c.log.Warn("write refused", "action", action, "error", err)
 	c.recorder.Eventf(obj, nil, corev1.EventTypeWarning, "WriteRefused", action, "%v", err)
 	return nil
 }

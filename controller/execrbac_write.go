@@ -184,7 +184,7 @@ func (c *execRBAC) deleteLegacyBinding(ctx context.Context) error {
 		return nil
 	case refused(err):
 		// Not worth a retry loop: the next change to the role tries again.
-		c.log.Warn("cannot look for a legacy clusterrolebinding", "name", ExecRBACObjectName, "err", err)
+		c.log.Warn("cannot look for a legacy clusterrolebinding", "name", ExecRBACObjectName, "error", err)
 		return nil
 	case err != nil:
 		return fmt.Errorf("get legacy clusterrolebinding %s: %w", ExecRBACObjectName, err)

@@ -78,7 +78,7 @@ func (l *queueLoop[K]) processNext(ctx context.Context, q workqueue.TypedRateLim
 		q.Forget(key)
 	default:
 		l.log.Warn("reconcile failed, retrying with backoff",
-			"key", fmt.Sprint(key), "retries", q.NumRequeues(key), "err", err)
+			"key", fmt.Sprint(key), "retries", q.NumRequeues(key), "error", err)
 		q.AddRateLimited(key)
 	}
 	return true

@@ -187,7 +187,7 @@ func (c *podNameLabel) patched(pod *corev1.Pod, action string, err error) error 
 	case apierrors.IsNotFound(err):
 		return nil
 	case refused(err):
-		c.log.Warn("pod name label refused", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		c.log.Warn("pod name label refused", "pod", pod.Namespace+"/"+pod.Name, "error", err)
 		c.recorder.Eventf(pod, nil, corev1.EventTypeWarning, "LabelRefused", "LabelPod",
 			"cannot update label %s: %v", PodNameLabel, err)
 		return nil

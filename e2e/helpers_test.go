@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -62,13 +63,37 @@ type proc struct {
 // freePort asks the kernel for an unused loopback port.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range portRange {
+		p := portBase + int(nextPort.Add(1))%portRange
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			continue // taken by another process: try the next
+		}
+		l.Close()
+		return p
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatalf("no free port in %d-%d", portBase, portBase+portRange-1)
+	return 0
 }
+
+// Ports for the processes a test starts come from below the kernel's
+// ephemeral range (net.ipv4.ip_local_port_range, 32768 and up by default),
+// each handed out once per test binary. A port the kernel chose for a
+// listener on port 0 was free only until it was closed: the kernel hands
+// ephemeral ports to every other socket too (the apiserver's, etcd's,
+// client connections), which took one now and then between the test's
+// choice and the child's bind. Below the range only an explicit bind can
+// take one, and the pid spreads two concurrent test binaries apart.
+const (
+	portBase  = 20000
+	portRange = 12000
+)
+
+var nextPort = func() *atomic.Int32 {
+	var n atomic.Int32
+	n.Store(int32(os.Getpid() * 97 % portRange))
+	return &n
+}()
 
 // sessionFor makes a session name unique to the test.
 func sessionFor(t *testing.T) string {

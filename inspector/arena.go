@@ -8,7 +8,7 @@ import (
 
 // warmBytes is how much of a reserved arena Server.Start writes before the
 // first reviews arrive: room for about 400 pod reviews of 10 KB. A page's
-// first write costs a fault, ~20 µs in the VMs of docs/performance.md, and
+// first write costs a fault, ~20 µs in the VMs of bench/JOURNAL.md, and
 // without this the first few hundred reviews each paid two or three.
 const warmBytes = 4 << 20
 
@@ -18,7 +18,7 @@ const warmBytes = 4 << 20
 //
 // Why not a slice per review: kept reviews on the heap raise the collector's
 // goal, and the heap then grows into fresh pages for as long as the store
-// fills (about 1,200 admissions at the default bounds; docs/performance.md,
+// fills (about 1,200 admissions at the default bounds; bench/JOURNAL.md,
 // "Reviews kept outside the heap"), so every admission meanwhile paid
 // first-touch page faults on its own allocations. Where the platform allows,
 // the region is reserved outside the heap (mapRegion) and the heap stays the

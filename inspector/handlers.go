@@ -25,7 +25,8 @@ const streamKeepAlive = 15 * time.Second
 // arrive before it writes. Each write makes the browser lay out and paint
 // the list again, on the machine hookback answers the apiserver from: at a
 // hundred admissions a second, two writes a second instead of a hundred
-// keep the page's cost to hookback small (docs/performance.md), and half a
+// keep the page's cost to hookback small (bench/JOURNAL.md, "One inspector
+// page open at 100 admissions/s"), and half a
 // second still reads as live.
 const streamCoalesce = 500 * time.Millisecond
 
@@ -117,7 +118,7 @@ type listPage struct {
 // pageRows is how many reviews a page of the list shows. Laying out a
 // table costs the browser in proportion to its rows, on every live
 // update: 500 rows took 15 to 50 ms each time on the 2-core machine of
-// docs/performance.md, 100 rows a few.
+// bench/JOURNAL.md, 100 rows a few.
 const pageRows = 100
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {

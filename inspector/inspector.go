@@ -29,7 +29,7 @@ import (
 
 // DefaultAddress is where the inspector listens by default
 // (--inspector-address).
-const DefaultAddress = "127.0.0.1:8082"
+const DefaultAddress = "127.0.0.1:8682"
 
 // Sources of a webhook, as the list shows them.
 const (

@@ -44,7 +44,9 @@ func (d Document) Location() string {
 	return fmt.Sprintf("%s document %d", d.Source, d.Index)
 }
 
-// LoadManifests reads every path in order: a file, a directory (its *.yaml,
+// LoadManifests reads every path in order: a file, a kustomization
+// directory (rendered, see IsKustomization; its Documents' Source is the
+// directory), a directory (its *.yaml,
 // *.yml and *.json files, sorted by name, not recursive), or "-" for stdin,
 // which can be read only once. Multi-document YAML ("---") and List kinds
 // (their items) are split into Documents; empty documents are skipped.
@@ -66,6 +68,18 @@ func LoadManifests(paths []string, stdin io.Reader) ([]Document, error) {
 				return nil, fmt.Errorf("read manifests from stdin: %w", err)
 			}
 			d, err := decodeManifest(StdinSource, b)
+			if err != nil {
+				return nil, err
+			}
+			docs = append(docs, d...)
+			continue
+		}
+		if IsKustomization(p) {
+			b, err := kustomize(p)
+			if err != nil {
+				return nil, err
+			}
+			d, err := decodeManifest(p, b)
 			if err != nil {
 				return nil, err
 			}

@@ -1,3 +1,8 @@
+// Package server runs hookback's two listeners: the webhooks over TLS, each
+// admission answered first and its log line, metrics and recording done after
+// (admission.Afterwards), within the limits of docs/server.md; and /healthz,
+// /readyz and /metrics over plain HTTP on a separate, loopback by default,
+// address.
 package server
 
 import (

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/audit"
+	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/registration"
 )
@@ -37,6 +38,15 @@ type AuditConfig struct {
 // it, named, before anything is listed.
 func Audit(ctx context.Context, cfg Config, ac AuditConfig) ([]audit.Result, error) {
 	cfg = cfg.withDefaults()
+	if cfg.Project != nil && cfg.User.UpstreamCA == "" && !cfg.User.UpstreamInsecure {
+		// The manager serves the certificate start wrote, signed by
+		// hookback's local CA.
+		_, caFile, err := certs.LocalCA(cfg.Certs.StateDir)
+		if err != nil {
+			return nil, err
+		}
+		cfg.User.UpstreamCA = caFile
+	}
 	hooks, err := AuditWebhooks(cfg)
 	if err != nil {
 		return nil, err

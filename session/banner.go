@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"github.com/hookback/hookback/project"
 	"io"
 	"slices"
 	"strings"
@@ -30,9 +31,11 @@ func (r *run) banner(reg *registration.Registration, took, rtt time.Duration, ve
 	if r.inspector != nil {
 		fmt.Fprintf(w, "  inspect:  %s\n", r.inspector.URL())
 	}
+	r.writeProject(w)
 	for _, h := range reg.Webhooks() {
 		fmt.Fprintf(w, "  webhook:  %s\n", h)
 	}
+	r.writeUpstream(w)
 	writeTry(w, tryCommands(r.kubectl(), r.cfg.Webhooks))
 	fmt.Fprintf(w, "Stop with Ctrl-C to deregister. After a crash, `%s` removes what is left.\n", r.cleanupCommand())
 }
@@ -109,4 +112,40 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// writeProject names the project of project mode and what it reads.
+func (r *run) writeProject(w io.Writer) {
+	if p := r.cfg.Project; p != nil {
+		fmt.Fprintf(w, "  project:  %s, from %s\n", p.Title(), strings.Join(p.ManifestsRel(), " + "))
+	}
+}
+
+// writeUpstream says where the user's reviews go, what hookback did about
+// the upstream's certificate, the CRDs of the manifests, and, in project
+// mode, the one command that starts the manager.
+func (r *run) writeUpstream(w io.Writer) {
+	if r.user == nil || r.user.manifests == nil {
+		return
+	}
+	for _, up := range r.user.spec.Upstreams {
+		to := up.URL
+		if up.Service != "" {
+			to = up.Service + " -> " + up.URL
+		}
+		fmt.Fprintf(w, "  upstream: %s\n", to)
+	}
+	if p := r.upstreamPair; p != nil {
+		fmt.Fprintf(w, "  cert:     %s\n", p)
+	}
+	for _, crd := range r.user.manifests.CRDs {
+		fmt.Fprintf(w, "  crd:      %s\n", crd.GetName())
+	}
+	if p := r.cfg.Project; p != nil {
+		run := p.Run
+		if run == "" {
+			run = "start your manager (its webhook server on " + project.DefaultUpstream + ")"
+		}
+		fmt.Fprintf(w, "Start the manager in another terminal, in %s:\n  %s\n", p.Dir, run)
+	}
 }

@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"github.com/hookback/hookback/project"
 	"io"
 	"log/slog"
 	"net"
@@ -56,6 +57,9 @@ type Config struct {
 	Extra []admission.Webhook
 	// User are the user's own webhook manifests and upstream servers.
 	User UserWebhooks
+	// Project is the kubebuilder or Operator SDK project whose manifests
+	// User reads (project mode), for the banner; nil otherwise.
+	Project *project.Project
 	// RecordDir, when set, keeps every review and answer there.
 	RecordDir string
 	// Inspector is the local page of the last reviews; a zero value
@@ -95,7 +99,7 @@ func (c Config) Validate() error {
 	if err := c.User.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := c.Inspector.validate(); err != nil {
+	if err := c.Inspector.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	paths := map[string]string{}

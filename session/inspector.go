@@ -29,10 +29,11 @@ type InspectorConfig struct {
 	Fallback bool
 }
 
-func (c InspectorConfig) validate() error {
+// Validate reports every problem at once, naming the flags.
+func (c InspectorConfig) Validate() error {
 	var errs []error
 	if c.Keep < 0 {
-		errs = append(errs, fmt.Errorf("--inspector-keep %d: want 0 (the default) or more", c.Keep))
+		errs = append(errs, fmt.Errorf("--inspector-keep %d: want at least 1, or 0 for the default (%d)", c.Keep, inspector.DefaultKeep))
 	}
 	if c.Address != "" && !c.Expose && !inspector.IsLoopback(c.Address) {
 		errs = append(errs, fmt.Errorf("--inspector-address %s is not a loopback address (host:port): pass --inspector-expose to serve reviews beyond this machine", c.Address))

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -89,8 +90,10 @@ func wouldHave(a upstream.LateAnswer) (string, string) {
 		return "failed the checks: " + msg, msg
 	case !r.Allowed:
 		return fmt.Sprintf("denied it: %q", msg), ""
-	case r.PatchOps > 0:
-		return fmt.Sprintf("patched it (%d operations)", r.PatchOps), ""
+	case len(r.Patch) > 0:
+		var ops []json.RawMessage
+		_ = json.Unmarshal(r.Patch, &ops)
+		return fmt.Sprintf("patched it (%d operations)", len(ops)), ""
 	}
 	return "allowed it", ""
 }

@@ -33,8 +33,12 @@ func Permissions(cfg Config) ([]admission.Permission, error) {
 	if cfg.Tunnel.Enabled {
 		tun = tunnelPermissions(cfg.withDefaults().Tunnel.Namespace)
 	}
+	crd, err := cfg.User.permissions()
+	if err != nil {
+		return nil, err
+	}
 	return admission.MergePermissions(registration.Permissions(cfg.LeaseNamespace), eventPermissions(),
-		webhook.Permissions(cfg.Webhooks), ctl, tun), nil
+		webhook.Permissions(cfg.Webhooks), ctl, tun, crd), nil
 }
 
 // parts are the webhooks and controllers one run serves and runs.

@@ -57,7 +57,7 @@ func TestInspectorConfigValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.cfg.validate()
+			err := tt.cfg.Validate()
 			if (err == nil) != (tt.wantErr == "") || err != nil && !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("validate = %v, want %q", err, tt.wantErr)
 			}

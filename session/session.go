@@ -11,6 +11,7 @@ package session
 import (
 	"context"
 	"errors"
+	"github.com/hookback/hookback/internal/portholder"
 	"net"
 	"strconv"
 	"strings"
@@ -36,6 +37,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	cfg.User = cfg.User.readOnce()
 	perms, err := Permissions(cfg)
 	if err != nil {
 		return err
@@ -70,6 +72,10 @@ func Run(ctx context.Context, cfg Config) error {
 		factory.Shutdown()
 	}()
 	metrics := server.NewMetrics()
+	pair, err := cfg.User.upstreamCert(cfg.Certs.StateDir, cfg.Log)
+	if err != nil {
+		return err
+	}
 	user, err := loadUserWebhooks(cfg.User, cfg)
 	if err != nil {
 		return err
@@ -102,7 +108,7 @@ func Run(ctx context.Context, cfg Config) error {
 		url = "https://" + decision.Host // the relay's Service port, 443
 	}
 	r := newRun(cfg, cl, srv, canary, crt, p, url)
-	r.user, r.inspector, r.tunnel, r.metrics = user, insp, tun, metrics.Registry
+	r.user, r.inspector, r.tunnel, r.metrics, r.upstreamPair = user, insp, tun, metrics.Registry, pair
 	return r.run(ctx, started)
 }
 
@@ -139,7 +145,7 @@ func newServers(cfg Config, addr string, crt certs.Certs, hooks []admission.Webh
 	}
 	insp, err := newInspector(cfg, store, hooks, user, factory)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, portholder.Explain(err)
 	}
 	srv, err := server.NewServer(server.ServerOptions{
 		Address:       addr,
@@ -154,7 +160,7 @@ func newServers(cfg Config, addr string, crt certs.Certs, hooks []admission.Webh
 		if insp != nil {
 			_ = insp.Close()
 		}
-		return nil, nil, err
+		return nil, nil, portholder.Explain(err)
 	}
 	return srv, insp, nil
 }
@@ -162,15 +168,17 @@ func newServers(cfg Config, addr string, crt certs.Certs, hooks []admission.Webh
 // run is the part of a session that writes to the cluster, from the Lease
 // to deregistration.
 type run struct {
-	cfg       Config
-	cluster   *Cluster
-	server    *server.Server
-	canary    *registration.Canary
-	certs     certs.Certs
-	parts     *parts
-	user      *userWebhooks
-	url       string
-	inspector *inspector.Server
+	cfg     Config
+	cluster *Cluster
+	server  *server.Server
+	canary  *registration.Canary
+	certs   certs.Certs
+	parts   *parts
+	user    *userWebhooks
+	// upstreamPair is what start did about the upstream's certificate.
+	upstreamPair *certs.UpstreamPair
+	url          string
+	inspector    *inspector.Server
 	// tunnel is the session's relay, with --tunnel; metrics gets its gauges.
 	tunnel    *reverseTunnel
 	metrics   prometheus.Registerer

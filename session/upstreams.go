@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hookback/hookback/certs"
 	"io"
+	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hookback/hookback/admission"
@@ -61,6 +65,51 @@ type UserWebhooks struct {
 	// Shadow compares each answer with the webhook deployed in the cluster
 	// (start --shadow); hookback then always allows, without a patch.
 	Shadow ShadowConfig
+	// CertDir, when set, is where the upstream reads its serving pair
+	// (controller-runtime's cert dir): start writes one there, signed by
+	// hookback's CA, unless a pair it did not write is there, and then
+	// trusts that CA for the upstreams (unless UpstreamCA or
+	// UpstreamInsecure say otherwise).
+	CertDir string
+	// read, when set, reads the manifests once for every user of this
+	// value and its copies (see readOnce).
+	read *manifestRead
+}
+
+type manifestRead struct {
+	once sync.Once
+	m    *registration.Manifests
+	err  error
+}
+
+// readOnce returns u reading its manifests at most once, whichever copy
+// asks first: the preflight (Permissions) and the served routes both need
+// them, and stdin can be read only once.
+func (u UserWebhooks) readOnce() UserWebhooks {
+	u.read = &manifestRead{}
+	return u
+}
+
+// readManifests reads (see readOnce) the manifests.
+func (u UserWebhooks) readManifests() (*registration.Manifests, error) {
+	if u.read == nil {
+		return registration.ReadManifests(u.Manifests, u.Stdin)
+	}
+	u.read.once.Do(func() { u.read.m, u.read.err = registration.ReadManifests(u.Manifests, u.Stdin) })
+	return u.read.m, u.read.err
+}
+
+// permissions are what the manifests need beyond the webhook
+// configurations every session may write: the CRDs'.
+func (u UserWebhooks) permissions() ([]admission.Permission, error) {
+	if len(u.Manifests) == 0 {
+		return nil, nil
+	}
+	m, err := u.readManifests()
+	if err != nil || len(m.CRDs) == 0 {
+		return nil, err
+	}
+	return registration.CRDPermissions(), nil
 }
 
 // Validate reports every problem at once, naming the flags: the CLI runs
@@ -72,6 +121,9 @@ func (u UserWebhooks) Validate() error {
 	}
 	if len(u.Manifests) == 0 && len(u.Upstreams) > 0 {
 		errs = append(errs, errors.New("--upstream needs --webhook-config: the manifests that say which requests go to it"))
+	}
+	if u.CertDir != "" && len(u.Manifests) == 0 {
+		errs = append(errs, errors.New("--upstream-cert-dir needs --webhook-config (or a project): the certificate is for your webhook server"))
 	}
 	if u.Timeout != 0 && (u.Timeout < time.Second || u.Timeout > 30*time.Second) {
 		errs = append(errs, fmt.Errorf("--timeout %s: want 1s to 30s (the apiserver's limit)", u.Timeout))
@@ -98,6 +150,26 @@ func (u UserWebhooks) manifestOptions(url, caBundle, session, leaseRef string) r
 		KeepFailurePolicy: u.KeepFailurePolicy, TimeoutSeconds: int32(u.Timeout / time.Second)}
 }
 
+// checkMapped refuses an --upstream NAMESPACE/SERVICE=URL that no webhook
+// and no CRD conversion of the manifests sends to: a typo, or the name
+// before kustomize's namePrefix, would otherwise go unnoticed.
+func (u UserWebhooks) checkMapped(m *registration.Manifests) error {
+	named := m.Services()
+	var errs []error
+	for _, up := range u.Upstreams {
+		if up.Service == "" || slices.Contains(named, up.Service) {
+			continue
+		}
+		list := "none: every webhook there has a clientConfig.url"
+		if len(named) > 0 {
+			list = strings.Join(named, ", ")
+		}
+		errs = append(errs, fmt.Errorf("--upstream %s=%s: no webhook or CRD conversion in the manifests sends to Service %s; the Services they name (as rendered, kustomize's namespace and namePrefix applied): %s",
+			up.Service, up.URL, up.Service, list))
+	}
+	return errors.Join(errs...)
+}
+
 // upstreamFor picks the upstream of a route: the one mapped to its Service,
 // else the default one.
 func (u UserWebhooks) upstreamFor(r registration.Route) (Upstream, error) {
@@ -121,32 +193,75 @@ func (u UserWebhooks) upstreamFor(r registration.Route) (Upstream, error) {
 	return *def, nil
 }
 
+// upstreamCert writes the upstream's serving pair into CertDir (see
+// there) and points UpstreamCA at hookback's CA when the pair is its own.
+func (u *UserWebhooks) upstreamCert(stateDir string, log *slog.Logger) (*certs.UpstreamPair, error) {
+	if u.CertDir == "" {
+		return nil, nil
+	}
+	ca, caFile, err := certs.LocalCA(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	pair, err := certs.WriteUpstreamPair(ca, u.CertDir, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("upstream serving certificate: %w", err)
+	}
+	switch {
+	case !pair.Ours():
+		log.Warn("upstream serving certificate: "+pair.String(), "what_to_do",
+			"pass --upstream-ca with the CA that signed it (or --upstream-insecure), or delete tls.crt and tls.key there to let hookback write its own")
+	case u.UpstreamCA == "" && !u.UpstreamInsecure:
+		u.UpstreamCA = caFile
+		log.Info("upstream serving certificate: "+pair.String(), "trusted", caFile)
+	default:
+		log.Info("upstream serving certificate: " + pair.String())
+	}
+	return &pair, nil
+}
+
 // userWebhooks loads the manifests once (stdin can be read only once) and
 // builds a forwarding webhook per route.
 type userWebhooks struct {
-	spec   UserWebhooks
-	docs   []registration.Document
-	routes []registration.Route
-	hooks  []admission.Webhook
-	late   *lateReport
-	shadow *shadowReport
+	spec UserWebhooks
+	// manifests are what the intake found: webhook configurations, CRDs
+	// (for their install and conversion redirect) and the kinds skipped.
+	manifests *registration.Manifests
+	docs      []registration.Document
+	routes    []registration.Route
+	hooks     []admission.Webhook
+	late      *lateReport
+	shadow    *shadowReport
 }
 
 func loadUserWebhooks(spec UserWebhooks, cfg Config) (*userWebhooks, error) {
 	if len(spec.Manifests) == 0 {
 		return &userWebhooks{spec: spec, late: &lateReport{log: cfg.Log}, shadow: newShadowReport(cfg.Log, false)}, nil
 	}
-	docs, err := registration.LoadManifests(spec.Manifests, spec.Stdin)
+	m, err := spec.readManifests()
 	if err != nil {
 		return nil, err
+	}
+	if s := m.SkippedSummary(); s != "" && cfg.Log != nil {
+		cfg.Log.Info("manifests: objects skipped, hookback takes only webhook configurations and CRDs", "skipped", s)
+	}
+	if err := spec.checkMapped(m); err != nil {
+		return nil, err
+	}
+	u := &userWebhooks{spec: spec, manifests: m, docs: m.Webhooks, late: &lateReport{log: cfg.Log}, shadow: newShadowReport(cfg.Log, spec.Shadow.Target != "")}
+	if len(m.Webhooks) == 0 && len(m.CRDs) > 0 {
+		return u, nil // conversion webhooks only
+	}
+	if len(m.Webhooks) == 0 {
+		return nil, fmt.Errorf("%s: no webhook configurations or CRDs in them (only %s)", strings.Join(spec.Manifests, ", "), orNothing(m.SkippedSummary()))
 	}
 	// The routes depend on the manifests alone; URL and caBundle are known
 	// later and filled in at every render.
-	reg, routes, err := registration.RewriteManifests(docs, spec.manifestOptions("https://hookback.invalid", "", cfg.Session, ""))
+	reg, routes, err := registration.RewriteManifests(m.Webhooks, spec.manifestOptions("https://hookback.invalid", "", cfg.Session, ""))
 	if err != nil {
 		return nil, err
 	}
-	u := &userWebhooks{spec: spec, docs: docs, routes: routes, late: &lateReport{log: cfg.Log}, shadow: newShadowReport(cfg.Log, spec.Shadow.Target != "")}
+	u.routes = routes
 	policies := failurePolicies(reg)
 	for _, r := range routes {
 		up, err := spec.upstreamFor(r)
@@ -196,4 +311,11 @@ func routeName(r registration.Route) string {
 		return r.Webhooks[0]
 	}
 	return r.Path
+}
+
+func orNothing(s string) string {
+	if s == "" {
+		return "empty documents"
+	}
+	return s
 }

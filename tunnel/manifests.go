@@ -116,14 +116,17 @@ func (s Spec) podSpec() corev1.PodSpec {
 		Containers: []corev1.Container{{
 			Name: "relay", Image: s.Image,
 			Args: []string{"relay", "--log-format", "json",
-				"--listen", ":" + itoa(s.ListenPort), "--control", ":" + itoa(s.ControlPort)},
+				"--listen", ":" + itoa(s.ListenPort), "--control", ":" + itoa(s.ControlPort),
+				"--metrics-address", ":" + itoa(DefaultMetricsPort)},
 			Env: []corev1.EnvVar{{Name: "HOOKBACK_RELAY_SECRET", ValueFrom: &corev1.EnvVarSource{
 				SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: s.Name}, Key: SecretKey},
 			}}},
 			Ports: []corev1.ContainerPort{
 				{Name: "https", ContainerPort: s.ListenPort, Protocol: corev1.ProtocolTCP},
 				{Name: "control", ContainerPort: s.ControlPort, Protocol: corev1.ProtocolTCP},
+				{Name: "metrics", ContainerPort: DefaultMetricsPort, Protocol: corev1.ProtocolTCP},
 			},
+			LivenessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("metrics")}}},
 			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("control")}}},
 			SecurityContext: &corev1.SecurityContext{
 				AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),

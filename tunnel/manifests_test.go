@@ -57,7 +57,7 @@ func TestManifests(t *testing.T) {
 	})
 	t.Run("the pod runs hookback relay on the default ports", func(t *testing.T) {
 		c := o.Deployment.Spec.Template.Spec.Containers[0]
-		want := []string{"relay", "--log-format", "json", "--listen", ":8443", "--control", ":9443"}
+		want := []string{"relay", "--log-format", "json", "--listen", ":8443", "--control", ":9443", "--metrics-address", ":8080"}
 		if c.Image != s.Image || !slices.Equal(c.Args, want) {
 			t.Errorf("container %s %v, want %s %v", c.Image, c.Args, s.Image, want)
 		}

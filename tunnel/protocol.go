@@ -1,4 +1,4 @@
-// Package relay is hookback's reverse tunnel, for a laptop the cluster
+// Package tunnel is hookback's reverse tunnel, for a laptop the cluster
 // cannot route back to. A relay runs in the cluster (`hookback relay`, the
 // same image as the in-cluster install) behind a Service the webhook
 // configurations reference. The laptop reaches the relay's control port

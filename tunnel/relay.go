@@ -21,7 +21,9 @@ type Options struct {
 	Control string
 	// Secret is the session's; only a laptop that knows it may attach.
 	Secret string
-	Log    *slog.Logger
+	// Metrics is where /metrics and /healthz are served; empty: nowhere.
+	Metrics string
+	Log     *slog.Logger
 }
 
 // Relay accepts the apiserver's connections and carries each one as a
@@ -29,6 +31,8 @@ type Options struct {
 type Relay struct {
 	opts             Options
 	listen, control  net.Listener
+	metricsLn        net.Listener
+	metrics          *relayMetrics
 	mu               sync.Mutex
 	session          *yamux.Session
 	conns            sync.WaitGroup
@@ -67,7 +71,23 @@ func New(o Options) (*Relay, error) {
 		ln.Close()
 		return nil, fmt.Errorf("relay: listen for the laptop on %s: %w", o.Control, err)
 	}
-	return &Relay{opts: o, listen: ln, control: ctl, carried: map[net.Conn]struct{}{}, drain: DefaultDrain}, nil
+	r := &Relay{opts: o, listen: ln, control: ctl, carried: map[net.Conn]struct{}{}, drain: DefaultDrain, metrics: newRelayMetrics()}
+	if o.Metrics != "" {
+		if r.metricsLn, err = net.Listen("tcp", o.Metrics); err != nil {
+			ln.Close()
+			ctl.Close()
+			return nil, fmt.Errorf("relay: listen for /metrics on %s: %w", o.Metrics, err)
+		}
+	}
+	return r, nil
+}
+
+// MetricsAddr is where /metrics is served, nil when it is not.
+func (r *Relay) MetricsAddr() net.Addr {
+	if r.metricsLn == nil {
+		return nil
+	}
+	return r.metricsLn.Addr()
 }
 
 // Addr is the apiserver side's address; ControlAddr the laptop's.
@@ -81,6 +101,11 @@ func (r *Relay) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { r.acceptLoop(r.control, r.attach) })
 	wg.Go(func() { r.acceptLoop(r.listen, r.forward) })
+	var metricsErr error
+	if r.metricsLn != nil {
+		// Stopped with ctx, and waited for below with the accept loops.
+		wg.Go(func() { metricsErr = r.metrics.serve(ctx, r.metricsLn) })
+	}
 	r.opts.Log.Info("relay ready", "listen", r.listen.Addr().String(), "control", r.control.Addr().String())
 	<-ctx.Done()
 	r.listen.Close()
@@ -96,7 +121,7 @@ func (r *Relay) Start(ctx context.Context) error {
 	go func() { r.conns.Wait(); close(drained) }()
 	select {
 	case <-drained:
-		return nil
+		return metricsErr
 	case <-time.After(r.drain):
 	}
 	r.mu.Lock()
@@ -108,7 +133,7 @@ func (r *Relay) Start(ctx context.Context) error {
 	r.mu.Unlock()
 	r.opts.Log.Info("closed the apiserver connections still open after the drain", "connections", n, "drain", r.drain.String())
 	<-drained
-	return nil
+	return metricsErr
 }
 
 func (r *Relay) acceptLoop(ln net.Listener, handle func(net.Conn)) {
@@ -131,6 +156,7 @@ func (r *Relay) attach(c net.Conn) {
 	// crash). Meanwhile connections are closed at once: fail open.
 	if err := accept(c, r.opts.Secret, r.detach); err != nil {
 		r.opts.Log.Warn("refused a control connection", "remote", c.RemoteAddr().String(), "error", err)
+		r.metrics.attaches.WithLabelValues("refused").Inc()
 		c.Close()
 		return
 	}
@@ -156,10 +182,13 @@ func (r *Relay) attach(c net.Conn) {
 		old.Close() // another laptop attached in between: the newest wins
 	}
 	r.opts.Log.Info("laptop attached", "remote", c.RemoteAddr().String())
+	r.metrics.attaches.WithLabelValues("attached").Inc()
+	r.metrics.attached.Set(1)
 	<-s.CloseChan()
 	r.mu.Lock()
 	if r.session == s {
 		r.session = nil
+		r.metrics.attached.Set(0)
 	}
 	r.mu.Unlock()
 	r.opts.Log.Info("laptop detached", "remote", c.RemoteAddr().String())
@@ -171,6 +200,7 @@ func (r *Relay) detach() {
 	r.mu.Lock()
 	old := r.session
 	r.session = nil
+	r.metrics.attached.Set(0)
 	r.mu.Unlock()
 	if old != nil {
 		old.Close()
@@ -192,15 +222,20 @@ func (r *Relay) forward(c net.Conn) {
 		if warn {
 			r.opts.Log.Warn("a connection arrived with no laptop attached: closed (the webhooks fail open)")
 		}
+		r.metrics.conns.WithLabelValues("no_laptop").Inc()
 		c.Close()
 		return
 	}
 	stream, err := s.Open()
 	if err != nil {
 		r.opts.Log.Warn("open a stream to the laptop", "error", err)
+		r.metrics.conns.WithLabelValues("stream_failed").Inc()
 		c.Close()
 		return
 	}
+	r.metrics.conns.WithLabelValues("carried").Inc()
+	r.metrics.active.Inc()
+	defer r.metrics.active.Dec()
 	r.mu.Lock()
 	if r.cut {
 		r.mu.Unlock()

@@ -49,11 +49,10 @@ func check(req admission.Request, answer []byte) (admission.Response, error) {
 	if out.PatchType == nil || *out.PatchType != admissionv1.PatchTypeJSONPatch {
 		return admission.Response{}, fmt.Errorf("upstream sent a patch without patchType JSONPatch")
 	}
-	n, err := checkPatch(req.Object.Raw, out.Patch)
-	if err != nil {
+	if _, err := checkPatch(req.Object.Raw, out.Patch); err != nil {
 		return admission.Response{}, err
 	}
-	resp.Patch, resp.PatchOps = out.Patch, n
+	resp.Patch = out.Patch
 	return resp, nil
 }
 

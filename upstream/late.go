@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -142,9 +143,11 @@ func (f *Forwarder) late(req admission.Request, review []byte, sent time.Time, r
 	la := LateAnswer{Target: f.target, Namespace: req.Namespace, Name: req.Name, Review: review, Answer: r.answer, Waited: time.Since(sent)}
 	if r.err != nil {
 		la.Err = f.explain(context.Background(), r.err)
+	} else if own, err := admission.NewRequest(review); err != nil {
+		la.Err = fmt.Errorf("read the review sent again: %w", err)
 	} else {
-		req.Raw = review
-		la.Response = Check(req, r.answer)
+		// The same review, in bytes the transport no longer reuses.
+		la.Response = Check(own, r.answer)
 	}
 	f.opts.Late(la)
 }

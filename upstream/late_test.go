@@ -51,8 +51,9 @@ func TestLateAnswer(t *testing.T) {
 		t.Fatalf("response to the apiserver %+v, want a failed call saying the answer is awaited", resp.Result)
 	}
 	// The transport reuses the review's buffer once Handle returns.
-	for i := range req.Raw {
-		req.Raw[i] = 'x'
+	raw := req.Review()
+	for i := range raw {
+		raw[i] = 'x'
 	}
 	select {
 	case a := <-got:

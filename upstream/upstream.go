@@ -135,26 +135,23 @@ func New(opts Options, path string) (*Forwarder, error) {
 func (f *Forwarder) Handle(ctx context.Context, req admission.Request) admission.Response {
 	start := time.Now()
 	answer, err := f.exchange(ctx, req, start)
-	took := time.Since(start)
+	req.ReportWait(time.Since(start))
 	if err != nil {
 		f.opts.Log.Warn("upstream failed", "upstream", f.target, "namespace", req.Namespace, "name", req.Name, "error", err)
-		r := admission.CallFailed(err)
-		r.Upstream = took
-		return r
+		return admission.CallFailed(err)
 	}
 	resp, err := check(req, answer)
 	if err != nil {
 		f.opts.Log.Warn("upstream answered wrongly", "upstream", f.target, "namespace", req.Namespace, "name", req.Name, "error", err)
 		resp = admission.CallFailed(err)
 	}
-	resp.Upstream = took
 	return resp
 }
 
 // exchange sends the review and returns the answer, or why none came
 // while the apiserver waited.
 func (f *Forwarder) exchange(ctx context.Context, req admission.Request, start time.Time) ([]byte, error) {
-	x := &exchange{f: f, target: f.url(req.Timeout), body: &swapBody{b: req.Raw}, waitCtx: ctx, sendCtx: ctx}
+	x := &exchange{f: f, target: f.url(req.Timeout), body: &swapBody{b: req.Review()}, waitCtx: ctx, sendCtx: ctx}
 	if f.opts.Late == nil || f.opts.LateAnswerTimeout <= 0 {
 		return x.send()
 	}

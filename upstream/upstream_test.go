@@ -1,22 +1,23 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	admissionv1 "k8s.io/api/admission/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/syncbuf"
 )
 
 const object = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":{"a":"b"}},"spec":{"containers":[{"name":"c"}]}}`
@@ -24,8 +25,12 @@ const object = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":
 func request(version string) admission.Request {
 	raw, _ := json.Marshal(map[string]any{"apiVersion": version, "kind": "AdmissionReview",
 		"request": map[string]any{"uid": "u1", "object": json.RawMessage(object)}})
-	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{UID: "u1", Object: runtime.RawExtension{Raw: []byte(object)}},
-		ReviewVersion: version, Raw: raw, Timeout: 2 * time.Second}
+	req, err := admission.NewRequest(raw)
+	if err != nil {
+		panic(err) // the fixture above is a valid review
+	}
+	req.Timeout = 2 * time.Second
+	return req
 }
 
 func answer(version string, resp map[string]any) string {
@@ -93,8 +98,8 @@ func TestForwarder(t *testing.T) {
 			}
 			req := request(tc.version)
 			resp := f.Handle(context.Background(), req)
-			if gotBody != string(req.Raw) || gotQuery != "x=1&timeout=2s" {
-				t.Errorf("upstream got body identical %v, query %q; want the review unchanged and x=1&timeout=2s", gotBody == string(req.Raw), gotQuery)
+			if gotBody != string(req.Review()) || gotQuery != "x=1&timeout=2s" {
+				t.Errorf("upstream got body identical %v, query %q; want the review unchanged and x=1&timeout=2s", gotBody == string(req.Review()), gotQuery)
 			}
 			if tc.wantFailed != "" {
 				if resp.Allowed || resp.Result == nil || !strings.Contains(resp.Result.Message, tc.wantFailed) {
@@ -102,8 +107,14 @@ func TestForwarder(t *testing.T) {
 				}
 				return
 			}
-			if resp.Allowed != tc.wantAllowed || resp.PatchOps != tc.wantPatchOps || resp.Upstream <= 0 {
-				t.Errorf("response allowed=%v ops=%d upstream=%s, want allowed=%v ops=%d and an upstream time", resp.Allowed, resp.PatchOps, resp.Upstream, tc.wantAllowed, tc.wantPatchOps)
+			var ops []json.RawMessage
+			if len(resp.Patch) > 0 {
+				if err := json.Unmarshal(resp.Patch, &ops); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if resp.Allowed != tc.wantAllowed || len(ops) != tc.wantPatchOps {
+				t.Errorf("response allowed=%v ops=%d, want allowed=%v ops=%d", resp.Allowed, len(ops), tc.wantAllowed, tc.wantPatchOps)
 			}
 		})
 	}
@@ -202,4 +213,33 @@ func FuzzCheckAnswer(f *testing.F) {
 			t.Fatalf("a failed check without a message for %q", body)
 		}
 	})
+}
+
+// TestForwarderReportsItsWait: the admission log line shows the upstream's
+// time apart from hookback's own, as the forwarder reports it.
+func TestForwarderReportsItsWait(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(2 * time.Millisecond) // the upstream's own work, measured below
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(answer("admission.k8s.io/v1", map[string]any{"uid": "u1", "allowed": true})))
+	}))
+	defer up.Close()
+	base, _ := url.Parse(up.URL)
+	f, err := New(Options{Base: base}, "/v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncbuf.Buffer
+	h := admission.NewHTTPHandler(admission.Webhook{Name: "up", Path: "/v", Handler: f}, admission.HTTPOptions{Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	review := request("admission.k8s.io/v1")
+	req := httptest.NewRequest(http.MethodPost, "/v", bytes.NewReader(review.Review()))
+	req.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	if w.Code != http.StatusOK {
+		t.Fatalf("code %d: %s", w.Code, w.Body.String())
+	}
+	if !regexp.MustCompile(`upstream=[1-9][0-9.]*m?s own=`).MatchString(logs.String()) {
+		t.Errorf("log line lacks the upstream's time: %s", logs.String())
+	}
 }

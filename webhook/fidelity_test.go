@@ -87,10 +87,6 @@ func TestMutatingPatchesKeepUnknownFields(t *testing.T) {
 			if !jsonpatch.Equal(resp.Patch, []byte(tc.wantOps)) {
 				t.Fatalf("patch =\n%s\nwant\n%s", resp.Patch, tc.wantOps)
 			}
-			var ops []json.RawMessage
-			if err := json.Unmarshal(resp.Patch, &ops); err != nil || resp.PatchOps != len(ops) {
-				t.Errorf("PatchOps = %d for %d operations (%v)", resp.PatchOps, len(ops), err)
-			}
 			// Every unknown field survives the patch.
 			got := applyPatch(t, raw, resp.Patch)
 			for _, field := range []string{"futureMeta", "futureHint", "futureContainerField", "futureStatus", "deeper"} {

@@ -79,7 +79,7 @@ func (h *podNameHandler) Handle(_ context.Context, req admission.Request) admiss
 // podNames is all a CREATE is judged on. Decoding only these fields, not
 // a whole typed pod, is most of the call's time saved: through the
 // apiserver, building the typed pod took 300 µs of a 20 KB pod's call on
-// the 2-core machine of docs/performance.md.
+// a 2-core machine (bench/JOURNAL.md, "Where hookback's time per call goes").
 type podNames struct {
 	Metadata struct {
 		Name         string `json:"name"`

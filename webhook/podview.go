@@ -15,7 +15,7 @@ import (
 // Decoding only these, not a whole typed pod, skips the rest of the object
 // (managedFields, volumes, env, resources...) in one pass: through the
 // apiserver the handlers' typed decode was a third of each call
-// (docs/performance.md). A field read here that is not listed is read as
+// (bench/JOURNAL.md, "One validating pass per decode"). A field read here that is not listed is read as
 // empty: TestCreatedPodKeepsWhatHandlersRead compares every handler's
 // answer, Events and logs on slim and whole pods.
 type createdPodFields struct {

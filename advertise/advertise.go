@@ -1,4 +1,4 @@
-// Package tunnel decides which address the kube-apiserver should dial to reach
+// Package advertise decides which address the kube-apiserver should dial to reach
 // this process. Reachability is the first thing that goes wrong when a webhook
 // runs outside the cluster, so each way of deciding is a small Strategy and
 // Decide reports which one won and why.

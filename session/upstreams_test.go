@@ -1,0 +1,87 @@
+package session
+
+import (
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestLoadUserWebhooksMapping(t *testing.T) {
+	def := filepath.Join("..", "testdata", "project", "config", "default")
+	cfg := Config{Session: "dev", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	tests := []struct {
+		name      string
+		upstreams []string
+		wantErr   string // "" for none
+		routes    int
+	}{
+		{name: "default upstream", upstreams: []string{"https://127.0.0.1:9443"}, routes: 2},
+		{name: "rendered webhook service", upstreams: []string{"project-system/project-webhook-service=https://127.0.0.1:9443"}, routes: 2},
+		{name: "conversion service only, webhooks without upstream",
+			upstreams: []string{"project-system/webhook-service=https://127.0.0.1:9443"},
+			wantErr:   "no --upstream takes them"},
+		{name: "name before the kustomize prefix",
+			upstreams: []string{"https://127.0.0.1:9443", "system/webhook-service=https://127.0.0.1:9444"},
+			wantErr:   "--upstream system/webhook-service=https://127.0.0.1:9444: no webhook or CRD conversion in the manifests sends to Service system/webhook-service; the Services they name (as rendered, kustomize's namespace and namePrefix applied): project-system/project-webhook-service, project-system/webhook-service"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := UserWebhooks{Manifests: []string{def}}
+			for _, s := range tt.upstreams {
+				up, err := ParseUpstream(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				spec.Upstreams = append(spec.Upstreams, up)
+			}
+			u, err := loadUserWebhooks(spec, cfg)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(u.routes) != tt.routes || len(u.manifests.CRDs) != 1 {
+				t.Errorf("routes %d, CRDs %d; want %d and 1", len(u.routes), len(u.manifests.CRDs), tt.routes)
+			}
+		})
+	}
+}
+
+func TestPermissionsFollowWhatRuns(t *testing.T) {
+	proj := filepath.Join("..", "testdata", "project")
+	tests := []struct {
+		name      string
+		manifests []string
+		wantCRDs  bool
+	}{
+		{name: "no manifests", wantCRDs: false},
+		{name: "webhook configurations only", manifests: []string{filepath.Join(proj, "config", "webhook")}, wantCRDs: false},
+		{name: "with CRDs", manifests: []string{filepath.Join(proj, "config", "default")}, wantCRDs: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			perms, err := Permissions(Config{LeaseNamespace: "default", User: UserWebhooks{Manifests: tt.manifests}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var crds, builtins int
+			for _, p := range perms {
+				if p.Resource == "customresourcedefinitions" {
+					crds++
+				}
+				if p.Resource == "pods" || p.Resource == "nodes" {
+					builtins++
+				}
+			}
+			if (crds > 0) != tt.wantCRDs || builtins != 0 {
+				t.Errorf("CRD permissions %d (want some: %v), built-ins' %d (want 0)", crds, tt.wantCRDs, builtins)
+			}
+		})
+	}
+}
