@@ -21,9 +21,9 @@ import (
 )
 
 var auditExamples = []Example{
-	{Command: "hookback audit --webhooks pod-name", Comment: "which existing pods would the built-in pod-name deny?"},
-	{Command: "hookback audit --webhooks pod-name,pod-lifespan -o junit > audit.xml", Comment: "a JUnit report for CI: a failure per denial"},
-	{Command: "hookback audit --webhooks pod-lifespan --operation UPDATE -o json", Comment: "send no-change UPDATEs; JSON, one object per review"},
+	{Command: "hookback audit --webhooks pod-lifespan", Comment: "which existing pods would the built-in pod-lifespan patch, and how?"},
+	{Command: "hookback audit --webhooks pod-lifespan -o junit > audit.xml", Comment: "a JUnit report for CI: a testcase per object, a failure per denial"},
+	{Command: "hookback audit --webhooks pod-name --operation UPDATE -o json", Comment: "no-change UPDATEs instead of CREATEs (pod-name judges only what changed); one JSON object per review"},
 }
 
 func auditCommand(ext Extension) (*cli.Command, *binder) {
