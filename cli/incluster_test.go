@@ -14,7 +14,7 @@ func TestRenderInClusterGolden(t *testing.T) {
 		args []string
 	}{
 		{"render-in-cluster", nil},
-		{"render-in-cluster-custom", []string{"--namespace", "webhooks", "--image", "registry.example/hookback:v1",
+		{"render-in-cluster-custom", []string{"--install-namespace", "webhooks", "--image", "registry.example/hookback:v1",
 			"--replicas", "3", "--webhooks", "pod-name,pod-eviction", "--controllers", "pod-name-label", "--cert-manager"}},
 	}
 	for _, tt := range tests {
@@ -37,11 +37,16 @@ func TestRenderInClusterReportsEveryProblem(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"bad values", []string{"render", "--in-cluster", "--replicas", "0", "--namespace", "Not_Valid", "--webhooks", "nope", "--image", "a b"},
-			[]string{"--replicas 0", `--namespace "Not_Valid"`, `unknown webhook "nope"`, `--image "a b"`}},
+		{"bad values", []string{"render", "--in-cluster", "--replicas", "0", "--install-namespace", "Not_Valid", "--webhooks", "nope", "--image", "a b"},
+			[]string{"--replicas 0", `--install-namespace "Not_Valid"`, `unknown webhook "nope"`, `--image "a b"`}},
 		{"laptop flags", []string{"render", "--in-cluster", "--advertise-address", "192.0.2.10", "--tls-mode", "acme"},
 			[]string{"--advertise-address decides a laptop session only", "--tls-mode decides a laptop session only"}},
 		{"in-cluster flags alone", []string{"render", "--image", "x"}, []string{"--image needs --in-cluster"}},
+		{"old install namespace: render", []string{"render", "--in-cluster", "--namespace", "webhooks"}, []string{"the install's namespace is --install-namespace"}},
+		{"old install namespace: serve", []string{"serve", "--namespace", "webhooks"}, []string{"the install's namespace is --install-namespace"}},
+		{"old install namespace: uninstall", []string{"uninstall", "-n", "webhooks"}, []string{"the install's namespace is --install-namespace"}},
+		{"bad scope", []string{"render", "-n", "Bad_NS", "--object-selector", "=x", "--all-namespaces"},
+			[]string{`--namespace "Bad_NS"`, `--object-selector "=x"`, "--all-namespaces contradicts"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

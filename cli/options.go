@@ -105,6 +105,8 @@ type ServeOptions struct {
 	// project is the project of project mode, else nil (resolveProject).
 	project    *project.Project
 	projectErr error
+	// Scope narrows every webhook registered: --namespace, --only-mine...
+	Scope registration.Scope
 }
 
 func defaultServeOptions() ServeOptions {
@@ -137,6 +139,19 @@ func (o *ServeOptions) bind(b *binder) {
 	o.bindUpstream(b)
 	bind(b, &o.KeepFailurePolicy, "keep-failure-policy", catUser, "your webhooks: keep each failurePolicy; without it every one becomes Ignore, so a stopped debugger never blocks the cluster")
 	bind(b, &o.Timeout, "timeout", catUser, "your webhooks: override every timeoutSeconds, 1s to 30s (30s while stepping through a handler in a debugger); 0 keeps each one's")
+	bindScope(b, &o.Scope)
+}
+
+// bindScope binds the scope flags (start, render, audit): each narrows
+// every webhook registered, ANDed with its own selectors
+// (docs/shared-clusters.md).
+func bindScope(b *binder, s *registration.Scope) {
+	bind(b, &s.Namespaces, "namespace", catScope, "only objects in this namespace reach hookback (repeatable); naming one also opts it in to pod-name and pod-lifespan", alias("n"))
+	bind(b, &s.NamespaceSelector, "namespace-selector", catScope, "only objects in namespaces matching this label selector (kubectl syntax) reach hookback")
+	bind(b, &s.ObjectSelector, "object-selector", catScope, "only objects matching this label selector (kubectl syntax) reach hookback")
+	bind(b, &s.OnlyMine, "only-mine", catScope, "only requests made with your own identity reach hookback (a matchCondition on your username; pods a controller creates are the controller's)")
+	bind(b, &s.AllNamespaces, "all-namespaces", catScope, "register cluster-wide on a cluster that is not local (without a scope start refuses there)")
+	bind(b, &s.ConvertCRDs, "convert", catScope, "on a cluster that is not local, redirect the conversion of this CRD (repeatable); conversion cannot be scoped")
 }
 
 // bindBuiltins binds the built-ins' selection and options.
@@ -204,7 +219,8 @@ func (o ServeOptions) user() (session.UserWebhooks, error) {
 // Validate reports every problem at once.
 func (o ServeOptions) Validate() error {
 	user, userErr := o.user()
-	errs := []error{o.GlobalOptions.Validate(), o.certs().Validate(), validateWebhookOptions(o.Webhook), userErr, o.projectErr, user.Validate()}
+	errs := []error{o.GlobalOptions.Validate(), o.certs().Validate(), validateWebhookOptions(o.Webhook), userErr, o.projectErr, user.Validate(),
+		o.Scope.Validate()}
 	if o.Session != "" && sanitizeSession(o.Session) != o.Session {
 		errs = append(errs, fmt.Errorf("--session %q: use lowercase letters, digits and '-', at most 40 characters", o.Session))
 	}
@@ -248,7 +264,7 @@ func (o ServeOptions) config(ext Extension, log *slog.Logger) session.Config {
 		Kubeconfig: o.kubeconfig(), Session: name, AdvertiseAddress: o.AdvertiseAddress, Port: o.Port,
 		Template: registration.Template{Path: o.Template, Default: ext.Template}, Certs: co,
 		LeaseNamespace: o.LeaseNamespace, Webhooks: hooks, Controllers: ctls, WebhookOptions: o.Webhook,
-		Extra: ext.Webhooks, User: user, Project: o.project, Log: log,
+		Extra: ext.Webhooks, User: user, Project: o.project, Scope: o.Scope, Log: log,
 	}
 }
 

@@ -179,6 +179,9 @@ func replayUpstream(c *cli.Context, o ReplayOptions) error {
 	base, _ := url.Parse(spec.Upstreams[0].URL)
 	opts := upstream.Options{Base: base, CAFile: spec.UpstreamCA, Insecure: spec.UpstreamInsecure, Log: log}
 	target := func(e record.Entry) (http.Handler, error) {
+		if crd, path, ok := registration.ConversionOf(e.Path); ok {
+			return conversionTarget(opts, crd, e.Path, path, log)
+		}
 		fwd, err := upstream.New(opts, registration.UpstreamPathOf(e.Path))
 		if err != nil {
 			return nil, err

@@ -16,7 +16,7 @@ import (
 )
 
 var serveExamples = []Example{
-	{Command: "hookback serve", Comment: "in a pod of render --in-cluster's Deployment (its args add --namespace)", Serves: true},
+	{Command: "hookback serve", Comment: "in a pod of render --in-cluster's Deployment (its args add --install-namespace)", Serves: true},
 	{Command: "hookback serve --webhooks pod-name --controllers none --shutdown-delay 0s", Serves: true},
 }
 
@@ -39,7 +39,8 @@ func defaultPodOptions() PodOptions {
 
 func (o *PodOptions) bind(b *binder) {
 	o.GlobalOptions.bind(b)
-	bind(b, &o.Namespace, "namespace", catInCluster, "in-cluster: the install's namespace (its Service, the CA Secret, the leader election Lease)")
+	bind(b, &o.Namespace, "install-namespace", catInCluster, "in-cluster: the install's namespace (its Service, the CA Secret, the leader election Lease)")
+	bindOldNamespace(b)
 	bind(b, &o.Identity, "identity", catInCluster, "serve: this replica's name in the leader election Lease (default: $POD_NAME, else host-pid)")
 	bind(b, &o.LeaseDuration, "lease-duration", catInCluster, "how long the leader Lease lasts without renewal before another replica takes over the controllers")
 	bind(b, &o.ShutdownDelay, "shutdown-delay", catInCluster, "serve: how long a stopping replica keeps answering, not ready, while the Service's endpoints drop it")
@@ -96,6 +97,9 @@ exit; hookback uninstall removes the install.` + examplesText(serveExamples),
 		Flags: b.flags,
 		Action: func(c *cli.Context) error {
 			b.load(c)
+			if err := refuseOldNamespace(c); err != nil {
+				return err
+			}
 			if o.Identity == "" {
 				o.Identity = os.Getenv("POD_NAME")
 			}
@@ -117,19 +121,20 @@ exit; hookback uninstall removes the install.` + examplesText(serveExamples),
 }
 
 var uninstallExamples = []Example{
-	{Command: "hookback uninstall", Comment: "the install in --namespace (default hookback-system)"},
+	{Command: "hookback uninstall", Comment: "the install in --install-namespace (default hookback-system)"},
 }
 
 func uninstallCommand() (*cli.Command, *binder) {
 	g, b := defaultGlobalOptions(), &binder{}
 	ns, leaseNS, wait := incluster.DefaultNamespace, "default", time.Minute
-	bind(b, &ns, "namespace", catInCluster, "in-cluster: the install's namespace (its Service, the CA Secret, the leader election Lease)")
+	bind(b, &ns, "install-namespace", catInCluster, "in-cluster: the install's namespace (its Service, the CA Secret, the leader election Lease)")
 	bind(b, &leaseNS, "lease-namespace", catCluster, "where laptop sessions keep their Leases: exec RBAC and node CPU stay while one of them runs the part")
 	bind(b, &wait, "wait", catInCluster, "how long to wait for the install's pods to stop before cleaning up what they wrote")
+	bindOldNamespace(b)
 	cmd := &cli.Command{
 		Name:  "uninstall",
 		Usage: "remove the in-cluster install, and the node CPU and exec RBAC its built-ins wrote",
-		Description: `uninstall deletes what render --in-cluster installed in --namespace (everything labelled
+		Description: `uninstall deletes what render --in-cluster installed in --install-namespace (everything labelled
 app.kubernetes.io/part-of=hookback,app.kubernetes.io/name=hookback): the webhook
 configurations first, so the apiserver stops calling; then the Deployment, waiting for its
 pods; then restores node CPU and removes exec RBAC unless a live laptop session still
@@ -138,6 +143,9 @@ exit: the install outlives any one pod.` + examplesText(uninstallExamples),
 		Flags: withGlobal(&g, b),
 		Action: func(c *cli.Context) error {
 			b.load(c)
+			if err := refuseOldNamespace(c); err != nil {
+				return err
+			}
 			if err := g.Validate(); err != nil {
 				return usage(err)
 			}

@@ -12,6 +12,7 @@ var startExamples = []Example{
 	{Command: "hookback start", Serves: true},
 	{Command: "hookback start --webhooks pod-name,pod-sidecar --controllers none", Serves: true},
 	{Command: "hookback start --template my-webhooks.yaml.tmpl --banned-words forbidden", Comment: "your own copy of the template, hot-reloaded", Serves: true},
+	{Command: "hookback start -n team-a --only-mine", Comment: "a shared cluster: only your own requests in team-a reach you (docs/shared-clusters.md)", Serves: true},
 }
 
 func startCommand(ext Extension) (*cli.Command, *binder) {
@@ -45,7 +46,8 @@ var renderExamples = []Example{
 	{Command: "hookback render"},
 	{Command: "hookback render --advertise-address 192.0.2.10 --webhooks pod-name", Comment: "nothing is dialled: render only prints"},
 	{Command: "hookback render --template my-webhooks.yaml.tmpl | kubectl apply --dry-run=server -f -"},
-	{Command: "hookback render --in-cluster --namespace webhooks --image registry.example/hookback:v1 --webhooks pod-name --controllers none", Comment: "the in-cluster install (docs/in-cluster.md)"},
+	{Command: "hookback render -n team-a --object-selector app=web", Comment: "the scope, ANDed into every webhook"},
+	{Command: "hookback render --in-cluster --install-namespace webhooks --image registry.example/hookback:v1 --webhooks pod-name --controllers none", Comment: "the in-cluster install (docs/in-cluster.md)"},
 }
 
 func renderCommand(ext Extension) (*cli.Command, *binder) {

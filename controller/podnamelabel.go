@@ -76,8 +76,16 @@ func (c *podNameLabel) handler(q workqueue.TypedRateLimitingInterface[cache.Obje
 				q.Add(cache.MetaObjectToName(pod))
 			}
 		},
-		UpdateFunc: func(_, obj any) {
-			if pod, ok := obj.(*corev1.Pod); ok && !podNameLabelMatches(pod) {
+		UpdateFunc: func(oldObj, obj any) {
+			pod, ok := obj.(*corev1.Pod)
+			if !ok {
+				return
+			}
+			// An annotation added to a pod whose name cannot be a label
+			// value is reported once, as on add.
+			old, _ := oldObj.(*corev1.Pod)
+			askedNow := wantsPodNameLabel(pod) && (old == nil || !wantsPodNameLabel(old)) && labelableName(pod) != ""
+			if !podNameLabelMatches(pod) || askedNow {
 				q.Add(cache.MetaObjectToName(pod))
 			}
 		},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hookback/hookback/cli"
 	"github.com/hookback/hookback/internal/syncbuf"
+	"github.com/hookback/hookback/session"
 )
 
 // shellEnv is a directory with `hookback` and kubectl on PATH, the files the
@@ -80,8 +81,8 @@ func TestHelpExamplesRun(t *testing.T) {
 					// The install's namespace is the test's; the serve
 					// examples leave an install, which uninstall removes.
 					ns := namespace(t)
-					s.environ = append(s.environ, "HOOKBACK_NAMESPACE="+ns)
-					t.Cleanup(func() { _, _, _ = hookback(t, env.kubeconfig, "uninstall", "--namespace", ns, "--wait", "5s") })
+					s.environ = append(s.environ, "HOOKBACK_INSTALL_NAMESPACE="+ns)
+					t.Cleanup(func() { _, _, _ = hookback(t, env.kubeconfig, "uninstall", "--install-namespace", ns, "--wait", "5s") })
 				}
 				if cmdName == "relay" {
 					s.environ = append(s.environ, "HOOKBACK_RELAY_SECRET=e2e-example")
@@ -150,7 +151,7 @@ func TestFirstRunBannerCommandsWork(t *testing.T) {
 		"--webhooks", "pod-name,pod-sidecar,pod-eviction", "--controllers", "none")
 	p.ready(t)
 	t.Cleanup(func() {
-		_ = env.client.CoreV1().Pods("default").Delete(context.Background(), "hookback-try", metav1.DeleteOptions{})
+		_ = env.client.CoreV1().Namespaces().Delete(context.Background(), session.TryNamespace, metav1.DeleteOptions{})
 	})
 	// /readyz turns ready just before the banner is printed.
 	eventually(t, "the whole ready banner", func(context.Context) (bool, error) {
@@ -163,7 +164,7 @@ func TestFirstRunBannerCommandsWork(t *testing.T) {
 			cmds = append(cmds, l)
 		}
 	}
-	wants := []string{`denied the request: pod name contains "offensive"`, "xxl-agent", "Evicting"}
+	wants := []string{"namespace/" + session.TryNamespace, `denied the request: pod name contains "offensive"`, "xxl-agent", "Evicting"}
 	if len(cmds) != len(wants) {
 		t.Fatalf("banner suggests %d commands, want %d:\n%s", len(cmds), len(wants), banner)
 	}
@@ -173,7 +174,7 @@ func TestFirstRunBannerCommandsWork(t *testing.T) {
 		cmd.Stdout, cmd.Stderr = &out, &out
 		cmd.Env = withoutVar(os.Environ(), "KUBECONFIG")
 		err := cmd.Run()
-		if i == 0 {
+		if strings.Contains(wants[i], "denied") {
 			// The denied pod is the point: kubectl exits non-zero.
 			err = nil
 		}

@@ -213,4 +213,9 @@ func TestControllerPodNameLabelWarningEvents(t *testing.T) {
 	long := "long-" + strings.Repeat("x", 70)
 	ctlBarePod(t, ns, long, "", map[string]string{controller.AddPodNameLabelAnnotation: "true"})
 	ctlEvent(t, ns, long, corev1.EventTypeWarning, "PodNameNotLabelable", controller.PodNameLabelName)
+	// Annotated later, on UPDATE: the same Event.
+	later := "later-" + strings.Repeat("y", 70)
+	ctlBarePod(t, ns, later, "", nil)
+	ctlAnnotate(t, ns, later, controller.AddPodNameLabelAnnotation, "true")
+	ctlEvent(t, ns, later, corev1.EventTypeWarning, "PodNameNotLabelable", controller.PodNameLabelName)
 }

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/hookback/hookback/internal/syncbuf"
 )
@@ -223,8 +224,13 @@ func (p *proc) ready(t *testing.T) {
 
 // sessionObjects counts webhook configurations and Leases of session.
 func sessionObjects(ctx context.Context, session string) (int, error) {
+	return sessionObjectsOn(ctx, env.client, session)
+}
+
+// sessionObjectsOn is sessionObjects on the cluster of client.
+func sessionObjectsOn(ctx context.Context, client kubernetes.Interface, session string) (int, error) {
 	sel := metav1.ListOptions{LabelSelector: managedBy + ",hookback.dev/session=" + session}
-	a := env.client.AdmissionregistrationV1()
+	a := client.AdmissionregistrationV1()
 	m, err := a.MutatingWebhookConfigurations().List(ctx, sel)
 	if err != nil {
 		return 0, err
@@ -233,19 +239,29 @@ func sessionObjects(ctx context.Context, session string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	l, err := env.client.CoordinationV1().Leases("").List(ctx, sel)
+	l, err := client.CoordinationV1().Leases("").List(ctx, sel)
 	if err != nil {
 		return 0, err
 	}
 	return len(m.Items) + len(v.Items) + len(l.Items), nil
 }
 
-// namespace creates a namespace deleted at the end of the test.
+// optIn is seed 002's namespace label, which pod-name and pod-lifespan select.
+var optIn = map[string]string{"admission-webhook": "enabled"}
+
+// namespace creates a namespace deleted at the end of the test, labelled
+// admission-webhook=enabled so that every built-in selects it.
 func namespace(t *testing.T) string {
+	t.Helper()
+	return namespaceLabelled(t, optIn)
+}
+
+// namespaceLabelled is namespace with labels instead (nil: none).
+func namespaceLabelled(t *testing.T, labels map[string]string) string {
 	t.Helper()
 	ctx := context.Background()
 	ns, err := env.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-", Labels: labels},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

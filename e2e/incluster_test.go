@@ -176,7 +176,7 @@ func (in *inClusterInstall) twoReplicas(t *testing.T) {
 	in.waitPresence(t, follow)
 
 	// uninstall removes the install, configurations first.
-	out, errOut, code := hookback(t, env.kubeconfig, "uninstall", "--namespace", in.ns, "--wait", "5s")
+	out, errOut, code := hookback(t, env.kubeconfig, "uninstall", "--install-namespace", in.ns, "--wait", "5s")
 	if code != 0 {
 		t.Fatalf("hookback uninstall exit %d:\n%s\n%s", code, out, errOut)
 	}
@@ -208,7 +208,7 @@ func installForTest(t *testing.T) *inClusterInstall {
 	if err != nil {
 		t.Skip("no kubectl: ", err)
 	}
-	out, errOut, code := hookback(t, env.kubeconfig, "render", "--in-cluster", "--namespace", in.ns,
+	out, errOut, code := hookback(t, env.kubeconfig, "render", "--in-cluster", "--install-namespace", in.ns,
 		"--webhooks", "pod-name", "--controllers", "pod-name-label")
 	if code != 0 {
 		t.Fatalf("render --in-cluster exit %d: %s", code, errOut)
@@ -217,7 +217,7 @@ func installForTest(t *testing.T) *inClusterInstall {
 	t.Cleanup(func() {
 		// Even when the test failed half way: the configurations fail
 		// closed, and the namespace must go.
-		_, _, _ = hookback(t, env.kubeconfig, "uninstall", "--namespace", in.ns, "--wait", "5s")
+		_, _, _ = hookback(t, env.kubeconfig, "uninstall", "--install-namespace", in.ns, "--wait", "5s")
 	})
 	apply := exec.Command(kubectl, "--kubeconfig", env.kubeconfig, "apply", "-f", "-")
 	apply.Stdin = strings.NewReader(documents(out, "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"))
@@ -287,7 +287,7 @@ func (in *inClusterInstall) start(t *testing.T, r *replica) {
 		r.kubeconfig = filepath.Join(t.TempDir(), r.id+".kubeconfig")
 		writeTokenKubeconfig(t, r.kubeconfig, forwardToAPIServer(t, r.ns.hostIP), in.token)
 	}
-	args := []string{"serve", "--kubeconfig", r.kubeconfig, "--namespace", in.ns, "--identity", r.id,
+	args := []string{"serve", "--kubeconfig", r.kubeconfig, "--install-namespace", in.ns, "--identity", r.id,
 		"--bind-address", r.ns.nsIP, "--port", "8443", "--health-address", net.JoinHostPort(r.ns.nsIP, "8080"),
 		"--webhooks", "pod-name", "--controllers", "pod-name-label", "--template", in.template,
 		"--lease-duration", inClusterLease.String(), "--shutdown-delay", "2s"}

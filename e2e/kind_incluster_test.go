@@ -40,7 +40,7 @@ func TestInClusterDeployment(t *testing.T) {
 	}
 	ctx := context.Background()
 	in := &inClusterInstall{ns: "hookback-kind-" + itoa(os.Getpid()%100000), workload: namespace(t)}
-	out, errOut, code := hookback(t, env.kubeconfig, "render", "--in-cluster", "--namespace", in.ns, "--image", image,
+	out, errOut, code := hookback(t, env.kubeconfig, "render", "--in-cluster", "--install-namespace", in.ns, "--image", image,
 		"--webhooks", "pod-name", "--controllers", "pod-name-label")
 	if code != 0 {
 		t.Fatalf("render --in-cluster exit %d: %s", code, errOut)
@@ -48,7 +48,7 @@ func TestInClusterDeployment(t *testing.T) {
 	uninstalled := false
 	t.Cleanup(func() {
 		if !uninstalled {
-			_, _, _ = hookback(t, env.kubeconfig, "uninstall", "--namespace", in.ns, "--wait", "30s")
+			_, _, _ = hookback(t, env.kubeconfig, "uninstall", "--install-namespace", in.ns, "--wait", "30s")
 		}
 	})
 	apply := exec.Command(kubectl, "--kubeconfig", env.kubeconfig, "apply", "-f", "-")
@@ -79,7 +79,7 @@ func TestInClusterDeployment(t *testing.T) {
 		t.Errorf("after the takeover: %v", err)
 	}
 
-	out, errOut, code = hookback(t, env.kubeconfig, "uninstall", "--namespace", in.ns, "--wait", "30s")
+	out, errOut, code = hookback(t, env.kubeconfig, "uninstall", "--install-namespace", in.ns, "--wait", "30s")
 	if code != 0 {
 		t.Fatalf("uninstall exit %d:\n%s%s", code, out, errOut)
 	}

@@ -20,9 +20,10 @@ var env struct {
 	// binary is hookback as it ships; markBinary is hookback with the e2e
 	// mark webhook, embedded the way any Go program would (e2e/markhook);
 	// exampleBinary is examples/custom-webhook.
-	// crBinary is e2e/crupstream, controller-runtime's webhook server.
-	binary, markBinary, exampleBinary, crBinary string
-	client                                      kubernetes.Interface
+	// crBinary is e2e/crupstream, controller-runtime's webhook server;
+	// crManager is e2e/crmanager, a manager with a two-version CRD.
+	binary, markBinary, exampleBinary, crBinary, crManager string
+	client                                                 kubernetes.Interface
 	// local is true when the tests run on hack/cluster's control plane.
 	local bool
 }
@@ -71,11 +72,13 @@ func run(m *testing.M) (int, error) {
 	env.markBinary = filepath.Join(bin, "hookback-markhook")
 	env.exampleBinary = filepath.Join(bin, "custom-webhook")
 	env.crBinary = filepath.Join(bin, "crupstream")
+	env.crManager = filepath.Join(bin, "crmanager")
 	for _, b := range []struct{ dir, pkg, out string }{
 		{repo, ".", env.binary},
 		{repo, "./e2e/markhook", env.markBinary},
 		{filepath.Join(repo, "examples", "custom-webhook"), ".", env.exampleBinary},
 		{filepath.Join(repo, "e2e", "crupstream"), ".", env.crBinary},
+		{filepath.Join(repo, "e2e", "crmanager"), ".", env.crManager},
 	} {
 		build := exec.Command("go", "build", "-o", b.out, b.pkg)
 		build.Dir = b.dir

@@ -42,7 +42,24 @@ func TestNetnsAdvertisesVethAddress(t *testing.T) {
 		t.Errorf("hookback check exit %d, want a line starting %q\nstdout:\n%s\nstderr:\n%s", code, want, out, errOut)
 	}
 
-	p := startWith(t, kc, "--webhooks", "pod-name", "--controllers", "none")
+	// The apiserver is at an address no interface of this namespace has,
+	// and the context is no local distribution's: a cluster that is not
+	// local, where start refuses to register cluster-wide.
+	session := sessionFor(t)
+	out, errOut, code = hookback(t, kc, append(startArgs(t, session, freePort(t), "127.0.0.1:"+itoa(freePort(t))),
+		"--webhooks", "pod-name", "--controllers", "none")...)
+	for _, want := range []string{"refusing to register cluster-wide on a cluster that is not local", "server " + n.nsIP + " is not on this machine",
+		"--namespace NS", "--only-mine", "--all-namespaces"} {
+		if code == 0 || !strings.Contains(errOut, want) {
+			t.Errorf("unscoped start on a cluster that is not local: exit %d, stderr lacks %q:\n%s", code, want, errOut)
+		}
+	}
+	if n, err := sessionObjectsOn(ctx, client, session); err != nil || n != 0 {
+		t.Errorf("the refused start left %d objects (%v), want none", n, err)
+	}
+
+	// Naming the namespace scopes it (and opts it in to pod-name).
+	p := startWith(t, kc, "--webhooks", "pod-name", "--controllers", "none", "--namespace", "default")
 	p.ready(t)
 	chosen := logLine(p.stderr.String(), "advertise address chosen")
 	if !strings.Contains(chosen, "address="+n.hostIP+" ") || !strings.Contains(chosen, "strategy=route") {

@@ -30,7 +30,7 @@ func TestRenderInCluster(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, errOut, code := hookback(t, env.kubeconfig, append([]string{"render", "--in-cluster", "--namespace", ns}, tt.args...)...)
+			out, errOut, code := hookback(t, env.kubeconfig, append([]string{"render", "--in-cluster", "--install-namespace", ns}, tt.args...)...)
 			if code != 0 {
 				t.Fatalf("hookback render --in-cluster exit %d: %s", code, errOut)
 			}

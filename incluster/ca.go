@@ -49,7 +49,7 @@ func sharedCA(ctx context.Context, cs kubernetes.Interface, namespace string, lo
 			return ca, nil
 		}
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("create the CA Secret %s/%s: namespace %s does not exist: apply hookback render --in-cluster --namespace %s first, or pass serve the install's --namespace: %w",
+			return nil, fmt.Errorf("create the CA Secret %s/%s: namespace %s does not exist: apply hookback render --in-cluster --install-namespace %s first, or pass serve the install's --install-namespace: %w",
 				namespace, CASecretName, namespace, namespace, err)
 		}
 		if !apierrors.IsAlreadyExists(err) {

@@ -14,7 +14,7 @@ import (
 )
 
 // TestUninstallTakesOnlyItsOwn checks which cluster-scoped objects with
-// the install's labels uninstall --namespace hb deletes: another
+// the install's labels uninstall --install-namespace hb deletes: another
 // namespace's install keeps its own.
 func TestUninstallTakesOnlyItsOwn(t *testing.T) {
 	obj := func(kind, name string, fields map[string]any) *unstructured.Unstructured {

@@ -117,7 +117,7 @@ func templateConfigMap(o Options) *corev1.ConfigMap {
 }
 
 func args(o Options) []string {
-	a := []string{"serve", "--namespace", o.Namespace, "--webhooks", list(o.Webhooks), "--controllers", list(o.Controllers)}
+	a := []string{"serve", "--install-namespace", o.Namespace, "--webhooks", list(o.Webhooks), "--controllers", list(o.Controllers)}
 	if o.CertManager {
 		a = append(a, "--tls-cert-file", tlsDir+"/tls.crt", "--tls-key-file", tlsDir+"/tls.key")
 	}

@@ -30,6 +30,10 @@ type detail struct {
 	Filter    string
 	CanReplay bool
 	kept      bool // the review's body is kept
+	// Conversions are the objects of a ConversionReview before and after,
+	// the first maxConversionDiffs; MoreConverted counts the others.
+	Conversions   []objectDiff
+	MoreConverted int
 }
 
 // detailOf parses e for its page.
@@ -43,6 +47,10 @@ func detailOf(e *entry, source string) detail {
 		d.Object, d.OldObject = pretty(rv.Request.Object), pretty(rv.Request.OldObject)
 	}
 	d.Answer = pretty(answer)
+	if isConversion(review) {
+		d.Conversions, d.MoreConverted = conversionDiffs(review, answer)
+		return d
+	}
 	if len(d.Summary.Patch) == 0 {
 		return d
 	}

@@ -17,7 +17,7 @@ const (
 )
 
 // decisions are the filter's choices, in order.
-var decisions = []string{DecisionAllowed, DecisionDenied, DecisionPatched, DecisionErrored}
+var decisions = []string{DecisionAllowed, DecisionDenied, DecisionPatched, DecisionErrored, DecisionConverted}
 
 // summary is what the list shows of one review, parsed from its bytes.
 type summary struct {
@@ -93,6 +93,9 @@ func summarize(e *entry) summary {
 }
 
 func (s *summary) readReview(b []byte) error {
+	if isConversion(b) {
+		return s.readConversion(b)
+	}
 	var rv reviewDoc
 	if err := json.Unmarshal(b, &rv); err != nil {
 		return fmt.Errorf("decode review: %w", err)
@@ -113,6 +116,9 @@ func (s *summary) readReview(b []byte) error {
 }
 
 func (s *summary) readAnswer(b []byte) error {
+	if isConversion(b) {
+		return s.readConversionAnswer(b)
+	}
 	var a answerDoc
 	if err := json.Unmarshal(b, &a); err != nil {
 		return fmt.Errorf("decode answer: %w", err)

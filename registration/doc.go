@@ -13,8 +13,8 @@ import "github.com/hookback/hookback/admission"
 func Permissions(leaseNamespace string) []admission.Permission {
 	var ps []admission.Permission
 	for _, res := range []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"} {
-		for _, verb := range []string{"list", "create", "update", "patch", "delete"} {
-			ps = append(ps, admission.Permission{Verb: verb, Group: "admissionregistration.k8s.io", Resource: res, Why: "register webhooks", Part: PartCore})
+		for _, verb := range []string{"list", "watch", "create", "update", "patch", "delete"} {
+			ps = append(ps, admission.Permission{Verb: verb, Group: "admissionregistration.k8s.io", Resource: res, Why: "register webhooks, and notice changes by others", Part: PartCore})
 		}
 	}
 	for _, verb := range []string{"get", "list", "create", "update", "delete"} {

@@ -160,9 +160,11 @@ type CleanupOptions struct {
 // Cleanup deletes the configurations (and Leases) of the selected sessions
 // and returns the sessions it removed.
 func (r *Registrar) Cleanup(ctx context.Context, opts CleanupOptions) ([]string, error) {
+	// Conversion first: it has no failurePolicy to fail open.
+	restored, rerr := r.RestoreCRDs(ctx, opts)
 	sessions, err := r.Sessions(ctx)
 	if err != nil {
-		return nil, err
+		return restored, errors.Join(rerr, err)
 	}
 	// A session with no configurations (--webhooks none) has only its Lease.
 	if err := r.addLeaseSessions(ctx, opts.DefaultLeaseNamespace, sessions); err != nil {
@@ -173,8 +175,8 @@ func (r *Registrar) Cleanup(ctx context.Context, opts CleanupOptions) ([]string,
 			sessions[s] = ""
 		}
 	}
-	var removed []string
-	var errs []error
+	removed := restored
+	errs := []error{rerr}
 	for s, ref := range sessions {
 		ns, name := SplitLeaseRef(ref, opts.DefaultLeaseNamespace, s)
 		remove, err := opts.Selects(ctx, r.Client, s, ref)
@@ -194,7 +196,7 @@ func (r *Registrar) Cleanup(ctx context.Context, opts CleanupOptions) ([]string,
 		if err != nil {
 			errs = append(errs, err)
 		}
-		if n > 0 || leaseGone {
+		if (n > 0 || leaseGone) && !slices.Contains(removed, s) {
 			r.Log.Info("cleaned up session", "session", s, "lease", ns+"/"+name)
 			removed = append(removed, s)
 		}

@@ -45,6 +45,9 @@ type TemplateData struct {
 	// Enabled lists the enabled webhook names; the template function
 	// `enabled NAME` tests it.
 	Enabled []string
+	// Namespaces are those named with --namespace: the opt-in built-ins
+	// select exactly them instead of seed 002's label.
+	Namespaces []string
 }
 
 // Registration is a rendered template: what hookback will apply.

@@ -25,6 +25,7 @@ import (
 // on a separate (loopback by default) address.
 type Server struct {
 	webhooks []admission.Webhook
+	handlers map[string]http.Handler
 	tls      *tls.Config
 	log      *slog.Logger
 	metrics  *Metrics
@@ -48,6 +49,8 @@ type ServerOptions struct {
 	Metrics       *Metrics
 	// Recorder, when set, keeps every review and answer.
 	Recorder admission.Recorder
+	// Handlers are other webhooks by path (CRD conversion), served as they are.
+	Handlers map[string]http.Handler
 	// Limits bound what one client can hold; zero fields take
 	// DefaultLimits'.
 	Limits Limits
@@ -108,6 +111,11 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		}
 		paths[w.Path] = w.Name
 	}
+	for p := range opts.Handlers {
+		if prev, ok := paths[p]; ok {
+			return nil, fmt.Errorf("webhook %s and a conversion webhook both serve %s", prev, p)
+		}
+	}
 	wl, err := net.Listen("tcp", opts.Address)
 	if err != nil {
 		return nil, fmt.Errorf("listen for webhooks on %s: %w (is another hookback running? pick --port, or --bind-address with an address of this machine)", opts.Address, err)
@@ -117,7 +125,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		wl.Close()
 		return nil, fmt.Errorf("listen for health on %s: %w (pick another --health-address)", opts.HealthAddress, err)
 	}
-	return &Server{webhooks: opts.Webhooks, tls: opts.TLS, log: opts.Log, metrics: opts.Metrics, recorder: opts.Recorder, limits: opts.Limits.withDefaults(), webhookLn: wl, healthLn: hl}, nil
+	return &Server{webhooks: opts.Webhooks, handlers: opts.Handlers, tls: opts.TLS, log: opts.Log, metrics: opts.Metrics, recorder: opts.Recorder, limits: opts.Limits.withDefaults(), webhookLn: wl, healthLn: hl}, nil
 }
 
 // Addr is the bound webhook address.
@@ -147,6 +155,9 @@ func (s *Server) webhookMux(after *admission.Afterwards) http.Handler {
 	mux := http.NewServeMux()
 	for _, w := range s.webhooks {
 		mux.Handle(w.Path, admission.NewHTTPHandler(w, opts))
+	}
+	for p, h := range s.handlers {
+		mux.Handle(p, h)
 	}
 	mux.HandleFunc("/", func(rw http.ResponseWriter, r *http.Request) {
 		http.Error(rw, fmt.Sprintf("no webhook at %s; served paths: %v", r.URL.Path, s.Paths()), http.StatusNotFound)

@@ -47,6 +47,10 @@ func Audit(ctx context.Context, cfg Config, ac AuditConfig) ([]audit.Result, err
 		}
 		cfg.User.UpstreamCA = caFile
 	}
+	var err error
+	if cfg.Scope, err = renderScope(ctx, cfg); err != nil {
+		return nil, err
+	}
 	hooks, err := AuditWebhooks(cfg)
 	if err != nil {
 		return nil, err
@@ -106,7 +110,7 @@ func AuditWebhooks(cfg Config) ([]audit.Webhook, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg, err := registration.Render(name, text, registration.TemplateData{URL: auditBase, Session: cfg.Session, Enabled: names(served)},
+	reg, err := registration.Render(name, text, registration.TemplateData{URL: auditBase, Session: cfg.Session, Enabled: names(served), Namespaces: cfg.Scope.Namespaces},
 		registration.RenderOptions{Paths: append(paths(served), paths(user.hooks)...)})
 	if err != nil {
 		return nil, err
@@ -115,12 +119,21 @@ func AuditWebhooks(cfg Config) ([]audit.Webhook, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The scope narrows every webhook as start registers it (ANDed
+	// selectors), so the audit matches what start would send.
+	objs, notes, err := cfg.Scope.Apply(append(reg.Objects, mine.Objects...))
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range notes {
+		cfg.Log.Info(n)
+	}
 	handlers := map[string]admission.Handler{}
 	for _, h := range append(served, user.hooks...) {
 		handlers[h.Path] = h.Handler
 	}
 	var out []audit.Webhook
-	for _, o := range append(reg.Objects, mine.Objects...) {
+	for _, o := range objs {
 		hooks, err := auditHooks(o, handlers)
 		if err != nil {
 			return nil, err

@@ -30,6 +30,9 @@ func Render(ctx context.Context, cfg Config) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Scope, err = renderScope(ctx, cfg); err != nil {
+		return nil, err
+	}
 	host := cfg.AdvertiseAddress
 	if host == "" {
 		kc, err := kubeconfig.Load(cfg.Kubeconfig)
@@ -56,7 +59,7 @@ func Render(ctx context.Context, cfg Config) ([]byte, error) {
 	}
 	leaseRef := cfg.LeaseNamespace + "/" + registration.LeaseName(cfg.Session)
 	reg, err := registration.Render(name, text, registration.TemplateData{
-		URL: URL(host, cfg.Port), CABundle: bundle, Session: cfg.Session, Enabled: names(served),
+		URL: URL(host, cfg.Port), CABundle: bundle, Session: cfg.Session, Enabled: names(served), Namespaces: cfg.Scope.Namespaces,
 	}, registration.RenderOptions{Paths: append(paths(served), paths(user.hooks)...), LeaseRef: leaseRef})
 	if err != nil {
 		return nil, err
@@ -66,6 +69,13 @@ func Render(ctx context.Context, cfg Config) ([]byte, error) {
 		return nil, err
 	}
 	reg.Objects = append(reg.Objects, mine.Objects...)
+	var notes []string
+	if reg.Objects, notes, err = cfg.Scope.Apply(reg.Objects); err != nil {
+		return nil, err
+	}
+	for _, n := range notes {
+		cfg.Log.Info(n)
+	}
 	return reg.YAML()
 }
 

@@ -44,14 +44,15 @@ func TestTryCommands(t *testing.T) {
 		want  []string
 	}{
 		{name: "denied, sidecar, eviction of the sidecar pod", hooks: []string{"pod-name", "pod-sidecar", "pod-eviction"},
-			want: []string{"run offensive-pod", "run hookback-try --image=nginx --annotations", "pods/hookback-try/eviction"}},
+			want: []string{"label namespace hookback-try admission-webhook=enabled", "-n hookback-try run offensive-pod",
+				"-n hookback-try run hookback-try --image=nginx --annotations", "namespaces/hookback-try/pods/hookback-try/eviction"}},
 		{name: "eviction alone creates its pod first", hooks: []string{"pod-eviction"},
-			want: []string{"run hookback-try --image=nginx", "pods/hookback-try/eviction"}},
+			want: []string{"create namespace hookback-try", "run hookback-try --image=nginx", "pods/hookback-try/eviction"}},
 		{name: "nothing to show", hooks: []string{"node-status"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := tryCommands("KUBECONFIG=/k kubectl", tc.hooks)
+			got := tryCommands("KUBECONFIG=/k kubectl", TryNamespace, tc.hooks)
 			if len(got) != len(tc.want) {
 				t.Fatalf("got %d commands, want %d: %+v", len(got), len(tc.want), got)
 			}

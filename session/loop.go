@@ -44,7 +44,8 @@ func (r *run) render(bundle string) (*registration.Registration, error) {
 	if err != nil {
 		return nil, err
 	}
-	data := registration.TemplateData{URL: r.url, CABundle: bundle, Session: r.cfg.Session, Enabled: names(r.parts.webhooks)}
+	data := registration.TemplateData{URL: r.url, CABundle: bundle, Session: r.cfg.Session, Enabled: names(r.parts.webhooks),
+		Namespaces: r.cfg.Scope.Namespaces}
 	reg, err := registration.Render(name, text, data, registration.RenderOptions{Paths: r.server.Paths(), LeaseRef: r.leaseRef})
 	if err != nil {
 		return nil, err
@@ -54,6 +55,9 @@ func (r *run) render(bundle string) (*registration.Registration, error) {
 		return nil, err
 	}
 	reg.Objects = append(reg.Objects, mine.Objects...)
+	if reg.Objects, r.scopeNotes, err = r.cfg.Scope.Apply(reg.Objects); err != nil {
+		return nil, err
+	}
 	if r.tunnel != nil {
 		if err := registration.PointAtService(reg.Objects, r.tunnel.service()); err != nil {
 			return nil, err
@@ -140,9 +144,13 @@ func (r *run) reapply(ctx context.Context) {
 		r.cfg.Log.Error("template not applied; the previous configuration stays live", "error", err)
 		return
 	}
+	r.drift.Set(reg.Objects)
 	if err := r.registrar.Apply(ctx, reg); err != nil {
 		r.cfg.Log.Error("re-apply failed; will retry on the next change", "error", err)
 		return
+	}
+	if err := r.ensureCRDs(ctx, bundle); err != nil {
+		r.cfg.Log.Error("CRD conversion not re-applied; will retry on the next change", "error", err)
 	}
 	r.applied(bundle)
 	r.cfg.Log.Info("webhook configuration re-applied", "webhooks", len(reg.Webhooks()), "took", time.Since(start))

@@ -47,6 +47,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Scope, err = resolveScope(ctx, cfg, cl); err != nil {
+		return err
+	}
 	// 2. The address the apiserver dials: this machine's, or with --tunnel
 	// the Service of the session's relay.
 	decision, tun, err := reach(ctx, cfg, cl)
@@ -80,6 +83,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	conv, err := loadConversions(user, cfg)
+	if err != nil {
+		return err
+	}
+	cfg.RedirectConversion = scopeConversions(cfg, conv)
 	store := newInspectorStore(cfg)
 	if err := user.late.attach(cfg, store); err != nil {
 		return err
@@ -96,7 +104,7 @@ func Run(ctx context.Context, cfg Config) error {
 	hooks := append(append(p.webhooks, user.hooks...), admission.Webhook{Name: "canary", Path: registration.CanaryPath, Handler: canary})
 	// 4. The listeners, bound now: a busy port fails before anything is
 	// written to the cluster.
-	srv, insp, err := newServers(cfg, net.JoinHostPort(bind, strconv.Itoa(cfg.Port)), crt, hooks, metrics, store, user, factory)
+	srv, insp, err := newServers(cfg, net.JoinHostPort(bind, strconv.Itoa(cfg.Port)), crt, hooks, metrics, store, user, conv, factory)
 	if err != nil {
 		return err
 	}
@@ -108,7 +116,8 @@ func Run(ctx context.Context, cfg Config) error {
 		url = "https://" + decision.Host // the relay's Service port, 443
 	}
 	r := newRun(cfg, cl, srv, canary, crt, p, url)
-	r.user, r.inspector, r.tunnel, r.metrics, r.upstreamPair = user, insp, tun, metrics.Registry, pair
+	r.user, r.inspector, r.tunnel, r.metrics, r.upstreamPair, r.conversions = user, insp, tun, metrics.Registry, pair, conv
+	r.drift = newDrift(cfg, cl, r.registrar, r.kubectl())
 	return r.run(ctx, started)
 }
 
@@ -138,8 +147,12 @@ func certOptions(co certs.Options, host, bind string, tun *reverseTunnel) certs.
 // newServers binds the webhook server on addr, and the inspector's page
 // when it is enabled.
 func newServers(cfg Config, addr string, crt certs.Certs, hooks []admission.Webhook, metrics *server.Metrics,
-	store *inspector.Store, user *userWebhooks, factory informers.SharedInformerFactory) (*server.Server, *inspector.Server, error) {
+	store *inspector.Store, user *userWebhooks, conv *conversions, factory informers.SharedInformerFactory) (*server.Server, *inspector.Server, error) {
 	rec, err := newRecorder(cfg, store)
+	if err != nil {
+		return nil, nil, err
+	}
+	handlers, err := conv.handlers(cfg, rec, metrics.Registry)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -155,6 +168,7 @@ func newServers(cfg Config, addr string, crt certs.Certs, hooks []admission.Webh
 		Log:           cfg.Log,
 		Metrics:       metrics,
 		Recorder:      rec,
+		Handlers:      handlers,
 	})
 	if err != nil {
 		if insp != nil {
@@ -177,12 +191,15 @@ type run struct {
 	user    *userWebhooks
 	// upstreamPair is what start did about the upstream's certificate.
 	upstreamPair *certs.UpstreamPair
-	url          string
-	inspector    *inspector.Server
+	// conversions are the user's CRDs and their conversion webhooks.
+	conversions *conversions
+	url         string
+	inspector   *inspector.Server
 	// tunnel is the session's relay, with --tunnel; metrics gets its gauges.
 	tunnel    *reverseTunnel
 	metrics   prometheus.Registerer
 	registrar *registration.Registrar
+	drift     *registration.Drift
 	heartbeat *registration.Heartbeat
 	leaseRef  string
 	// acquired is set once the session's Lease is ours: only then may
@@ -191,6 +208,8 @@ type run struct {
 	// regained says why the apiserver must be shown again that it calls
 	// back: the Lease regained, the tunnel re-attached.
 	regained chan string
+	// scopeNotes name the webhooks the scope left out, said once at start.
+	scopeNotes []string
 	// lost gets the heartbeat's one ErrSessionTakenOver.
 	lost chan error
 	// bg tracks the controllers and loops, srv the server: run waits for
@@ -252,6 +271,7 @@ func (r *run) run(ctx context.Context, started time.Time) (err error) {
 	if err != nil {
 		return err
 	}
+	r.bg.Go(func() { r.drift.Run(bgCtx) })
 	// 8. Proof that the apiserver calls back.
 	rtt, verr := r.verify(ctx)
 	if verr != nil && r.cfg.RequireVerified {
@@ -302,10 +322,17 @@ func (r *run) register(ctx context.Context) (*registration.Registration, error) 
 	if err != nil {
 		return nil, err
 	}
+	r.drift.Set(reg.Objects)
 	if err := r.registrar.Apply(ctx, reg, r.canaryKey()); err != nil {
 		return nil, err
 	}
+	if err := r.ensureCRDs(ctx, bundle); err != nil {
+		return nil, err
+	}
 	r.applied(bundle)
+	for _, n := range r.scopeNotes {
+		r.cfg.Log.Info(n)
+	}
 	return reg, nil
 }
 
@@ -338,6 +365,7 @@ func (r *run) verify(ctx context.Context) (time.Duration, error) {
 func (r *run) shutdown(stopBackground, stopServer func()) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
+	r.drift.Stop()
 	r.server.SetReady(false)
 	if !r.acquired {
 		stopBackground()
@@ -345,7 +373,7 @@ func (r *run) shutdown(stopBackground, stopServer func()) {
 		stopServer()
 		return
 	}
-	errs := []error{r.registrar.Deregister(ctx)}
+	errs := []error{r.restoreCRDs(ctx), r.registrar.Deregister(ctx)}
 	stopBackground()
 	r.bg.Wait()
 	// The apiserver drops deleted configurations asynchronously; with the

@@ -103,6 +103,7 @@ func newTestRun(t *testing.T, tmpl string, objects ...runtime.Object) (*run, *jo
 	}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		mutatingGVR: "MutatingWebhookConfigurationList", validatingGVR: "ValidatingWebhookConfigurationList",
+		registration.CRDResource: "CustomResourceDefinitionList",
 	})
 	dyn.PrependReactor("patch", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		p := a.(k8stesting.PatchAction)

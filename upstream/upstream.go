@@ -151,10 +151,10 @@ func (f *Forwarder) Handle(ctx context.Context, req admission.Request) admission
 // exchange sends the review and returns the answer, or why none came
 // while the apiserver waited.
 func (f *Forwarder) exchange(ctx context.Context, req admission.Request, start time.Time) ([]byte, error) {
-	x := &exchange{f: f, target: f.url(req.Timeout), body: &swapBody{b: req.Review()}, waitCtx: ctx, sendCtx: ctx}
 	if f.opts.Late == nil || f.opts.LateAnswerTimeout <= 0 {
-		return x.send()
+		return f.post(ctx, f.url(req.Timeout), req.Review())
 	}
+	x := &exchange{f: f, target: f.url(req.Timeout), body: &swapBody{b: req.Review()}, waitCtx: ctx, sendCtx: ctx}
 	sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.opts.LateAnswerTimeout)
 	x.sendCtx = sendCtx
 	result := make(chan sendResult, 1)
@@ -183,6 +183,13 @@ func (f *Forwarder) url(timeout time.Duration) string {
 		sep = "&"
 	}
 	return f.target + sep + "timeout=" + url.QueryEscape(timeout.String())
+}
+
+// post sends body to target while the caller waits (ctx), a restarting
+// upstream waited for; conversions use it too.
+func (f *Forwarder) post(ctx context.Context, target string, body []byte) ([]byte, error) {
+	x := &exchange{f: f, target: target, body: &swapBody{b: body}, waitCtx: ctx, sendCtx: ctx}
+	return x.send()
 }
 
 // read sends hr and reads the answer, bounded; a transport failure is an

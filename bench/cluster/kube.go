@@ -38,7 +38,7 @@ type namespaces struct {
 func (n *namespaces) create(ctx context.Context, purpose string) (*corev1.Namespace, error) {
 	ns, err := n.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		GenerateName: "hookback-bench-" + purpose + "-",
-		Labels:       map[string]string{benchLabel: "true"},
+		Labels:       map[string]string{benchLabel: "true", "admission-webhook": optInLabel["admission-webhook"]},
 	}}, metav1.CreateOptions{})
 	if err != nil {
 		return nil, err
@@ -94,24 +94,47 @@ func (n *namespaces) deleteAll(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// shippedSelector is the namespaceSelector of the shipped template.
-const shippedSelector = `operator: NotIn
+// shippedSelector is the namespaceSelector of the shipped template's
+// cluster-wide webhooks; shippedOptIn that of pod-name and pod-lifespan,
+// which select seed 002's label (the bench namespaces carry it).
+const (
+	shippedSelector = `operator: NotIn
         values: ["kube-system", "kube-public", "kube-node-lease"]`
+	shippedOptIn = `matchLabels:
+        admission-webhook: enabled`
+	// shippedEviction marks pod-eviction, which selects every namespace.
+	shippedEviction = `    # No namespaceSelector: kube-system is where a drain hurts`
+)
 
-// scopedTemplate is the shipped template with its namespaceSelector turned
-// from "every namespace but the system ones" into "only these namespaces":
-// the apiserver evaluates it the same way, and nobody else's pods are sent to
-// the bench's hookback.
+// optInLabel is seed 002's namespace label, on every bench namespace: the
+// opt-in built-ins are called for the bench's pods, as the review counters
+// the bench checks prove.
+var optInLabel = map[string]string{"admission-webhook": "enabled"}
+
+// scopedTemplate is the shipped template narrowed to these namespaces:
+// "every namespace but the system ones" becomes "only these", and the
+// opt-in label is ANDed with the same list. The apiserver evaluates it the
+// same way, and nobody else's pods are sent to the bench's hookback.
 func scopedTemplate(shipped string, namespaces ...string) (string, error) {
-	if !strings.Contains(shipped, shippedSelector) {
-		return "", errors.New("the template has no namespaceSelector excluding the system namespaces to scope; update bench/cluster")
+	if !strings.Contains(shipped, shippedSelector) || !strings.Contains(shipped, shippedOptIn) || !strings.Contains(shipped, shippedEviction) {
+		return "", errors.New("the template lacks the namespaceSelector excluding the system namespaces, the one selecting admission-webhook=enabled, or pod-eviction's comment, to scope; update bench/cluster")
 	}
 	q := make([]string, len(namespaces))
 	for i, n := range namespaces {
 		q[i] = strconv.Quote(n)
 	}
-	return strings.ReplaceAll(shipped, shippedSelector, `operator: In
-        values: [`+strings.Join(q, ", ")+`]`), nil
+	list := "[" + strings.Join(q, ", ") + "]"
+	scoped := strings.ReplaceAll(shipped, shippedSelector, "operator: In\n        values: "+list)
+	scoped = strings.ReplaceAll(scoped, shippedEviction, `    namespaceSelector:
+      matchExpressions:
+      - key: kubernetes.io/metadata.name
+        operator: In
+        values: `+list+"\n"+shippedEviction)
+	return strings.ReplaceAll(scoped, shippedOptIn, shippedOptIn+`
+      matchExpressions:
+      - key: kubernetes.io/metadata.name
+        operator: In
+        values: `+list), nil
 }
 
 // writeFileAtomic replaces path the way editors do: write a temporary file

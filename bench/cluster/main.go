@@ -50,6 +50,9 @@ type config struct {
 	podStatus   bool
 	settle      time.Duration
 	hookbackEnv string
+	// conversion: the e2e/crmanager binary and its CRD, widgets listed.
+	crManager, crdFile    string
+	objects, lists, rounds int
 }
 
 // env is what every section shares.
@@ -93,6 +96,11 @@ func main() {
 	flag.BoolVar(&c.podStatus, "pod-status", true, "memory: give the pods a Running status (two container statuses, IPs, conditions) so they are as large as running pods")
 	flag.DurationVar(&c.settle, "settle", 30*time.Second, "memory: how long to wait at most for hookback's heap to settle")
 	flag.StringVar(&c.hookbackEnv, "hookback-env", "", "memory, latency: extra NAME=VALUE environment for hookback, comma-separated (e.g. GODEBUG=gctrace=1, or HOOKBACK_LOG_LEVEL=warn to find what a log line costs)")
+	flag.StringVar(&c.crManager, "crmanager", "", "conversion: the e2e/crmanager binary")
+	flag.StringVar(&c.crdFile, "crd", "e2e/crmanager/config/crd/bases/e2e.hookback.dev_widgets.yaml", "conversion: the CRD the manager converts")
+	flag.IntVar(&c.objects, "objects", 1000, "conversion: widgets listed in their non-storage version")
+	flag.IntVar(&c.lists, "lists", 10, "conversion: timed lists per path and round")
+	flag.IntVar(&c.rounds, "rounds", 4, "conversion: rounds, each direct then through hookback")
 	flag.Parse()
 	log.SetFlags(log.Ltime | log.Lmicroseconds)
 	log.SetPrefix("bench-cluster: ")
@@ -199,6 +207,8 @@ func (e *env) sections(ctx context.Context, names []string) error {
 			err = e.memory(ctx)
 		case "manager":
 			err = e.manager(ctx)
+		case "conversion":
+			err = e.conversion(ctx)
 		default:
 			err = fmt.Errorf("unknown section %q", s)
 		}

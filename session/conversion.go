@@ -1,0 +1,130 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/conversion"
+	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/upstream"
+)
+
+// conversions are the CRDs of the user's manifests and the conversion
+// webhook served for each one with strategy Webhook.
+type conversions struct {
+	crds  []registration.CRD
+	hooks []conversion.Webhook
+	// installed and redirected are what the session did, for its exit.
+	installed, redirected []string
+}
+
+// loadConversions reads the CRDs the intake found and builds a forwarding
+// converter for each conversion webhook, to the upstream its target maps to.
+func loadConversions(u *userWebhooks, cfg Config) (*conversions, error) {
+	c := &conversions{}
+	if u.manifests == nil {
+		return c, nil
+	}
+	crds, err := registration.CRDsOf(u.manifests)
+	if err != nil {
+		return nil, err
+	}
+	c.crds = crds
+	for _, crd := range crds {
+		if crd.Conversion == nil {
+			continue
+		}
+		up, err := u.spec.upstreamFor(*crd.Conversion)
+		if err != nil {
+			return nil, fmt.Errorf("conversion webhook of CustomResourceDefinition %q: %w", crd.Name, err)
+		}
+		opts := u.spec.options(up)
+		opts.Log = cfg.Log
+		conv, err := upstream.NewConverter(opts, crd.Conversion.UpstreamPath)
+		if err != nil {
+			return nil, err
+		}
+		c.hooks = append(c.hooks, conversion.Webhook{CRD: crd.Name, Path: crd.Conversion.Path, Converter: conv})
+	}
+	return c, nil
+}
+
+// handlers are the conversion webhooks' HTTP handlers by path, recorded
+// with the admissions (rec may be nil) and counted in reg.
+func (c *conversions) handlers(cfg Config, rec admission.Recorder, reg prometheus.Registerer) (map[string]http.Handler, error) {
+	if c == nil || len(c.hooks) == 0 {
+		return nil, nil
+	}
+	m, err := conversion.NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	opts := conversion.Options{Log: cfg.Log, Metrics: m}
+	if sr, ok := rec.(admission.ServedRecorder); ok {
+		opts.Recorder = sr
+	}
+	out := map[string]http.Handler{}
+	for _, w := range c.hooks {
+		out[w.Path] = conversion.NewHTTPHandler(w, opts)
+	}
+	return out, nil
+}
+
+// crds is the session's CRD writer.
+func (r *run) crds() *registration.CRDs {
+	return &registration.CRDs{Dynamic: r.cluster.Dynamic, Session: r.cfg.Session, LeaseRef: r.leaseRef, Log: r.cfg.Log}
+}
+
+// ensureCRDs installs the missing CRDs and points the selected conversion
+// webhooks at hookback with the current caBundle.
+func (r *run) ensureCRDs(ctx context.Context, bundle string) error {
+	c := r.conversions
+	if c == nil || len(c.crds) == 0 {
+		return nil
+	}
+	if r.tunnel != nil && len(c.hooks) > 0 {
+		r.cfg.Log.Warn("conversion webhooks are not redirected through --tunnel yet: CRDs keep their conversion")
+		c = &conversions{crds: c.crds}
+	}
+	redirect := r.cfg.RedirectConversion
+	if redirect == nil {
+		redirect = func(string) bool { return true }
+	}
+	installed, redirected, err := r.crds().Ensure(ctx, c.crds, redirect, registration.Target{URL: r.url, CABundle: bundle})
+	r.conversions.installed = appendNew(r.conversions.installed, installed...)
+	r.conversions.redirected = appendNew(r.conversions.redirected, redirected...)
+	return err
+}
+
+// restoreCRDs gives every redirected CRD its conversion back: the first
+// step of shutdown, since conversion has no failurePolicy and reads in
+// another version fail while it points at a stopped hookback.
+func (r *run) restoreCRDs(ctx context.Context) error {
+	if r.conversions == nil || len(r.conversions.crds) == 0 {
+		return nil
+	}
+	_, err := r.crds().Restore(ctx)
+	if len(r.conversions.installed) > 0 {
+		r.cfg.Log.Info("CustomResourceDefinitions hookback installed are left in place (deleting one deletes every object of it)",
+			"crds", strings.Join(r.conversions.installed, ","))
+	}
+	return err
+}
+
+func appendNew(s []string, vs ...string) []string {
+	for _, v := range vs {
+		found := false
+		for _, x := range s {
+			found = found || x == v
+		}
+		if !found {
+			s = append(s, v)
+		}
+	}
+	return s
+}
