@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -58,9 +60,12 @@ func TestShadowControllerRuntime(t *testing.T) {
 	deployed, deployedCA := startCRUpstream(t)
 	mine, _ := startCRUpstream(t, "--deny-prefix", "bad-")
 	deployWebhook(t, session, deployed, deployedCA)
+	dir := t.TempDir()
+	inspector := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	p := startEnv(t, append(os.Environ(), "KUBECONFIG="+env.kubeconfig), "--session", session,
 		"--webhooks", "none", "--controllers", "none", "--webhook-config", userManifests(t, session),
-		"--upstream", mine, "--upstream-insecure", "--shadow", deployed, "--shadow-ca", deployedCA)
+		"--upstream", mine, "--upstream-insecure", "--shadow", deployed, "--shadow-ca", deployedCA,
+		"--record-dir", dir, "--inspector-address", inspector)
 	p.ready(t)
 	ctx := context.Background()
 
@@ -88,6 +93,17 @@ func TestShadowControllerRuntime(t *testing.T) {
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}
+	}
+	if page := get(t, "http://"+inspector+"/"); strings.Count(page, `<span class="why shadow">differs from deployed</span>`) != 2 {
+		t.Errorf("the inspector does not list the two differences:\n%s", page)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*_shadow.json"))
+	if len(files) != 2 {
+		t.Fatalf("%d shadow records, want 2 (deny-x, bad-y)", len(files))
+	}
+	// Your webhook's answers, recorded: replayed to it, they are the same.
+	if out, errOut, code := hookback(t, env.kubeconfig, append([]string{"replay", "--upstream", mine, "--upstream-insecure"}, files...)...); code != 0 {
+		t.Errorf("replay of the shadow records: exit %d\n%s\n%s", code, out, errOut)
 	}
 	p.signal(syscall.SIGTERM)
 	if code := p.wait(t); code != 0 {

@@ -32,6 +32,9 @@ type Entry struct {
 	// Late, when set, marks an answer that came after the apiserver had
 	// stopped waiting, and says what the apiserver did instead.
 	Late string `json:"late,omitempty"`
+	// Shadow, when set, says how this answer (your webhook's) differs from
+	// the deployed webhook's (start --shadow).
+	Shadow string `json:"shadow,omitempty"`
 }
 
 // Recorder writes one file per admission into a directory.
@@ -68,6 +71,12 @@ func (r *Recorder) RecordLate(webhook, path string, review, answer []byte, late 
 	r.record(Entry{Webhook: webhook, Path: path, Late: late}, review, answer)
 }
 
+// RecordShadow records your webhook's answer where it differs from the
+// deployed one's, in a file whose name ends in _shadow.json.
+func (r *Recorder) RecordShadow(webhook, path string, review, answer []byte, differences string) {
+	r.record(Entry{Webhook: webhook, Path: path, Shadow: differences}, review, answer)
+}
+
 func (r *Recorder) record(e Entry, review, answer []byte) {
 	webhook := e.Webhook
 	red, answer, err := RedactExchange(review, answer)
@@ -82,8 +91,11 @@ func (r *Recorder) record(e Entry, review, answer []byte) {
 		return
 	}
 	name := filepath.Join(r.dir, r.fileName(webhook, red))
-	if e.Late != "" {
+	switch {
+	case e.Late != "":
 		name = strings.TrimSuffix(name, ".json") + "_late.json"
+	case e.Shadow != "":
+		name = strings.TrimSuffix(name, ".json") + "_shadow.json"
 	}
 	if err := writeWhole(name, b); err != nil {
 		r.log.Warn("review not recorded", "webhook", webhook, "file", name, "error", err)

@@ -92,6 +92,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := user.late.attach(cfg, store); err != nil {
 		return err
 	}
+	if err := user.shadow.attach(cfg, store); err != nil {
+		return err
+	}
 	if err := user.shadow.register(metrics.Registry); err != nil {
 		return err
 	}

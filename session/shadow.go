@@ -9,12 +9,15 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/record"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/upstream"
 )
@@ -96,8 +99,8 @@ func (s ShadowConfig) wrap(cfg Config, routes []registration.Route, hooks []admi
 		if err != nil {
 			return nil, err
 		}
-		name := h.Name
-		h.Handler = &upstream.Shadow{Local: h.Handler, Deployed: deployed, Report: func(r upstream.ShadowResult) { rep.add(name, r) }}
+		name, path := h.Name, h.Path
+		h.Handler = &upstream.Shadow{Local: h.Handler, Deployed: deployed, Report: func(r upstream.ShadowResult) { rep.add(name, path, r) }}
 		out[i] = h
 	}
 	return out, nil
@@ -106,7 +109,10 @@ func (s ShadowConfig) wrap(cfg Config, routes []registration.Route, hooks []admi
 // shadowReport counts and reports the comparisons: a log line per
 // difference, a metric, and a summary at exit.
 type shadowReport struct {
-	log     *slog.Logger
+	log *slog.Logger
+	// store and dir are set before the server serves (attach).
+	store   *inspector.Store
+	dir     *record.Recorder
 	metric  *prometheus.CounterVec
 	mu      sync.Mutex
 	byHook  map[string]*shadowCounts
@@ -129,12 +135,31 @@ func (r *shadowReport) register(reg prometheus.Registerer) error {
 	return reg.Register(r.metric)
 }
 
-func (r *shadowReport) add(webhook string, res upstream.ShadowResult) {
+// attach adds the inspector's store and the --record-dir recorder, once
+// they exist; either may be nil.
+func (r *shadowReport) attach(cfg Config, store *inspector.Store) error {
+	if !r.enabled {
+		return nil
+	}
+	r.store = store
+	if cfg.RecordDir != "" {
+		dir, err := record.NewRecorder(cfg.RecordDir, cfg.Log)
+		if err != nil {
+			return err
+		}
+		r.dir = dir
+	}
+	return nil
+}
+
+func (r *shadowReport) add(webhook, path string, res upstream.ShadowResult) {
 	result := "identical"
 	if len(res.Differences) > 0 {
 		result = "different"
+		diff := strings.Join(res.Differences, "; ")
 		r.log.Warn("shadow: your webhook and the deployed one differ", "webhook", webhook, "namespace", res.Namespace, "name", res.Name,
-			"differences", strings.Join(res.Differences, "; "))
+			"differences", diff)
+		r.keep(webhook, path, diff, res)
 	}
 	r.metric.WithLabelValues(webhook, result).Inc()
 	r.mu.Lock()
@@ -149,6 +174,22 @@ func (r *shadowReport) add(webhook string, res upstream.ShadowResult) {
 		c.identical++
 	} else {
 		c.different++
+	}
+}
+
+// keep puts a difference into the inspector and --record-dir, with your
+// webhook's answer.
+func (r *shadowReport) keep(webhook, path, diff string, res upstream.ShadowResult) {
+	if r.store != nil {
+		failure := ""
+		if res.Answer == nil && res.Local.Result != nil {
+			failure = res.Local.Result.Message
+		}
+		r.store.RecordServed(admission.Served{Webhook: webhook, Path: path, Review: res.Review, Answer: res.Answer, Failure: failure,
+			Start: time.Now(), Shadow: diff})
+	}
+	if r.dir != nil && res.Answer != nil {
+		r.dir.RecordShadow(webhook, path, res.Review, res.Answer, diff)
 	}
 }
 

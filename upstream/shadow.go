@@ -30,6 +30,10 @@ var _ admission.Handler = (*Shadow)(nil)
 // ShadowResult is one review answered by both.
 type ShadowResult struct {
 	Namespace, Name string
+	// Review is the review as received, valid only while Report runs;
+	// Answer is the AdmissionReview your webhook's answer makes (nil when
+	// its call failed).
+	Review, Answer  []byte
 	Local, Deployed admission.Response
 	// Differences are empty when both answered alike: decision, message,
 	// and patch operations after normalising their order. They name
@@ -44,8 +48,34 @@ func (s *Shadow) Handle(ctx context.Context, req admission.Request) admission.Re
 	wg.Go(func() { deployed = s.Deployed.Handle(ctx, req) })
 	local := s.Local.Handle(ctx, req)
 	wg.Wait()
-	s.Report(ShadowResult{Namespace: req.Namespace, Name: req.Name, Local: local, Deployed: deployed, Differences: Compare(local, deployed)})
+	res := ShadowResult{Namespace: req.Namespace, Name: req.Name, Local: local, Deployed: deployed, Differences: Compare(local, deployed)}
+	if len(res.Differences) > 0 {
+		res.Review, res.Answer = req.Review(), answerOf(req, local)
+	}
+	s.Report(res)
 	return admission.Allowed("")
+}
+
+// answerOf is the AdmissionReview r answers to req; nil for a failed call.
+func answerOf(req admission.Request, r admission.Response) []byte {
+	if r.Failed() {
+		return nil
+	}
+	resp := map[string]any{"uid": req.UID, "allowed": r.Allowed}
+	if r.Result != nil {
+		resp["status"] = r.Result
+	}
+	if len(r.Patch) > 0 {
+		resp["patch"], resp["patchType"] = r.Patch, "JSONPatch"
+	}
+	if len(r.Warnings) > 0 {
+		resp["warnings"] = r.Warnings
+	}
+	b, err := json.Marshal(map[string]any{"apiVersion": req.ReviewVersion, "kind": "AdmissionReview", "response": resp})
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // Compare lists how two answers differ, yours then the deployed one's.
