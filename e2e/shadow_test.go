@@ -54,6 +54,7 @@ func deployWebhook(t *testing.T, session, url, caFile string) {
 // nothing (no patch either), and every difference is logged, counted and
 // summed up at exit.
 func TestShadowControllerRuntime(t *testing.T) {
+	requireLocal(t, "the deployed webhook is registered at a loopback URL, which only an apiserver on this machine reaches")
 	t.Parallel()
 	ns := namespace(t)
 	session := sessionFor(t)
