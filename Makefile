@@ -23,6 +23,7 @@ vet:
 	$(GO) vet ./...
 	GOOS=windows $(GO) vet ./session/ ./cli/
 	cd examples/custom-webhook && $(GO) vet ./...
+	cd e2e && $(GO) vet ./...
 	cd e2e/crupstream && $(GO) vet ./...
 	cd e2e/crmanager && $(GO) vet ./...
 	cd bench && $(GO) vet ./...
@@ -40,7 +41,7 @@ fuzz:
 	FUZZTIME=$${FUZZTIME:-1m} hack/fuzz
 
 e2e:
-	$(GO) test -count=1 -timeout 30m ./e2e/
+	cd e2e && $(GO) test -count=1 -timeout 30m .
 
 ## e2e-external: the suite as on kind, against the cluster of a KUBECONFIG: the local
 ## control plane, started first and left up; the tests that need its specifics skip and say why.
@@ -63,8 +64,8 @@ image:
 ## one: TestInClusterImage (serve's two replicas) and TestTunnelStart (the relay).
 ## As root: rootful podman, and the tests make network namespaces.
 e2e-image: image
-	HOOKBACK_E2E_IMAGE=$(IMAGE) HOOKBACK_E2E_ENGINE=$(CONTAINER_ENGINE) $(GO) test -count=1 -timeout 20m -v \
-		-run '^(TestInClusterImage|TestTunnelStart)$$' ./e2e/
+	cd e2e && HOOKBACK_E2E_IMAGE=$(IMAGE) HOOKBACK_E2E_ENGINE=$(CONTAINER_ENGINE) $(GO) test -count=1 -timeout 20m -v \
+		-run '^(TestInClusterImage|TestTunnelStart)$$' .
 
 ## image-check: the image's build stage (hack/image-build) run here, without an
 ## engine: the binary must be static and report VERSION.

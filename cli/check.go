@@ -43,11 +43,12 @@ func (o *CheckOptions) bind(b *binder) {
 	bind(b, &o.Tunnel.Enabled, "tunnel", catTunnel, "check what start --tunnel needs too: the relay's objects and the pod port-forward in --tunnel-namespace")
 	bind(b, &o.Tunnel.Namespace, "tunnel-namespace", catTunnel, "tunnel: the namespace start --tunnel would deploy its relay to")
 	o.Serve.bindUpstream(b)
+	o.Serve.bindWhatRuns(b)
 }
 
 func checkCommand() (*cli.Command, *binder) {
 	o := CheckOptions{GlobalOptions: defaultGlobalOptions(), LeaseNamespace: "default", RequestTimeout: 10 * time.Second,
-		Tunnel: session.TunnelConfig{Namespace: session.DefaultTunnelNamespace}}
+		Tunnel: session.TunnelConfig{Namespace: session.DefaultTunnelNamespace}, Serve: ServeOptions{Webhooks: "all", Controllers: "all"}}
 	b := &binder{}
 	o.bind(b)
 	cmd := &cli.Command{
@@ -177,9 +178,16 @@ func checkUpstreams(c *cli.Context, o ServeOptions) error {
 	if err != nil || len(spec.Upstreams) == 0 {
 		return err
 	}
+	// Project mode's default upstream is the manager, which the developer
+	// starts after hookback: not listening yet is no failure of check.
+	implicit := o.project != nil && o.upstreamDefaulted
 	var errs []error
 	for url, perr := range session.ProbeUpstreams(c.Context, spec) {
-		if perr != nil {
+		switch {
+		case perr != nil && implicit:
+			fmt.Fprintf(c.App.Writer, "Upstream:  %s: %v (start the manager: %s)\n", url, perr, orDefault(o.project.Run, "your manager"))
+			continue
+		case perr != nil:
 			fmt.Fprintf(c.App.Writer, "Upstream:  %s: %v\n", url, perr)
 			errs = append(errs, perr)
 			continue
@@ -219,4 +227,11 @@ func printChecking(w io.Writer, cfg session.Config) {
 		fmt.Fprint(w, "; tunnel")
 	}
 	fmt.Fprintln(w)
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

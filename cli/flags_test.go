@@ -135,3 +135,48 @@ func TestDocumentedDefaultsAreTheRealOnes(t *testing.T) {
 func looksLikeValue(s string) bool {
 	return regexp.MustCompile(`^([0-9][0-9.:]*( s|s|m)?|[0-9.]+:[0-9]+|off|on|[a-z-]+-system|default)$`).MatchString(s) && s != "default"
 }
+
+// TestExamplesParse: every --help example's flags are flags of its command
+// (the e2e suite runs the examples themselves against a cluster).
+func TestExamplesParse(t *testing.T) {
+	for cmd, examples := range Examples() {
+		for _, ex := range examples {
+			line, _, _ := strings.Cut(ex.Command, "|")
+			line, _, _ = strings.Cut(line, ">")
+			if strings.ContainsAny(line, `"'$<`) {
+				continue // shell quoting or substitution: the e2e run covers it
+			}
+			t.Run(ex.Command, func(t *testing.T) {
+				args := append(flagsOnly(strings.Fields(line)[1:]), "--help")
+				if _, _, err := run(t, args...); err != nil {
+					t.Errorf("%s (command %q): %v", ex.Command, cmd, err)
+				}
+			})
+		}
+	}
+}
+
+// flagsOnly drops an example's positional arguments (a file to replay),
+// which --help would take for a help topic.
+func flagsOnly(args []string) []string {
+	app := newApp(Extension{}, io.Discard, io.Discard)
+	out := []string{}
+	var cmd *cli.Command
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case cmd == nil && app.Command(a) != nil:
+			cmd = app.Command(a)
+			out = append(out, a)
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			out = append(out, a)
+			if cmd != nil && !strings.Contains(a, "=") && takesValue(cmd, strings.TrimLeft(a, "-")) && i+1 < len(args) {
+				i++
+				out = append(out, args[i])
+			}
+		case cmd == nil:
+			out = append(out, a)
+		}
+	}
+	return out
+}

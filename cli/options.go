@@ -100,13 +100,15 @@ type ServeOptions struct {
 	UpstreamInsecure        bool
 	KeepFailurePolicy       bool
 	Timeout                 time.Duration
+	// Scope narrows every webhook registered: --namespace, --only-mine...
+	Scope registration.Scope
 	// Project is --project: a kubebuilder or Operator SDK project root.
 	Project string
 	// project is the project of project mode, else nil (resolveProject).
 	project    *project.Project
 	projectErr error
-	// Scope narrows every webhook registered: --namespace, --only-mine...
-	Scope registration.Scope
+	// upstreamDefaulted: project mode chose the upstream, not the user.
+	upstreamDefaulted bool
 }
 
 func defaultServeOptions() ServeOptions {
@@ -133,9 +135,8 @@ func (o *ServeOptions) bind(b *binder) {
 	bind(b, &o.ACME.Profile, "acme-profile", catServing, "acme mode: ACME profile to order under (Let's Encrypt issues IP certificates only under shortlived); empty: the CA's default")
 	bind(b, &o.ACME.HTTPPort, "acme-http-port", catServing, "acme mode: port the HTTP-01 challenge is answered on, opened only while a challenge is pending (the CA always dials port 80: forward it here when different)")
 	bind(b, &o.ACME.RenewCheckInterval, "acme-renew-check-interval", catServing, "acme mode: how often certmagic checks whether to renew", hidden)
-	o.bindBuiltins(b)
-	bind(b, &o.Project, "project", catUser, "kubebuilder or Operator SDK project root (default: the current directory when it has a PROJECT file and no --webhook-config is given): its config/default, built-ins off, --upstream "+project.DefaultUpstream)
-	bind(b, &o.WebhookConfig, "webhook-config", catUser, "your webhook configurations and CRDs as written for the cluster (file, directory, kustomize directory, bundle, or - for stdin; repeatable): rewritten to point at hookback, other kinds skipped")
+	o.bindWhatRuns(b)
+	bindWebhookOptions(b, &o.Webhook)
 	o.bindUpstream(b)
 	bind(b, &o.KeepFailurePolicy, "keep-failure-policy", catUser, "your webhooks: keep each failurePolicy; without it every one becomes Ignore, so a stopped debugger never blocks the cluster")
 	bind(b, &o.Timeout, "timeout", catUser, "your webhooks: override every timeoutSeconds, 1s to 30s (30s while stepping through a handler in a debugger); 0 keeps each one's")
@@ -154,11 +155,13 @@ func bindScope(b *binder, s *registration.Scope) {
 	bind(b, &s.ConvertCRDs, "convert", catScope, "on a cluster that is not local, redirect the conversion of this CRD (repeatable); conversion cannot be scoped")
 }
 
-// bindBuiltins binds the built-ins' selection and options.
-func (o *ServeOptions) bindBuiltins(b *binder) {
+// bindWhatRuns binds what decides what start runs, and so the permissions
+// it needs (check binds them too): the built-ins selected, your manifests.
+func (o *ServeOptions) bindWhatRuns(b *binder) {
 	bind(b, &o.Webhooks, "webhooks", catBuiltins, "comma list of built-in webhooks to serve, or all or none ("+strings.Join(webhook.Names(), ", ")+")")
 	bind(b, &o.Controllers, "controllers", catBuiltins, "comma list of controllers to run, or all or none ("+strings.Join(controller.Names(), ", ")+")")
-	bindWebhookOptions(b, &o.Webhook)
+	bind(b, &o.Project, "project", catUser, "kubebuilder or Operator SDK project root (default: the current directory when it has a PROJECT file and no --webhook-config is given): its config/default, built-ins off, --upstream "+project.DefaultUpstream)
+	bind(b, &o.WebhookConfig, "webhook-config", catUser, "your webhook configurations and CRDs as written for the cluster (file, directory, kustomize directory, bundle such as dist/install.yaml, or - for stdin; repeatable): rewritten to point at hookback, other kinds skipped")
 }
 
 // bindUpstream binds where your webhooks' reviews go.

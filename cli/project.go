@@ -43,7 +43,7 @@ func projectMode(c *cli.Context, o *ServeOptions) (*project.Project, error) {
 		o.Controllers = "none"
 	}
 	if len(o.Upstream) == 0 {
-		o.Upstream = []string{project.DefaultUpstream}
+		o.Upstream, o.upstreamDefaulted = []string{project.DefaultUpstream}, true
 	}
 	return p, nil
 }

@@ -27,7 +27,10 @@ proves with a dry-run canary that the apiserver really calls back, runs the cont
 and deletes what it wrote on Ctrl-C or SIGTERM (a second one exits at once). When the
 cluster cannot route to this machine (NAT, a cloud cluster), --tunnel deploys a relay for
 the session and attaches to it through the apiserver's pod port-forward; the
-configurations then reference the relay's Service (docs/tunnel.md).` + examplesText(startExamples),
+configurations then reference the relay's Service (docs/tunnel.md). In a kubebuilder or
+Operator SDK project (a PROJECT file here, or --project), start needs no flags: it reads
+config/default, forwards to the manager's webhook server on :9443 with a certificate it
+writes for it, and prints the command that starts the manager (docs/your-webhook.md).` + examplesText(startExamples),
 		Flags: b.flags,
 		Action: func(c *cli.Context) error {
 			b.load(c)

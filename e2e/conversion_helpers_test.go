@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 
@@ -21,7 +20,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/hookback/hookback/internal/syncbuf"
-	"github.com/hookback/hookback/registration"
 )
 
 const widgetCRD = "widgets.e2e.hookback.dev"
@@ -117,42 +115,8 @@ func (m *crManager) stop(t *testing.T) {
 }
 
 // crManifests is the manager's config/default, a kustomize directory shaped
-// like kubebuilder's, when the intake renders kustomize; else the same
-// objects as one plain YAML directory, rendered here by hand.
-func crManifests(t *testing.T) string {
-	t.Helper()
-	if m, err := registration.ReadManifests([]string{crConfigDir}, nil); err == nil && len(m.Webhooks) == 2 && len(m.CRDs) == 1 {
-		return crConfigDir
-	}
-	dir := t.TempDir()
-	crd, err := os.ReadFile(filepath.Join("crmanager", "config", "crd", "bases", widgetCRD[len("widgets."):]+"_widgets.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conv := `
-  conversion:
-    strategy: Webhook
-    webhook:
-      clientConfig:
-        service:
-          namespace: crmanager-system
-          name: crmanager-webhook-service
-          path: /convert
-      conversionReviewVersions:
-      - v1
-`
-	crd = []byte(strings.Replace(string(crd), "\nspec:\n", "\nspec:\n"+conv[1:], 1))
-	hooks, err := os.ReadFile(filepath.Join("crmanager", "config", "webhook", "manifests.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, b := range map[string][]byte{"crd.yaml": crd, "webhooks.yaml": hooks} {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
+// like kubebuilder's (namespace, namePrefix, the CRD's conversion patch).
+func crManifests(*testing.T) string { return crConfigDir }
 
 // conversionJSON is the live CRD's spec.conversion, as the apiserver
 // serves it, and the CRD.

@@ -29,7 +29,9 @@ func TestConversionThroughHookback(t *testing.T) {
 	deleteTestCRD(t, dyn)
 	mgr := startCRManager(t)
 	ns := namespace(t)
-	args := []string{"--webhooks", "none", "--controllers", "none", "--webhook-config", crManifests(t),
+	manifests := crManifests(t)
+	t.Logf("manifests: %s", manifests)
+	args := []string{"--webhooks", "none", "--controllers", "none", "--webhook-config", manifests,
 		"--upstream", mgr.URL, "--upstream-ca", mgr.Cert}
 
 	t.Run("installed, called, recorded, restored at Ctrl-C", func(t *testing.T) {
@@ -87,6 +89,29 @@ func TestConversionThroughHookback(t *testing.T) {
 		}
 		if after, _ := conversionJSON(t, dyn); after != before {
 			t.Errorf("conversion after cleanup:\n%s\nwant, byte for byte:\n%s", after, before)
+		}
+	})
+
+	t.Run("existing CRD restored byte for byte by the next run after kill -9", func(t *testing.T) {
+		before, _ := conversionJSON(t, dyn)
+		p := start(t, args...)
+		p.ready(t)
+		p.signal(syscall.SIGKILL)
+		p.wait(t)
+		// The next run of the same session (a user's default session is
+		// the same every time) keeps the stanza saved by the killed one.
+		next := start(t, append(args, "--session", p.session)...)
+		next.ready(t)
+		if _, crd := conversionJSON(t, dyn); crd.GetAnnotations()["hookback.dev/conversion"] != before {
+			t.Fatalf("saved stanza %q after the restart, want %s", crd.GetAnnotations()["hookback.dev/conversion"], before)
+		}
+		readInOtherVersion(t, dyn, ns, "after-kill", next)
+		next.signal(syscall.SIGINT)
+		if code := next.wait(t); code != 0 {
+			t.Fatalf("exit code %d", code)
+		}
+		if after, _ := conversionJSON(t, dyn); after != before {
+			t.Errorf("conversion after the next run:\n%s\nwant, byte for byte:\n%s", after, before)
 		}
 	})
 

@@ -153,11 +153,17 @@ func startEnv(t *testing.T, environ []string, extra ...string) *proc {
 // startBinary runs `BINARY start` with the test's session, ports and state.
 func startBinary(t *testing.T, binary string, environ []string, extra ...string) *proc {
 	t.Helper()
+	return startIn(t, "", binary, environ, extra...)
+}
+
+// startIn is startBinary in directory dir ("": the test's).
+func startIn(t *testing.T, dir, binary string, environ []string, extra ...string) *proc {
+	t.Helper()
 	p := &proc{t: t, session: sessionFor(t), port: freePort(t), done: make(chan struct{})}
 	p.health = "127.0.0.1:" + strconv.Itoa(freePort(t))
 	args := append(startArgs(t, p.session, p.port, p.health), extra...)
 	p.cmd = exec.Command(binary, args...)
-	p.cmd.Env = environ
+	p.cmd.Env, p.cmd.Dir = environ, dir
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

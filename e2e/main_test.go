@@ -75,7 +75,7 @@ func run(m *testing.M) (int, error) {
 	env.crManager = filepath.Join(bin, "crmanager")
 	for _, b := range []struct{ dir, pkg, out string }{
 		{repo, ".", env.binary},
-		{repo, "./e2e/markhook", env.markBinary},
+		{filepath.Join(repo, "e2e"), "./markhook", env.markBinary},
 		{filepath.Join(repo, "examples", "custom-webhook"), ".", env.exampleBinary},
 		{filepath.Join(repo, "e2e", "crupstream"), ".", env.crBinary},
 		{filepath.Join(repo, "e2e", "crmanager"), ".", env.crManager},
@@ -139,6 +139,6 @@ const (
 func requireLocal(t *testing.T, why string) {
 	t.Helper()
 	if !env.local {
-		t.Skipf("skipped against $KUBECONFIG's cluster: %s; run it on the local control plane (KUBECONFIG= go test ./e2e/)", why)
+		t.Skipf("skipped against $KUBECONFIG's cluster: %s; run it on the local control plane (KUBECONFIG= make e2e)", why)
 	}
 }

@@ -7,12 +7,12 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/internal/lifecycle"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/server"
 	"github.com/hookback/hookback/session"
@@ -124,50 +124,44 @@ type replica struct {
 }
 
 func (r *replica) run(ctx context.Context) (err error) {
+	errs := lifecycle.NewErrors()
 	// The server outlives ctx by ShutdownDelay: a stopping replica keeps
-	// answering while the endpoints drop it.
-	srvCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
-	leadCtx, stopLeading := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	errc := make(chan error, 3)
-	wg.Go(func() { errc <- r.srv.Start(srvCtx) })
-	wg.Go(func() { errc <- r.leader.Run(leadCtx) })
-	// The certificate watchers end with srvCtx, so they are waited for only
-	// once it is cancelled (a deferred wait of its own would run first and
-	// never return: SIGTERM hung every replica serving certificate files).
-	var waitWatch func()
+	// answering while the endpoints drop it. Leading (the controllers) is
+	// its child and stops first.
+	serving := lifecycle.NewGroup(context.WithoutCancel(ctx), errs)
+	leading := serving.Child()
+	serving.GoUntilStopped("the webhook server", r.srv.Start)
+	leading.GoUntilStopped("leader election", r.leader.Run)
 	defer func() {
 		r.srv.SetReady(false)
-		stopLeading()
+		leading.Stop()
 		r.cfg.Log.Info("stopping: not ready, still answering", "for", r.cfg.ShutdownDelay)
 		time.Sleep(r.cfg.ShutdownDelay)
-		stopServer()
-		if waitWatch != nil {
-			waitWatch()
-		}
-		wg.Wait()
-		close(errc)
-		for e := range errc {
-			err = errors.Join(err, e)
-		}
+		serving.Stop()
+		err = errors.Join(err, errs.Err())
 	}()
 	if err := r.register(ctx); err != nil {
 		return err
 	}
 	changed := make(chan struct{}, 1)
-	waitWatch, err = r.certs.Watch(srvCtx, changed)
+	// The watchers keep the certificate fresh while the replica answers,
+	// through the shutdown delay.
+	wait, err := r.certs.Watch(serving.Context(), changed)
 	if err != nil {
 		return err
 	}
+	if wait != nil {
+		serving.Wait(wait)
+	}
 	r.cfg.Log.Info("serving", "after", time.Since(r.started).Round(time.Millisecond), "service", Name+"."+r.cfg.Namespace+".svc",
 		"port", r.cfg.Port, "health", r.srv.HealthAddr().String(), "identity", r.cfg.Identity)
-	return r.loop(ctx, changed, errc)
+	return r.loop(ctx, changed, errs)
 }
 
 // loop keeps readiness true while the replica can serve (and, leading, its
 // caches have synced), and re-applies the configurations when the caBundle
 // changes, until ctx is done or a part fails.
-func (r *replica) loop(ctx context.Context, changed <-chan struct{}, errc <-chan error) error {
+func (r *replica) loop(ctx context.Context, changed <-chan struct{}, errs *lifecycle.Errors) error {
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	announced := false
@@ -183,11 +177,8 @@ func (r *replica) loop(ctx context.Context, changed <-chan struct{}, errc <-chan
 		select {
 		case <-ctx.Done():
 			return nil
-		case err := <-errc:
-			if err == nil && ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("stopped unexpectedly: %w", err)
+		case <-errs.Stopped():
+			return fmt.Errorf("stopped unexpectedly: %w", errs.First())
 		case <-changed:
 			if err := r.register(ctx); err != nil {
 				r.cfg.Log.Error("re-apply the webhook configurations after a certificate change", "error", err)

@@ -35,10 +35,10 @@ func (r *run) banner(reg *registration.Registration, took, rtt time.Duration, ve
 	for _, h := range reg.Webhooks() {
 		fmt.Fprintf(w, "  webhook:  %s\n", h)
 	}
+	r.writeUpstream(w)
 	if r.cfg.Scope.Narrowed() {
 		fmt.Fprintf(w, "  scope:    %s\n", r.cfg.Scope)
 	}
-	r.writeUpstream(w)
 	writeTry(w, tryCommands(r.kubectl(), tryNamespace(r.cfg.Scope), r.cfg.Webhooks))
 	fmt.Fprintf(w, "Stop with Ctrl-C to deregister. After a crash, `%s` removes what is left.\n", r.cleanupCommand())
 }

@@ -57,15 +57,15 @@ type Config struct {
 	Extra []admission.Webhook
 	// User are the user's own webhook manifests and upstream servers.
 	User UserWebhooks
-	// Scope narrows every webhook registered (the canary excepted); Run
-	// resolves it against the cluster.
-	Scope registration.Scope
 	// Project is the kubebuilder or Operator SDK project whose manifests
 	// User reads (project mode), for the banner; nil otherwise.
 	Project *project.Project
 	// RedirectConversion selects the CRDs whose conversion webhook is
 	// pointed at hookback; nil selects every one.
 	RedirectConversion func(crd string) bool
+	// Scope narrows every webhook registered (the canary excepted); Run
+	// resolves it against the cluster.
+	Scope registration.Scope
 	// RecordDir, when set, keeps every review and answer there.
 	RecordDir string
 	// Inspector is the local page of the last reviews; a zero value

@@ -10,6 +10,8 @@ import (
 
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/conversion"
+	"github.com/hookback/hookback/inspector"
+	"github.com/hookback/hookback/record"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/upstream"
 )
@@ -93,7 +95,19 @@ func (r *run) ensureCRDs(ctx context.Context, bundle string) error {
 	}
 	redirect := r.cfg.RedirectConversion
 	if redirect == nil {
-		redirect = func(string) bool { return true }
+		// On a cluster that is not local, only the CRDs named with
+		// --convert (or every one with --all-namespaces): conversion
+		// cannot be scoped and has no failurePolicy.
+		redirect = r.cfg.Scope.Convert
+		names := make([]string, 0, len(c.crds))
+		for _, crd := range c.crds {
+			if crd.Conversion != nil {
+				names = append(names, crd.Name)
+			}
+		}
+		if line := r.cfg.Scope.LeftAlone(names); line != "" {
+			r.cfg.Log.Warn(line)
+		}
 	}
 	installed, redirected, err := r.crds().Ensure(ctx, c.crds, redirect, registration.Target{URL: r.url, CABundle: bundle})
 	r.conversions.installed = appendNew(r.conversions.installed, installed...)
@@ -127,4 +141,24 @@ func appendNew(s []string, vs ...string) []string {
 		}
 	}
 	return s
+}
+
+// replayTarget extends the inspector's replay to the conversion webhooks
+// (each replayed to its upstream, through the same checks) and names them
+// as upstream webhooks in sources.
+func (c *conversions) replayTarget(admissions record.Target, sources map[string]string, cfg Config) record.Target {
+	if c == nil || len(c.hooks) == 0 {
+		return admissions
+	}
+	byPath := map[string]conversion.Webhook{}
+	for _, w := range c.hooks {
+		byPath[w.Path] = w
+		sources["convert/"+w.CRD] = inspector.SourceUpstream
+	}
+	return func(e record.Entry) (http.Handler, error) {
+		if w, ok := byPath[e.Path]; ok {
+			return conversion.NewHTTPHandler(w, conversion.Options{Log: cfg.Log}), nil
+		}
+		return admissions(e)
+	}
 }

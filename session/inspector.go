@@ -54,7 +54,7 @@ func newInspectorStore(cfg Config) *inspector.Store {
 // same handlers as the cluster's calls (upstream forwarders, extra
 // webhooks), except the built-ins: they are built again with an events
 // recorder that drops Events, so a replay leaves no trace in the cluster.
-func newInspector(cfg Config, store *inspector.Store, hooks []admission.Webhook, user *userWebhooks, factory informers.SharedInformerFactory) (*inspector.Server, error) {
+func newInspector(cfg Config, store *inspector.Store, hooks []admission.Webhook, user *userWebhooks, conv *conversions, factory informers.SharedInformerFactory) (*inspector.Server, error) {
 	if store == nil {
 		return nil, nil
 	}
@@ -72,7 +72,7 @@ func newInspector(cfg Config, store *inspector.Store, hooks []admission.Webhook,
 		sources[h.Name] = inspector.SourceUpstream
 	}
 	opts := inspector.Options{Address: cfg.Inspector.Address, Expose: cfg.Inspector.Expose, Store: store,
-		Sources: sources, Log: cfg.Log, Replay: replayTarget(replayHooks, cfg)}
+		Sources: sources, Log: cfg.Log, Replay: conv.replayTarget(replayTarget(replayHooks, cfg), sources, cfg)}
 	srv, err := inspector.New(opts)
 	if err != nil && cfg.Inspector.Fallback {
 		cfg.Log.Warn("the inspector's default address is busy (another hookback?): serving it on a free port", "address", opts.Address, "error", err)

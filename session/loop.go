@@ -80,33 +80,35 @@ func (r *run) canaryKey() string {
 
 // loop keeps the session alive: heartbeat, template and certificate reloads,
 // and a stop on ctx or on a failed server or controller.
-func (r *run) loop(ctx, bgCtx context.Context, errc <-chan error) error {
+func (r *run) loop(ctx context.Context) error {
 	reapply := make(chan struct{}, 1)
-	r.bg.Go(func() {
-		r.heartbeat.Run(bgCtx, r.cfg.LeaseDuration/6, r.reverifyLater, func(err error) { r.lost <- err })
+	r.working.Go(func(ctx context.Context) error {
+		r.heartbeat.Run(ctx, r.cfg.LeaseDuration/6, r.reverifyLater, func(err error) { r.lost <- err })
+		return nil
 	})
+	bg := r.working.Context()
 	if r.cfg.Template.Path != "" {
 		w := &reload.FileWatcher{Path: r.cfg.Template.Path, Interval: r.cfg.ReloadInterval, Debounce: 20 * time.Millisecond, Log: r.cfg.Log}
-		wait, err := w.Watch(bgCtx, reapply)
+		wait, err := w.Watch(bg, reapply)
 		if err != nil {
 			r.cfg.Log.Warn("template hot reload disabled", "error", err)
 		} else {
-			r.bg.Go(wait)
+			r.working.Wait(wait)
 		}
 	}
-	wait, err := r.certs.Watch(bgCtx, reapply)
+	wait, err := r.certs.Watch(bg, reapply)
 	if err != nil {
 		r.cfg.Log.Warn("certificate hot reload disabled", "error", err)
 	} else if wait != nil {
-		r.bg.Go(wait)
+		r.working.Wait(wait)
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			r.cfg.Log.Info("stopping: deregistering first so the apiserver stops calling")
 			return nil
-		case err := <-errc:
-			return fmt.Errorf("stopped unexpectedly: %w", err)
+		case <-r.errs.Stopped():
+			return fmt.Errorf("stopped unexpectedly: %w", r.errs.First())
 		case err := <-r.lost:
 			// Another run of this session holds the Lease now, and what the
 			// session registered is that run's: shutdown must not undo it.

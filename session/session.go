@@ -15,7 +15,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,6 +25,7 @@ import (
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/controller"
 	"github.com/hookback/hookback/inspector"
+	"github.com/hookback/hookback/internal/lifecycle"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/server"
 )
@@ -159,7 +159,7 @@ func newServers(cfg Config, addr string, crt certs.Certs, hooks []admission.Webh
 	if err != nil {
 		return nil, nil, err
 	}
-	insp, err := newInspector(cfg, store, hooks, user, factory)
+	insp, err := newInspector(cfg, store, hooks, user, conv, factory)
 	if err != nil {
 		return nil, nil, portholder.Explain(err)
 	}
@@ -215,9 +215,13 @@ type run struct {
 	scopeNotes []string
 	// lost gets the heartbeat's one ErrSessionTakenOver.
 	lost chan error
-	// bg tracks the controllers and loops, srv the server: run waits for
-	// both, the server last, so it answers until the apiserver stops calling.
-	bg, srv sync.WaitGroup
+	// The run's goroutines, on one context tree: serving (the webhook
+	// server, the inspector) outlives the caller's ctx, since it must keep
+	// answering while the session deregisters; working (controllers,
+	// heartbeat, reloads, the tunnel, drift), its child, stops right after
+	// deregistration. errs collects what they return.
+	serving, working *lifecycle.Group
+	errs             *lifecycle.Errors
 }
 
 func newRun(cfg Config, cl *Cluster, srv *server.Server, canary *registration.Canary, crt certs.Certs, p *parts, url string) *run {
@@ -232,63 +236,108 @@ func newRun(cfg Config, cl *Cluster, srv *server.Server, canary *registration.Ca
 	}
 }
 
-// run serves, takes the Lease, registers, verifies and runs until ctx is
-// done, then deregisters before it stops serving.
+// step is one stage of start, in the order run takes them.
+type step struct {
+	name string
+	do   func(ctx context.Context) error
+}
+
+// steps are what run does, in order, once the server answers: each writes
+// to the cluster only what the ones before it allow (nothing before the
+// Lease is this session's; the canary only once the configurations are
+// applied; ready only once verified). TestStartStepsInOrder holds them to
+// this order, and the README's "What start does" follows it.
+func (r *run) steps(started time.Time) []step {
+	var reg *registration.Registration
+	var rtt time.Duration
+	var verr error
+	return []step{
+		// The session Lease; stale sessions are cleaned up on the way.
+		{"lease", r.acquire},
+		// Controllers start only once the session is ours: a refused start
+		// must not write anything another session would then have to clean up.
+		{"controllers", r.startControllers},
+		{"tunnel", r.startTunnel},
+		// The webhook configurations (and the CRDs, conversion redirected),
+		// then the watch that re-applies them if someone else reverts them.
+		{"register", func(ctx context.Context) (err error) { reg, err = r.register(ctx); return err }},
+		{"drift", r.startDrift},
+		// Proof that the apiserver calls back.
+		{"verify", func(ctx context.Context) error { rtt, verr = r.verify(ctx); return r.verified(verr) }},
+		// Ready, once the banner is out: whoever waits on /readyz then finds
+		// the URLs printed.
+		{"ready", func(context.Context) error {
+			r.banner(reg, time.Since(started), rtt, verr)
+			r.server.SetReady(true)
+			r.keepUpstreamCert()
+			return nil
+		}},
+	}
+}
+
+// run serves, takes the steps, and runs until ctx is done, then
+// deregisters before it stops serving.
 func (r *run) run(ctx context.Context, started time.Time) (err error) {
-	// The server outlives ctx: it must keep answering while we deregister.
-	srvCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
-	// Controllers too: they stop after deregistration (shutdown).
-	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
-	runnables := r.parts.runnables()
-	// Room for every sender, so none blocks once the loop stops reading:
-	// the server, the inspector, the tunnel's attacher and each runnable.
-	errc := make(chan error, 3+len(runnables))
-	r.srv.Go(func() { errc <- r.server.Start(srvCtx) })
+	r.errs = lifecycle.NewErrors()
+	// The caller's ctx only asks the run to stop: the tree outlives it, so
+	// the server answers, and the controllers run, while it deregisters.
+	r.serving = lifecycle.NewGroup(context.WithoutCancel(ctx), r.errs)
+	r.working = r.serving.Child()
+	r.serving.GoUntilStopped("the webhook server", r.server.Start)
 	if r.inspector != nil {
-		r.srv.Go(func() { errc <- r.inspector.Start(srvCtx) })
+		r.serving.GoUntilStopped("the inspector", r.inspector.Start)
 	}
 	defer func() {
-		r.shutdown(stopBackground, func() { stopServer(); r.srv.Wait() })
-		close(errc)
-		for e := range errc {
-			err = errors.Join(err, e)
-		}
+		r.shutdown()
+		err = errors.Join(err, r.errs.Err())
 	}()
-
-	// 5. The session Lease; stale sessions are cleaned up on the way.
-	if err := r.acquire(ctx); err != nil {
-		return err
-	}
-	// Controllers start only once the session is ours: a refused start must
-	// not write anything another session would then have to clean up.
-	for _, run := range runnables {
-		r.bg.Go(func() { errc <- run(bgCtx) })
-	}
-	if r.tunnel != nil {
-		if err := r.startTunnel(ctx, bgCtx, errc); err != nil {
+	for _, s := range r.steps(started) {
+		if err := s.do(ctx); err != nil {
 			return err
 		}
 	}
-	// 6. The webhook configurations.
-	reg, err := r.register(ctx)
-	if err != nil {
+	// Heartbeat and hot reload until the end.
+	return r.loop(ctx)
+}
+
+// startControllers runs every controller on the working group.
+func (r *run) startControllers(context.Context) error {
+	for i, run := range r.parts.runnables() {
+		r.working.GoUntilStopped("controller "+r.parts.controllers[i].Name(), run)
+	}
+	return nil
+}
+
+// keepUpstreamCert renews the certificate hookback wrote for your webhook
+// server while the session runs (a pair it did not write is not its own).
+func (r *run) keepUpstreamCert() {
+	if p := r.upstreamPair; p != nil && p.Ours() {
+		r.working.Go(func(ctx context.Context) error {
+			keepUpstreamCert(ctx, r.cfg.Certs.StateDir, p.Dir, time.Hour, time.Now, r.cfg.Log)
+			return nil
+		})
+	}
+}
+
+// startDrift watches the configurations just applied.
+func (r *run) startDrift(context.Context) error {
+	r.working.Go(func(ctx context.Context) error {
+		r.drift.Run(ctx)
+		return nil
+	})
+	return nil
+}
+
+// verified decides what a failed verification means: the end of the run,
+// or with --no-verify a warning.
+func (r *run) verified(err error) error {
+	if err != nil && r.cfg.RequireVerified {
 		return err
 	}
-	r.bg.Go(func() { r.drift.Run(bgCtx) })
-	// 8. Proof that the apiserver calls back.
-	rtt, verr := r.verify(ctx)
-	if verr != nil && r.cfg.RequireVerified {
-		return verr
+	if err != nil {
+		r.cfg.Log.Warn("running although the apiserver cannot reach hookback (--no-verify)", "error", err)
 	}
-	if verr != nil {
-		r.cfg.Log.Warn("running although the apiserver cannot reach hookback (--no-verify)", "error", verr)
-	}
-	// 9. Ready, once the banner is out: whoever waits on /readyz then finds
-	// the URLs printed.
-	r.banner(reg, time.Since(started), rtt, verr)
-	r.server.SetReady(true)
-	// 7, 10. Heartbeat and hot reload until the end.
-	return r.loop(ctx, bgCtx, errc)
+	return nil
 }
 
 // acquire cleans up dead sessions and takes this session's Lease.
@@ -365,24 +414,22 @@ func (r *run) verify(ctx context.Context) (time.Duration, error) {
 // write in flight must not land after the cleanup), stop serving, clean up
 // shared objects, and release the Lease last. It runs on a fresh context:
 // the run's context is already cancelled when we stop.
-func (r *run) shutdown(stopBackground, stopServer func()) {
+func (r *run) shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	r.drift.Stop()
 	r.server.SetReady(false)
 	if !r.acquired {
-		stopBackground()
-		r.bg.Wait()
-		stopServer()
+		r.working.Stop()
+		r.serving.Stop()
 		return
 	}
 	errs := []error{r.restoreCRDs(ctx), r.registrar.Deregister(ctx)}
-	stopBackground()
-	r.bg.Wait()
+	r.working.Stop()
 	// The apiserver drops deleted configurations asynchronously; with the
 	// server stopped, a late call fails open instead of reaching a handler
 	// that would undo the cleanup (a restored node oversold again).
-	stopServer()
+	r.serving.Stop()
 	if r.tunnel != nil {
 		errs = append(errs, r.tunnel.remove(ctx))
 	}

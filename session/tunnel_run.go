@@ -57,8 +57,11 @@ func (r *run) redeployRelay(ctx context.Context, why string) {
 // until bgCtx ends. It returns once the first attach is up, so that the
 // canary that follows goes through the tunnel; every later attach verifies
 // again.
-func (r *run) startTunnel(ctx, bgCtx context.Context, errc chan<- error) error {
+func (r *run) startTunnel(ctx context.Context) error {
 	t := r.tunnel
+	if t == nil {
+		return nil
+	}
 	t.adoptSecret(ctx)
 	if err := t.deploy(ctx, r.leaseRef); err != nil {
 		return err
@@ -77,11 +80,12 @@ func (r *run) startTunnel(ctx, bgCtx context.Context, errc chan<- error) error {
 		return err
 	}
 	ended := make(chan struct{})
-	r.bg.Go(func() {
+	r.working.Go(func(ctx context.Context) error {
 		defer close(ended)
-		if err := a.Start(bgCtx); err != nil {
-			errc <- fmt.Errorf("reverse tunnel: %w", err)
+		if err := a.Start(ctx); err != nil {
+			return fmt.Errorf("reverse tunnel: %w", err)
 		}
+		return nil
 	})
 	timeout := r.cfg.Tunnel.AttachTimeout
 	wait := time.NewTimer(timeout)
@@ -94,7 +98,7 @@ func (r *run) startTunnel(ctx, bgCtx context.Context, errc chan<- error) error {
 		case <-up:
 			return nil
 		case <-ended:
-			// Refused for good (tunnel.ErrDenied); the error is in errc.
+			// Refused for good (tunnel.ErrDenied); the error is in r.errs.
 			return errors.New("the reverse tunnel stopped before it attached")
 		case <-ctx.Done():
 			return ctx.Err()

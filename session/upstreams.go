@@ -238,6 +238,9 @@ func loadUserWebhooks(spec UserWebhooks, cfg Config) (*userWebhooks, error) {
 	if len(spec.Manifests) == 0 {
 		return &userWebhooks{spec: spec, late: &lateReport{log: cfg.Log}, shadow: newShadowReport(cfg.Log, false)}, nil
 	}
+	if cfg.Project != nil && cfg.Log != nil {
+		cfg.Project.Log(cfg.Log)
+	}
 	m, err := spec.readManifests()
 	if err != nil {
 		return nil, err
@@ -318,4 +321,31 @@ func orNothing(s string) string {
 		return "empty documents"
 	}
 	return s
+}
+
+// keepUpstreamCert rewrites the upstream's pair, while the session runs,
+// when it nears expiry (see certs.WriteUpstreamPair), checking every
+// `every`: a manager left running for weeks keeps a valid certificate
+// (controller-runtime reloads it from disk). It stops with ctx.
+func keepUpstreamCert(ctx context.Context, stateDir, dir string, every time.Duration, now func() time.Time, log *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		ca, _, err := certs.LocalCA(stateDir)
+		if err == nil {
+			var pair certs.UpstreamPair
+			pair, err = certs.WriteUpstreamPair(ca, dir, now())
+			if err == nil && pair.Action == certs.UpstreamRenewed {
+				log.Info("upstream serving certificate: " + pair.String())
+			}
+		}
+		if err != nil {
+			log.Warn("upstream serving certificate not renewed", "dir", dir, "error", err)
+		}
+	}
 }

@@ -1,7 +1,14 @@
 package session
 
 import (
+	"bytes"
+	"context"
 	"io"
+	"os"
+	"time"
+
+	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/internal/syncbuf"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -83,5 +90,42 @@ func TestPermissionsFollowWhatRuns(t *testing.T) {
 				t.Errorf("CRD permissions %d (want some: %v), built-ins' %d (want 0)", crds, tt.wantCRDs, builtins)
 			}
 		})
+	}
+}
+
+func TestKeepUpstreamCertRenews(t *testing.T) {
+	state, dir := t.TempDir(), filepath.Join(t.TempDir(), "serving-certs")
+	ca, _, err := certs.LocalCA(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := certs.WriteUpstreamPair(ca, dir, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(filepath.Join(dir, "tls.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged syncbuf.Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	// 80 days on: the pair is within its renewal window.
+	later := func() time.Time { return time.Now().Add(80 * 24 * time.Hour) }
+	go func() {
+		defer close(done)
+		keepUpstreamCert(ctx, state, dir, time.Millisecond, later, slog.New(slog.NewTextHandler(&logged, nil)))
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logged.String(), "renewed tls.crt and tls.key in "+dir) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no renewal logged within 10s:\n%s", logged.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	after, err := os.ReadFile(filepath.Join(dir, "tls.crt"))
+	if err != nil || bytes.Equal(before, after) {
+		t.Fatalf("tls.crt unchanged after a logged renewal (err %v)", err)
 	}
 }

@@ -83,11 +83,20 @@ func (e *env) conversion(ctx context.Context) error {
 	if err := createWidgets(ctx, dyn, ns.Name, e.cfg.objects); err != nil {
 		return err
 	}
+	// The watch cache keeps each object's conversion: a list it serves
+	// converts nothing after the first. A list at an exact resourceVersion
+	// is read from etcd and converts every object, every time, as a cold
+	// kubectl get does.
+	stored, err := dyn.Resource(widgetsV1).Namespace(ns.Name).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	exact := metav1.ListOptions{ResourceVersion: stored.GetResourceVersion(), ResourceVersionMatch: metav1.ResourceVersionMatchExact}
 	list := dyn.Resource(widgetsV2).Namespace(ns.Name)
 	var direct, through []time.Duration
 	var converted float64
 	for r := 0; r < e.cfg.rounds; r++ {
-		d, err := timedLists(ctx, list, e.cfg.objects, e.cfg.lists, nil)
+		d, err := timedLists(ctx, list, exact, e.cfg.objects, e.cfg.lists, nil)
 		if err != nil {
 			return fmt.Errorf("round %d, direct: %w", r+1, err)
 		}
@@ -101,7 +110,7 @@ func (e *env) conversion(ctx context.Context) error {
 		if _, err := p.waitReady(ctx, 60*time.Second); err != nil {
 			return err
 		}
-		t, err := timedLists(ctx, list, e.cfg.objects, e.cfg.lists, p)
+		t, err := timedLists(ctx, list, exact, e.cfg.objects, e.cfg.lists, p)
 		if err != nil {
 			_, _ = p.stop(30 * time.Second)
 			return fmt.Errorf("round %d, through hookback: %w", r+1, err)
@@ -111,7 +120,12 @@ func (e *env) conversion(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		converted += m[`hookback_conversion_objects_total{crd="`+widgetCRD+`"}`]
+		n := m[`hookback_conversion_objects_total{crd="`+widgetCRD+`"}`]
+		if n < float64(e.cfg.lists*e.cfg.objects) {
+			_, _ = p.stop(30 * time.Second)
+			return fmt.Errorf("round %d: hookback converted %.0f objects in %d lists of %d: the lists did not all go through it", r+1, n, e.cfg.lists, e.cfg.objects)
+		}
+		converted += n
 		if _, err := p.stop(30 * time.Second); err != nil {
 			return err
 		}
@@ -124,10 +138,10 @@ func (e *env) conversion(ctx context.Context) error {
 // timedLists lists until a list is served by the path under test (hookback's
 // conversion metric moves, or any list succeeds for the direct path), then
 // times n lists, each checked to hold want objects in v2.
-func timedLists(ctx context.Context, list dynamic.ResourceInterface, want, n int, p *proc) ([]time.Duration, error) {
+func timedLists(ctx context.Context, list dynamic.ResourceInterface, opts metav1.ListOptions, want, n int, p *proc) ([]time.Duration, error) {
 	deadline := time.Now().Add(60 * time.Second)
 	for warm := 0; warm < 3; {
-		_, err := list.List(ctx, metav1.ListOptions{})
+		_, err := list.List(ctx, opts)
 		ready := err == nil
 		if ready && p != nil {
 			m, merr := p.metrics()
@@ -142,7 +156,7 @@ func timedLists(ctx context.Context, list dynamic.ResourceInterface, want, n int
 	out := make([]time.Duration, 0, n)
 	for i := 0; i < n; i++ {
 		start := time.Now()
-		l, err := list.List(ctx, metav1.ListOptions{})
+		l, err := list.List(ctx, opts)
 		took := time.Since(start)
 		if err != nil {
 			return nil, err

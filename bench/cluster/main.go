@@ -51,7 +51,7 @@ type config struct {
 	settle      time.Duration
 	hookbackEnv string
 	// conversion: the e2e/crmanager binary and its CRD, widgets listed.
-	crManager, crdFile    string
+	crManager, crdFile     string
 	objects, lists, rounds int
 }
 
