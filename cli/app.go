@@ -130,6 +130,7 @@ func commands(ext Extension) *commandSet {
 	s.add(relayCommand())
 	s.add(cleanupCommand())
 	s.add(replayCommand())
+	s.add(auditCommand(ext))
 	s.add(caCommand())
 	s.add(completionCommand())
 	return s
