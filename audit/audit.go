@@ -63,6 +63,10 @@ type Options struct {
 	UserInfo Identity
 	// Concurrency bounds the reviews in flight; zero means 8.
 	Concurrency int
+	// Conversions are the CRDs whose stored objects are round-tripped
+	// through their conversion webhooks; CRDs reads them from the cluster.
+	Conversions []Conversion
+	CRDs        CRDReader
 	// Progress, when set, is called after each review with the count done.
 	Progress func(done int)
 	Log      *slog.Logger
@@ -88,6 +92,14 @@ func (o Options) Validate() error {
 	if o.Lister == nil {
 		errs = append(errs, errors.New("audit needs a lister"))
 	}
+	if len(o.Conversions) > 0 && o.CRDs == nil {
+		errs = append(errs, errors.New("audit of conversions needs a CRD reader"))
+	}
+	for _, c := range o.Conversions {
+		if c.Converter == nil {
+			errs = append(errs, fmt.Errorf("conversion webhook of %s has no converter", c.CRD))
+		}
+	}
 	for _, w := range o.Webhooks {
 		if w.Handler == nil {
 			errs = append(errs, fmt.Errorf("webhook %s has no handler", w.Name))
@@ -108,6 +120,12 @@ const (
 	// objects could not be listed; the apiserver would apply the webhook's
 	// failurePolicy.
 	Error Outcome = "error"
+	// Kept: a conversion round trip kept every field. Lost: it lost or
+	// changed some (Fields). Failed: the converter answered Failure. Lost
+	// and Failed count as denials.
+	Kept   Outcome = "kept"
+	Lost   Outcome = "lost"
+	Failed Outcome = "failed"
 )
 
 // Result is one review's outcome, or one error that concerns a webhook or
@@ -122,6 +140,8 @@ type Result struct {
 	Message   string           `json:"message,omitempty"`
 	Patch     []PatchOperation `json:"patch,omitempty"`
 	Warnings  []string         `json:"warnings,omitempty"`
+	// Fields are what a lost round trip lost or changed.
+	Fields []FieldChange `json:"fields,omitempty"`
 }
 
 // PatchOperation is one JSON patch operation of a patched result.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,6 +14,8 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/pager"
+
+	"github.com/hookback/hookback/conversion"
 )
 
 // ClusterLister reads a cluster through discovery and paged lists.
@@ -83,4 +86,52 @@ func (l *ClusterLister) List(ctx context.Context, gvr schema.GroupVersionResourc
 		}
 		return each(u.Object)
 	})
+}
+
+var _ CRDReader = (*ClusterLister)(nil)
+
+// crdResource is apiextensions.k8s.io/v1 customresourcedefinitions.
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// CRD implements CRDReader.
+func (l *ClusterLister) CRD(ctx context.Context, name string) (CRDInfo, bool, error) {
+	u, err := l.Dynamic.Resource(crdResource).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return CRDInfo{}, false, nil
+	}
+	if err != nil {
+		return CRDInfo{}, false, err
+	}
+	return crdInfo(u.Object), true, nil
+}
+
+// crdInfo reads a CRD: its storage and served versions, and the first
+// ConversionReview version of its webhook that hookback speaks (v1 when
+// none is).
+func crdInfo(crd map[string]any) CRDInfo {
+	str := func(fields ...string) string {
+		s, _, _ := unstructured.NestedString(crd, fields...)
+		return s
+	}
+	info := CRDInfo{Group: str("spec", "group"), Resource: str("spec", "names", "plural"), Namespaced: str("spec", "scope") == "Namespaced",
+		ReviewVersion: conversion.V1}
+	versions, _, _ := unstructured.NestedSlice(crd, "spec", "versions")
+	for _, v := range versions {
+		m, _ := v.(map[string]any)
+		name, _ := m["name"].(string)
+		if storage, _ := m["storage"].(bool); storage {
+			info.Storage = name
+		}
+		if served, _ := m["served"].(bool); served {
+			info.Served = append(info.Served, name)
+		}
+	}
+	reviews, _, _ := unstructured.NestedStringSlice(crd, "spec", "conversion", "webhook", "conversionReviewVersions")
+	for _, v := range reviews {
+		if v == "v1" || v == "v1beta1" {
+			info.ReviewVersion = "apiextensions.k8s.io/" + v
+			break
+		}
+	}
+	return info
 }

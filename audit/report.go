@@ -78,13 +78,28 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // Counts sums results by outcome.
 type Counts struct {
 	Reviews, Allowed, Denied, Patched, Errors int
+	RoundTrips, Kept, Lost, Failed            int
 }
 
-// Count sums results by outcome; Reviews counts reviews sent.
+// Findings are the results that fail the audit (exit 1): denials, lost
+// or failed round trips, and patches when failPatched.
+func (c Counts) Findings(failPatched bool) int {
+	n := c.Denied + c.Lost + c.Failed
+	if failPatched {
+		n += c.Patched
+	}
+	return n
+}
+
+// Count sums results by outcome; Reviews counts admission reviews sent,
+// RoundTrips conversion round trips.
 func Count(results []Result) Counts {
 	var c Counts
 	for _, r := range results {
-		if r.Name != "" {
+		switch {
+		case r.Name != "" && strings.HasPrefix(r.Operation, OperationConvert+" "):
+			c.RoundTrips++
+		case r.Name != "":
 			c.Reviews++
 		}
 		switch r.Result {
@@ -96,6 +111,12 @@ func Count(results []Result) Counts {
 			c.Patched++
 		case Error:
 			c.Errors++
+		case Kept:
+			c.Kept++
+		case Lost:
+			c.Lost++
+		case Failed:
+			c.Failed++
 		}
 	}
 	return c
@@ -143,7 +164,7 @@ func writeJUnit(w io.Writer, results []Result, failPatched bool) error {
 		s := &out.Suites[i]
 		c := junitCase{Name: strings.TrimSpace(fmt.Sprintf("%s %s %s", r.Resource, objectName(r), r.Operation)), Classname: r.Webhook}
 		switch {
-		case r.Result == Denied, r.Result == Patched && failPatched:
+		case r.Result == Denied, r.Result == Lost, r.Result == Failed, r.Result == Patched && failPatched:
 			c.Failure = &junitProblem{Message: string(r.Result), Type: string(r.Result), Text: detail(r)}
 			s.Failures++
 		case r.Result == Error:

@@ -12,9 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// job is one object to send through one webhook.
+// job is one object to send through one webhook, or (trip set) to
+// round-trip through a conversion webhook.
 type job struct {
 	hook      *Webhook
+	trip      *trip
 	target    Target
 	raw       []byte
 	namespace string
@@ -56,6 +58,10 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 	for range max(opts.Concurrency, 1) {
 		wg.Go(func() {
 			for j := range jobs {
+				if j.trip != nil {
+					c.add(roundTrip(ctx, j))
+					continue
+				}
 				c.add(review(ctx, j, opts.UserInfo))
 			}
 		})
@@ -70,6 +76,7 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 			}
 		}
 	}
+	dispatchConversions(ctx, opts, c, jobs, nsLabels)
 	close(jobs)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
@@ -101,7 +108,8 @@ func bindings(opts Options, served []APIResource) (map[schema.GroupVersionResour
 // namespaceLabels are every namespace's labels, listed only when a webhook
 // has a namespaceSelector.
 func namespaceLabels(ctx context.Context, opts Options) (map[string]map[string]string, error) {
-	need := slices.ContainsFunc(opts.Webhooks, func(w Webhook) bool { return w.NamespaceSelector != nil })
+	need := slices.ContainsFunc(opts.Webhooks, func(w Webhook) bool { return w.NamespaceSelector != nil }) ||
+		slices.ContainsFunc(opts.Conversions, func(c Conversion) bool { return c.NamespaceSelector != nil })
 	out := map[string]map[string]string{}
 	if !need {
 		return out, nil
@@ -129,10 +137,7 @@ func dispatch(ctx context.Context, jobs chan<- job, bs []binding, obj map[string
 		if b.target.GVR.Group == "" && b.target.GVR.Resource == "namespaces" {
 			nsSet = own
 		}
-		ok, err := Selects(b.hook.ObjectSelector, own)
-		if err == nil && ok && (b.target.Namespaced || b.target.GVR.Resource == "namespaces") {
-			ok, err = Selects(b.hook.NamespaceSelector, nsSet)
-		}
+		ok, err := selected(b.hook.ObjectSelector, b.hook.NamespaceSelector, b.target.Namespaced || b.target.GVR.Resource == "namespaces", own, nsSet)
 		if err != nil || !ok {
 			continue
 		}
@@ -189,7 +194,7 @@ func (c *collector) add(r Result) {
 func (c *collector) sorted() []Result {
 	slices.SortStableFunc(c.results, func(a, b Result) int {
 		return cmp.Or(cmp.Compare(a.Webhook, b.Webhook), cmp.Compare(a.Resource, b.Resource),
-			cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+			cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Operation, b.Operation))
 	})
 	return c.results
 }

@@ -41,9 +41,12 @@ Built-ins run in this process; your webhooks' reviews go to --upstream with star
 checks. It registers nothing and writes nothing to the cluster. matchConditions are not
 evaluated (a webhook is audited as if they matched), and each mutating webhook sees the
 object as stored, not as earlier webhooks patched it (docs/audit-and-shadow.md).
+For each CRD of your manifests with a conversion webhook, every stored object is converted
+through --upstream to each other served version and back (CONVERT v1->v2->v1 rows): a
+field lost or changed on the way is reported (lost), as is a conversion refused (failed).
 
-Exit status: 0 when everything is allowed, 1 when anything is denied (or patched, with
---fail-on patched), 2 on an error: bad flags, an upstream that cannot be reached, or a
+Exit status: 0 when everything is allowed, 1 when anything is denied, lost or failed (or
+patched, with --fail-on patched), 2 on an error: bad flags, an upstream that cannot be reached, or a
 row whose webhook or list failed.` + examplesText(auditExamples),
 		Flags: b.flags,
 		Action: func(c *cli.Context) error {
@@ -129,10 +132,13 @@ func runAudit(c *cli.Context, ext Extension, o AuditOptions) error {
 	}
 	n := audit.Count(results)
 	summary := fmt.Sprintf("%d reviews: %d allowed, %d denied, %d patched, %d errors", n.Reviews, n.Allowed, n.Denied, n.Patched, n.Errors)
+	if n.RoundTrips > 0 {
+		summary += fmt.Sprintf("; %d conversion round trips: %d kept, %d lost fields, %d failed", n.RoundTrips, n.Kept, n.Lost, n.Failed)
+	}
 	switch {
 	case n.Errors > 0:
 		return cli.Exit(summary, exitUsage)
-	case n.Denied > 0, o.FailOn == "patched" && n.Patched > 0:
+	case n.Findings(o.FailOn == "patched") > 0:
 		return cli.Exit(summary, exitFailure)
 	}
 	fmt.Fprintln(c.App.ErrWriter, summary)

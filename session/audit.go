@@ -8,6 +8,8 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -51,7 +53,7 @@ func Audit(ctx context.Context, cfg Config, ac AuditConfig) ([]audit.Result, err
 	if cfg.Scope, err = renderScope(ctx, cfg); err != nil {
 		return nil, err
 	}
-	hooks, err := AuditWebhooks(cfg)
+	hooks, convs, err := auditInputs(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -82,9 +84,12 @@ func Audit(ctx context.Context, cfg Config, ac AuditConfig) ([]audit.Result, err
 		// user, which is still what a dry run tells the webhook apart by.
 		cfg.Log.Debug("the reviews carry no user", "error", err)
 	}
+	lister := &audit.ClusterLister{Discovery: cs.Discovery(), Dynamic: dyn, PageSize: ac.PageSize}
 	return audit.Run(ctx, audit.Options{
 		Webhooks:    hooks,
-		Lister:      &audit.ClusterLister{Discovery: cs.Discovery(), Dynamic: dyn, PageSize: ac.PageSize},
+		Conversions: convs,
+		CRDs:        lister,
+		Lister:      lister,
 		Operation:   ac.Operation,
 		UserInfo:    audit.Identity{Username: who.Username, Groups: who.Groups},
 		Concurrency: ac.Concurrency,
@@ -97,33 +102,44 @@ func Audit(ctx context.Context, cfg Config, ac AuditConfig) ([]audit.Result, err
 // handler that answers it: a built-in called in process, or a forwarder to
 // your upstream with start's answer checks.
 func AuditWebhooks(cfg Config) ([]audit.Webhook, error) {
+	hooks, _, err := auditInputs(cfg)
+	return hooks, err
+}
+
+// auditInputs are the webhooks of AuditWebhooks and the conversion
+// webhooks of the manifests' CRDs, each narrowed by the scope.
+func auditInputs(cfg Config) ([]audit.Webhook, []audit.Conversion, error) {
 	cfg = cfg.withDefaults()
 	served, err := ServedWebhooks(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	name, text, err := cfg.Template.Load()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	user, err := loadUserWebhooks(cfg.User, cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	convs, err := auditConversions(user, cfg)
+	if err != nil {
+		return nil, nil, err
 	}
 	reg, err := registration.Render(name, text, registration.TemplateData{URL: auditBase, Session: cfg.Session, Enabled: names(served), Namespaces: cfg.Scope.Namespaces},
 		registration.RenderOptions{Paths: append(paths(served), paths(user.hooks)...)})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mine, err := user.render(auditBase, "", cfg.Session, "")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The scope narrows every webhook as start registers it (ANDed
 	// selectors), so the audit matches what start would send.
 	objs, notes, err := cfg.Scope.Apply(append(reg.Objects, mine.Objects...))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, n := range notes {
 		cfg.Log.Info(n)
@@ -136,11 +152,11 @@ func AuditWebhooks(cfg Config) ([]audit.Webhook, error) {
 	for _, o := range objs {
 		hooks, err := auditHooks(o, handlers)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out = append(out, hooks...)
 	}
-	return out, nil
+	return out, convs, nil
 }
 
 // auditHooks reads one rendered configuration's webhooks.
@@ -189,4 +205,46 @@ func auditHooks(o *unstructured.Unstructured, handlers map[string]admission.Hand
 		}
 	}
 	return out, nil
+}
+
+// auditConversions are the conversion webhooks of the manifests' CRDs,
+// forwarding to the user's upstreams with start's checks, and the scope as
+// selectors on the objects.
+func auditConversions(user *userWebhooks, cfg Config) ([]audit.Conversion, error) {
+	c, err := loadConversions(user, cfg)
+	if err != nil || len(c.hooks) == 0 {
+		return nil, err
+	}
+	nsSel, objSel, err := scopeSelectors(cfg.Scope)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]audit.Conversion, 0, len(c.hooks))
+	for _, h := range c.hooks {
+		out = append(out, audit.Conversion{CRD: h.CRD, Converter: h.Converter, NamespaceSelector: nsSel, ObjectSelector: objSel})
+	}
+	return out, nil
+}
+
+// scopeSelectors are the scope's namespaces and selectors as label
+// selectors (nil for none), ANDed as start ANDs them with a webhook's.
+func scopeSelectors(s registration.Scope) (ns, obj *metav1.LabelSelector, err error) {
+	if s.NamespaceSelector != "" {
+		if ns, err = metav1.ParseToLabelSelector(s.NamespaceSelector); err != nil {
+			return nil, nil, fmt.Errorf("--namespace-selector %q: %w", s.NamespaceSelector, err)
+		}
+	}
+	if len(s.Namespaces) > 0 {
+		if ns == nil {
+			ns = &metav1.LabelSelector{}
+		}
+		ns.MatchExpressions = append(ns.MatchExpressions, metav1.LabelSelectorRequirement{
+			Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: s.Namespaces})
+	}
+	if s.ObjectSelector != "" {
+		if obj, err = metav1.ParseToLabelSelector(s.ObjectSelector); err != nil {
+			return nil, nil, fmt.Errorf("--object-selector %q: %w", s.ObjectSelector, err)
+		}
+	}
+	return ns, obj, nil
 }
