@@ -1,8 +1,10 @@
 // Package audit sends the objects already stored in a cluster through
 // admission webhooks, as the reviews the apiserver would send for them
 // (dry run), and reports what each webhook would do: which existing objects
-// a change to a webhook would deny or patch. It reads the cluster (paged
-// lists, never a watch) and writes nothing to it.
+// a change to a webhook would deny or patch. It also round-trips custom
+// resources through their conversion webhooks to find the fields a
+// conversion loses. It reads the cluster (paged lists, never a watch) and
+// writes nothing to it.
 package audit
 
 import (
