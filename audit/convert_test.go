@@ -166,7 +166,7 @@ func TestRunConversions(t *testing.T) {
 	}
 }
 
-func TestRunConversionsCounts(t *testing.T) {
+func TestConversionCountsAndJUnit(t *testing.T) {
 	results := []Result{
 		{Webhook: "conversion w", Name: "a", Operation: "CONVERT v1->v2->v1", Result: Lost},
 		{Webhook: "conversion w", Name: "b", Operation: "CONVERT v1->v2->v1", Result: Kept},
@@ -175,6 +175,13 @@ func TestRunConversionsCounts(t *testing.T) {
 	n := Count(results)
 	if n.RoundTrips != 2 || n.Reviews != 1 || n.Lost != 1 || n.Kept != 1 || n.Findings(false) != 1 {
 		t.Errorf("counts %+v: want 2 round trips (1 lost, 1 kept), 1 review, 1 finding", n)
+	}
+	var junit strings.Builder
+	if err := Write(&junit, FormatJUnit, results, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(junit.String(), `<testsuite name="conversion w" tests="2" failures="1" errors="0">`) {
+		t.Errorf("junit:\n%s\nwant one failure (the lost round trip) in the suite of conversion w", junit.String())
 	}
 }
 
@@ -207,6 +214,36 @@ func TestDiff(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := changesText(Diff(tt.before, tt.after)); got != tt.want {
 				t.Errorf("Diff:\n%s\nwant\n%s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCRDInfo(t *testing.T) {
+	versions := []any{
+		map[string]any{"name": "v1", "served": true, "storage": true},
+		map[string]any{"name": "v2", "served": true, "storage": false},
+		map[string]any{"name": "v0", "served": false, "storage": false},
+	}
+	tests := []struct {
+		name    string
+		reviews []any
+		want    string
+	}{
+		{name: "no webhook stanza", want: conversion.V1},
+		{name: "v1beta1 only", reviews: []any{"v1beta1"}, want: conversion.V1beta1},
+		{name: "the first hookback speaks", reviews: []any{"v2", "v1", "v1beta1"}, want: conversion.V1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := map[string]any{"group": "example.com", "scope": "Namespaced", "names": map[string]any{"plural": "widgets"}, "versions": versions}
+			if tt.reviews != nil {
+				spec["conversion"] = map[string]any{"strategy": "Webhook", "webhook": map[string]any{"conversionReviewVersions": tt.reviews}}
+			}
+			got := crdInfo(map[string]any{"spec": spec})
+			if got.Group != "example.com" || got.Resource != "widgets" || !got.Namespaced || got.Storage != "v1" ||
+				strings.Join(got.Served, ",") != "v1,v2" || got.ReviewVersion != tt.want {
+				t.Errorf("crdInfo = %+v, want widgets.example.com stored in v1, served v1,v2, review %s", got, tt.want)
 			}
 		})
 	}
