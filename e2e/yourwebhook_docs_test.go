@@ -207,9 +207,9 @@ func TestYourWebhookDocRuns(t *testing.T) {
 	d := &docRun{t: t, blocks: blocks, ran: make([]bool, len(blocks)), ports: strings.NewReplacer(
 		"8080", strconv.Itoa(pyPort), "9443", strconv.Itoa(mgrPort))}
 
-	t.Run("kubebuilder", func(t *testing.T) { docProject(t, d, mgrPort, "") })
+	t.Run("kubebuilder", func(t *testing.T) { docProject(t, d, mgrPort, "", "e2eproj (example.com)") })
 	t.Run("operator-sdk", func(t *testing.T) {
-		docProject(t, d, mgrPort, "domain: example.com\nlayout:\n- go.kubebuilder.io/v4\nplugins:\n  manifests.sdk.operatorframework.io/v2: {}\n  scorecard.sdk.operatorframework.io/v2: {}\nprojectName: e2esdk\nrepo: example.com/e2esdk\nversion: \"3\"\n")
+		docProject(t, d, mgrPort, repoPath("testdata", "operator-sdk", "PROJECT"), "memcached-operator (example.com)")
 	})
 	t.Run("any-language", func(t *testing.T) { docAnyLanguage(t, d, pyPort) })
 	for i, b := range blocks {
@@ -220,17 +220,15 @@ func TestYourWebhookDocRuns(t *testing.T) {
 }
 
 // docProject runs the two commands in a kubebuilder-shaped project whose
-// manager is controller-runtime's webhook server (PROJECT replaced when
-// projectFile is set), and sees the manager's denial.
-func docProject(t *testing.T, d *docRun, mgrPort int, projectFile string) {
+// manager is controller-runtime's webhook server (PROJECT copied from
+// projectFile when set), and sees the manager's denial.
+func docProject(t *testing.T, d *docRun, mgrPort int, projectFile, title string) {
 	const heading = "## A kubebuilder project: two commands"
 	ns, session := namespace(t), sessionFor(t)
 	s := newShellEnv(t)
 	kubebuilderProject(t, s.dir, session, mgrPort)
 	if projectFile != "" {
-		if err := os.WriteFile(filepath.Join(s.dir, "PROJECT"), []byte(projectFile), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		copyFile(t, projectFile, filepath.Join(s.dir, "PROJECT"))
 	}
 	// Project mode's upstream is 9443; both processes see this TMPDIR, so
 	// the cert dir is the test's own.
@@ -238,8 +236,10 @@ func docProject(t *testing.T, d *docRun, mgrPort int, projectFile string) {
 		"HOOKBACK_UPSTREAM=https://127.0.0.1:"+strconv.Itoa(mgrPort),
 		"HOOKBACK_INSPECTOR_ADDRESS=127.0.0.1:"+strconv.Itoa(freePort(t)))
 	start := serve(t, s, d.block(heading, "sh", 0).cmds[0].cmd, 0)
-	if !strings.Contains(start.out.String(), "make run") {
-		t.Errorf("the banner does not say make run:\n%s", start.out.String())
+	for _, want := range []string{"project:  " + title, "make run"} {
+		if !strings.Contains(start.out.String(), want) {
+			t.Errorf("the banner lacks %q:\n%s", want, start.out.String())
+		}
 	}
 	mgr := serve(t, s, d.block(heading, "sh", 1).cmds[0].cmd, mgrPort)
 	_, err := upstreamPod(context.Background(), ns, "deny-doc", session, nil)
@@ -291,8 +291,13 @@ func docAnyLanguage(t *testing.T, d *docRun, pyPort int) {
 	recording := serve(t, s, rec[0].cmd, 0)
 	docDenied(t, s, "deny-recorded")
 	recording.stop(t, true)
-	if out, err := sh(s, rec[1].cmd); err != nil {
-		t.Errorf("%s: %v\n%s", rec[1].cmd, err, out)
+	// The review is written after the answer has left: wait for it.
+	eventually(t, "a review in ./reviews", func(context.Context) (bool, error) {
+		files, err := filepath.Glob(filepath.Join(s.dir, "reviews", "*.json"))
+		return len(files) > 0, err
+	})
+	if out, err := sh(s, rec[1].cmd); err != nil || !strings.Contains(out, "answers as recorded") {
+		t.Errorf("%s: %v, want all answers as recorded:\n%s", rec[1].cmd, err, out)
 	}
 
 	docForms(t, d, pyPort)
