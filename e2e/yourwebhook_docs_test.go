@@ -100,6 +100,7 @@ func (d *docRun) block(heading, lang string, n int) docBlock {
 			b.text = d.ports.Replace(b.text)
 			for j := range b.cmds {
 				b.cmds[j].cmd = d.ports.Replace(b.cmds[j].cmd)
+				b.cmds[j].out = d.ports.Replace(b.cmds[j].out)
 			}
 			return b
 		}
@@ -130,6 +131,7 @@ type served struct {
 	cmd      *exec.Cmd
 	out, err syncbuf.Buffer
 	done     chan error
+	exited   bool // done was received from
 }
 
 // serve starts line in s and waits until it is ready: hookback's ready
@@ -147,8 +149,8 @@ func serve(t *testing.T, s *shellEnv, line string, port int) *served {
 	eventually(t, "ready: "+line, func(context.Context) (bool, error) {
 		select {
 		case err := <-p.done:
-			p.done <- err
-			return false, fmt.Errorf("%s exited before ready: %v\nstdout:\n%s\nstderr:\n%s", line, err, p.out.String(), p.err.String())
+			p.exited = true
+			t.Fatalf("%s exited before ready: %v\nstdout:\n%s\nstderr:\n%s", line, err, p.out.String(), p.err.String())
 		default:
 		}
 		if strings.Contains(line, "hookback start") {
@@ -169,9 +171,10 @@ func serve(t *testing.T, s *shellEnv, line string, port int) *served {
 // too, has no exit status to tell).
 func (p *served) stop(t *testing.T, clean bool) {
 	t.Helper()
-	if p.cmd.ProcessState != nil {
+	if p.exited {
 		return
 	}
+	p.exited = true
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
 	select {
 	case <-p.done:
@@ -197,7 +200,7 @@ func sh(s *shellEnv, line string) (string, error) {
 // written, in the directory it is meant for: the two commands of a
 // kubebuilder project and of an Operator SDK one, the Python server of the
 // any-language walkthrough with each --webhook-config form, render, check,
-// --timeout, --record-dir and replay. Ports 8080 and 9443 become free ports;
+// --timeout, --record-dir and replay, the --upstream mappings. Ports 8080 and 9443 become free ports;
 // hookback's own ports come from HOOKBACK_* variables. A block of the doc
 // that no step runs fails the test.
 func TestYourWebhookDocRuns(t *testing.T) {
@@ -318,7 +321,9 @@ func docDenied(t *testing.T, s *shellEnv, name string) {
 func docForms(t *testing.T, d *docRun, pyPort int) {
 	const anyLang = "## Any project, any language: `--webhook-config`"
 	s := newShellEnv(t)
-	s.environ = append(s.environ, "HOOKBACK_INSPECTOR_ADDRESS=127.0.0.1:"+strconv.Itoa(freePort(t)))
+	// The mapping example is in project mode, which writes a serving
+	// certificate into $TMPDIR: the test's own, never the machine's.
+	s.environ = append(s.environ, "HOOKBACK_INSPECTOR_ADDRESS=127.0.0.1:"+strconv.Itoa(freePort(t)), "TMPDIR="+t.TempDir())
 	if err := os.CopyFS(filepath.Join(s.dir, "p"), os.DirFS(repoPath("testdata", "project"))); err != nil {
 		t.Fatal(err)
 	}
@@ -336,5 +341,26 @@ func docForms(t *testing.T, d *docRun, pyPort int) {
 			t.Errorf("%s: a CronJob %s: %v, want webhook.py's denial:\n%s\nhookback:\n%s", ex.cmd, name, err, out, p.err.String())
 		}
 		p.stop(t, true)
+	}
+	docMapping(t, d, s)
+}
+
+// docMapping runs the --upstream NAMESPACE/SERVICE=URL examples in
+// testdata/project: a mapping by rendered name starts, one by the name as
+// written is refused with the names to use.
+func docMapping(t *testing.T, d *docRun, s *shellEnv) {
+	const heading = "### Several servers: `--upstream NAMESPACE/SERVICE=URL`"
+	p := serve(t, s, d.block(heading, "sh", 0).cmds[0].cmd, 0)
+	for _, want := range []string{"upstream: project-system/project-webhook-service -> https://", "upstream: project-system/webhook-service -> http://"} {
+		if !strings.Contains(p.out.String(), want) {
+			t.Errorf("the banner lacks %q:\n%s", want, p.out.String())
+		}
+	}
+	p.stop(t, true)
+	for _, ex := range d.block(heading, "console", 0).cmds {
+		out, err := sh(s, ex.cmd)
+		if err == nil || !strings.Contains(out, strings.TrimSpace(ex.out)) {
+			t.Errorf("%s: %v, want the error the doc shows\ngot:\n%s\nwant:\n%s", ex.cmd, err, out, ex.out)
+		}
 	}
 }
