@@ -233,11 +233,18 @@ func docProject(t *testing.T, d *docRun, mgrPort int, projectFile, title string)
 	if projectFile != "" {
 		copyFile(t, projectFile, filepath.Join(s.dir, "PROJECT"))
 	}
-	// Project mode's upstream is 9443; both processes see this TMPDIR, so
-	// the cert dir is the test's own.
+	// Both processes see this TMPDIR, so the cert dir is the test's own.
 	s.environ = append(s.environ, "HOOKBACK_SESSION="+session, "TMPDIR="+t.TempDir(),
-		"HOOKBACK_UPSTREAM=https://127.0.0.1:"+strconv.Itoa(mgrPort),
 		"HOOKBACK_INSPECTOR_ADDRESS=127.0.0.1:"+strconv.Itoa(freePort(t)))
+	// check first, on project mode's own upstream (9443): a manager not
+	// listening yet is a line, not a failure. An --upstream the user set
+	// (HOOKBACK_UPSTREAM below) must listen, so check runs before it.
+	check := d.block(heading, "sh", 2).cmds[0].cmd
+	if out, err := sh(s, check); err != nil || !strings.Contains(out, "project "+title) || !strings.Contains(out, "Upstream:  https://127.0.0.1:9443") {
+		t.Errorf("%s: %v, want it to check project %s and its upstream 9443:\n%s", check, err, title, out)
+	}
+	// start on the manager's port, 9443's stand-in.
+	s.environ = append(s.environ, "HOOKBACK_UPSTREAM=https://127.0.0.1:"+strconv.Itoa(mgrPort))
 	start := serve(t, s, d.block(heading, "sh", 0).cmds[0].cmd, 0)
 	for _, want := range []string{"project:  " + title, "make run"} {
 		if !strings.Contains(start.out.String(), want) {
