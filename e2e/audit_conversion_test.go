@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -71,6 +72,16 @@ func TestAuditConversionRoundTrip(t *testing.T) {
 			r.Fields[0].Before != `"`+color.(string)+`"` || r.Fields[0].After != "<missing>"):
 			t.Errorf("%s (color %s): %+v, want exactly spec.color lost", name, color, r)
 		}
+	}
+
+	table, _, code := hookback(t, env.kubeconfig, append(args(lossy), "-o", "table")...)
+	if code != 1 || !regexp.MustCompile(`(?m)^conversion `+regexp.QuoteMeta(widgetCRD)+` +widgets\.e2e\.hookback\.dev +`+
+		regexp.QuoteMeta(ns)+`/red +CONVERT v1->v2->v1 +lost +spec\.color: "red" -> <missing>$`).MatchString(table) {
+		t.Errorf("audit -o table exited %d:\n%s\nwant the row of red losing spec.color", code, table)
+	}
+	junit, _, _ := hookback(t, env.kubeconfig, append(args(lossy), "-o", "junit")...)
+	if !strings.Contains(junit, `<testsuite name="conversion `+widgetCRD+`" tests="4" failures="2" errors="0">`) {
+		t.Errorf("audit -o junit:\n%s\nwant 4 round trips, 2 failures (red, green)", junit)
 	}
 
 	lossless := startCRManager(t)
