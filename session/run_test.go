@@ -1,0 +1,101 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/webhook"
+)
+
+// startConfig is a start on a local cluster at 127.0.0.1 with one extra
+// webhook the test template registers; its banner goes to out.
+func startConfig(t *testing.T, out *syncBuffer) Config {
+	t.Helper()
+	allow := admission.HandlerFunc(func(context.Context, admission.Request) admission.Response { return admission.Allowed("") })
+	return Config{Session: "unit", AdvertiseAddress: "127.0.0.1", Port: freePort(t), HealthAddress: "127.0.0.1:0",
+		LeaseNamespace: "default", RequireVerified: true, VerifyTimeout: 5 * time.Second,
+		Template:       registration.Template{Default: []byte(testTemplate)},
+		Certs:          certs.Options{Mode: certs.ModeSelfSigned, StateDir: t.TempDir()},
+		Extra:          []admission.Webhook{{Name: "test", Path: "/test", Handler: allow}},
+		WebhookOptions: webhook.DefaultOptions(),
+		Out:            out,
+	}.withDefaults()
+}
+
+// started runs cfg on cl until the banner is out, and returns a stop that
+// cancels the run and returns what it returned.
+func started(t *testing.T, cfg Config, cl *Cluster, out *syncBuffer) func() error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runOn(ctx, cfg, cl, time.Now()) }()
+	stop := func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(20 * time.Second):
+			t.Fatal("the run did not stop within 20s of its cancel")
+			return nil
+		}
+	}
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 20*time.Second, true,
+		func(context.Context) (bool, error) {
+			select {
+			case err := <-done:
+				return false, errors.Join(errors.New("the run ended before it was ready"), err)
+			default:
+				return strings.Contains(out.String(), "Stop with Ctrl-C"), nil
+			}
+		})
+	if err != nil {
+		cancel()
+		t.Fatalf("no ready banner: %v\nbanner: %q", err, out.String())
+	}
+	return stop
+}
+
+// TestStartWritesInOrder runs start after the connection, from the
+// certificate to deregistration, on fake clients whose apiserver calls the
+// canary back over HTTPS: the Lease comes before any configuration, the
+// canary after the configurations and only once it was called is the
+// session ready; on stop the configurations go before the Lease.
+func TestStartWritesInOrder(t *testing.T) {
+	j := &journal{}
+	cs, dyn := newFakeClients(t, j)
+	callsBack(t, j, cs, dyn)
+	out := &syncBuffer{}
+	cfg := startConfig(t, out)
+	stop := started(t, cfg, &Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, out)
+	j.add("ready")
+	if err := stop(); err != nil {
+		t.Fatalf("a cancelled run returned %v, want nil", err)
+	}
+	order := []string{"create lease", "apply test-unit", "apply hookback-canary-unit", "canary called",
+		"delete hookback-canary-unit", "ready", "delete test-unit", "delete lease"}
+	last := -1
+	for _, want := range order {
+		i := j.index(want)
+		if i < 0 || i < last {
+			t.Fatalf("%q missing or out of order in %q", want, j.all())
+		}
+		last = i
+	}
+	banner := out.String()
+	for _, want := range []string{
+		"verified: the apiserver called back", "url:      https://127.0.0.1:", "session:  unit",
+		"webhook:  ", "hookback cleanup --session unit",
+	} {
+		if !strings.Contains(banner, want) {
+			t.Errorf("the banner does not say %q:\n%s", want, banner)
+		}
+	}
+}
