@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
@@ -21,8 +22,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/hookback/hookback/kubeconfig"
@@ -50,10 +53,12 @@ func newFakeClients(t *testing.T, j *journal, objects ...runtime.Object) (*fake.
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		mutatingGVR: "MutatingWebhookConfigurationList", validatingGVR: "ValidatingWebhookConfigurationList",
 		registration.CRDResource: "CustomResourceDefinitionList",
+		relayResources[0].gvr:    "ServiceList", relayResources[1].gvr: "DeploymentList", relayResources[2].gvr: "SecretList",
 	})
 	dyn.PrependReactor("patch", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		p := a.(k8stesting.PatchAction)
 		if p.GetPatchType() != types.ApplyPatchType {
+			j.add("patch " + p.GetName())
 			return false, nil, nil
 		}
 		obj := &unstructured.Unstructured{}
@@ -180,3 +185,35 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// addDynamic stores objs in the dynamic fake as the apiserver holds them.
+func addDynamic(t *testing.T, dyn *dynamicfake.FakeDynamicClient, gvr schema.GroupVersionResource, objs ...runtime.Object) {
+	t.Helper()
+	for _, o := range objs {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u = &unstructured.Unstructured{Object: m}
+			gvks, _, err := scheme.Scheme.ObjectKinds(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u.SetGroupVersionKind(gvks[0])
+		}
+		if err := dyn.Tracker().Create(gvr, u, u.GetNamespace()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitFor waits up to 10s for cond, polling.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("waited 10s for %s", what)
+	}
+}
