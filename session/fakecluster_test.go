@@ -46,6 +46,11 @@ func newFakeClients(t *testing.T, j *journal, objects ...runtime.Object) (*fake.
 			return false, nil, nil
 		})
 	}
+	// A dry-run create is admitted and stored nowhere.
+	cs.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		c, ok := a.(k8stesting.CreateActionImpl)
+		return ok && len(c.CreateOptions.DryRun) > 0, c.GetObject(), nil
+	})
 	cs.PrependReactor("list", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		j.add("list nodes")
 		return false, nil, nil

@@ -111,7 +111,7 @@ func newTestRun(t *testing.T, tmpl string, objects ...runtime.Object) (*run, *jo
 	cfg := Config{Session: "unit", LeaseNamespace: "default", LeaseDuration: 30 * time.Second, RequireVerified: true,
 		VerifyTimeout: 300 * time.Millisecond, Template: registration.Template{Default: []byte(tmpl)}, Log: log}.withDefaults()
 	p := &parts{webhooks: hooks[:1], controllers: []controller.Controller{fakeController{j}}}
-	r := newRun(cfg, &Cluster{Client: cs, Watch: cs, Dynamic: dyn}, srv, canary, crt, p, "https://127.0.0.1:1")
+	r := newRun(cfg, &Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, srv, canary, crt, p, "https://"+srv.Addr().String())
 	return r, j, cs
 }
 
