@@ -35,7 +35,7 @@ func TestRender(t *testing.T) {
 	}{{
 		name:     "the test template, for this session and address",
 		template: testTemplate,
-		want: []string{"name: test-unit", "url: https://127.0.0.1:8443/test",
+		want: []string{"name: test-unit", "url: https://127.0.0.1:8443/test", "caBundle: ",
 			registration.LabelSession + ": unit", "hookback.dev/lease: default/hookback-unit"},
 	}, {
 		name:     "a path no webhook serves",

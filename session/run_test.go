@@ -3,14 +3,20 @@ package session
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/controller"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/webhook"
 )
@@ -69,33 +75,80 @@ func started(t *testing.T, cfg Config, cl *Cluster, out *syncBuffer) func() erro
 // canary after the configurations and only once it was called is the
 // session ready; on stop the configurations go before the Lease.
 func TestStartWritesInOrder(t *testing.T) {
-	j := &journal{}
-	cs, dyn := newFakeClients(t, j)
-	callsBack(t, j, cs, dyn)
-	out := &syncBuffer{}
-	cfg := startConfig(t, out)
-	stop := started(t, cfg, &Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, out)
-	j.add("ready")
-	if err := stop(); err != nil {
-		t.Fatalf("a cancelled run returned %v, want nil", err)
-	}
-	order := []string{"create lease", "apply test-unit", "apply hookback-canary-unit", "canary called",
-		"delete hookback-canary-unit", "ready", "delete test-unit", "delete lease"}
-	last := -1
-	for _, want := range order {
-		i := j.index(want)
-		if i < 0 || i < last {
-			t.Fatalf("%q missing or out of order in %q", want, j.all())
-		}
-		last = i
-	}
-	banner := out.String()
-	for _, want := range []string{
-		"verified: the apiserver called back", "url:      https://127.0.0.1:", "session:  unit",
-		"webhook:  ", "hookback cleanup --session unit",
-	} {
-		if !strings.Contains(banner, want) {
-			t.Errorf("the banner does not say %q:\n%s", want, banner)
-		}
+	tests := []struct {
+		name   string
+		change func(t *testing.T, cfg *Config)
+		banner []string
+		// ready acts on the ready run; after checks what the stopped run left.
+		ready func(t *testing.T, dyn *dynamicfake.FakeDynamicClient)
+		after func(t *testing.T, cfg Config)
+	}{{
+		name:   "the test webhook alone",
+		change: func(*testing.T, *Config) {},
+	}, {
+		name: "built-ins, the inspector and a record directory",
+		change: func(t *testing.T, cfg *Config) {
+			cfg.Webhooks = []string{webhook.NamePodEviction, webhook.NameNodeStatus}
+			cfg.Controllers = []string{controller.ExecRBACName}
+			cfg.Inspector = InspectorConfig{Address: "127.0.0.1:0"}
+			cfg.RecordDir = t.TempDir()
+		},
+		banner: []string{"inspect:  http://127.0.0.1:", "kubectl"},
+		ready: func(t *testing.T, dyn *dynamicfake.FakeDynamicClient) {
+			cfg, err := dyn.Tracker().Get(validatingGVR, "", "test-unit")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "reviewed", Namespace: "default"}}
+			if err := callWebhook(cfg.(*unstructured.Unstructured), cm); err != nil {
+				t.Fatalf("the apiserver's call of the test webhook: %v", err)
+			}
+		},
+		after: func(t *testing.T, cfg Config) {
+			files, err := os.ReadDir(cfg.RecordDir)
+			if err != nil || len(files) == 0 {
+				t.Errorf("the review was not recorded in %s: %v", cfg.RecordDir, err)
+			}
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := &journal{}
+			cs, dyn := newFakeClients(t, j)
+			callsBack(t, j, cs, dyn)
+			out := &syncBuffer{}
+			cfg := startConfig(t, out)
+			tt.change(t, &cfg)
+			stop := started(t, cfg, &Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, out)
+			j.add("ready")
+			if tt.ready != nil {
+				tt.ready(t, dyn)
+			}
+			if err := stop(); err != nil {
+				t.Fatalf("a cancelled run returned %v, want nil", err)
+			}
+			order := []string{"create lease", "apply test-unit", "apply hookback-canary-unit", "canary called",
+				"delete hookback-canary-unit", "ready", "delete test-unit", "delete lease"}
+			last := -1
+			for _, want := range order {
+				i := j.index(want)
+				if i < 0 || i < last {
+					t.Fatalf("%q missing or out of order in %q", want, j.all())
+				}
+				last = i
+			}
+			if tt.after != nil {
+				tt.after(t, cfg)
+			}
+			banner := out.String()
+			for _, want := range append([]string{
+				"verified: the apiserver called back", "url:      https://127.0.0.1:", "session:  unit",
+				"webhook:  ", "hookback cleanup --session unit",
+			}, tt.banner...) {
+				if !strings.Contains(banner, want) {
+					t.Errorf("the banner does not say %q:\n%s", want, banner)
+				}
+			}
+		})
 	}
 }

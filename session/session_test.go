@@ -75,6 +75,7 @@ webhooks:
   - name: test.hookback.dev
     clientConfig:
       url: {{ .URL }}/test
+      caBundle: {{ .CABundle }}
     rules:
       - apiGroups: [""]
         apiVersions: ["v1"]
