@@ -58,7 +58,7 @@ func newFakeClients(t *testing.T, j *journal, objects ...runtime.Object) (*fake.
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		mutatingGVR: "MutatingWebhookConfigurationList", validatingGVR: "ValidatingWebhookConfigurationList",
 		registration.CRDResource: "CustomResourceDefinitionList",
-		relayResources[0].gvr:    "ServiceList", relayResources[1].gvr: "DeploymentList", relayResources[2].gvr: "SecretList",
+		relayResources[0].gvr:    "ServiceList", relayResources[1].gvr: "DeploymentList", relayResources[2].gvr: "SecretList", {Version: "v1", Resource: "pods"}: "PodList",
 	})
 	dyn.PrependReactor("patch", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		p := a.(k8stesting.PatchAction)
@@ -72,8 +72,8 @@ func newFakeClients(t *testing.T, j *journal, objects ...runtime.Object) (*fake.
 		}
 		j.add("apply " + obj.GetName())
 		tr := dyn.Tracker()
-		if err := tr.Create(p.GetResource(), obj, ""); err != nil {
-			if err := tr.Update(p.GetResource(), obj, ""); err != nil {
+		if err := tr.Create(p.GetResource(), obj, p.GetNamespace()); err != nil {
+			if err := tr.Update(p.GetResource(), obj, p.GetNamespace()); err != nil {
 				return true, nil, err
 			}
 		}

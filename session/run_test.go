@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/rest"
 
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/certs"
@@ -150,5 +151,38 @@ func TestStartWritesInOrder(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStartTunnelNeverAttaches: with --tunnel, start deploys the relay
+// once the Lease is the session's and registers nothing until the tunnel
+// attaches; a relay that never comes up fails start within the attach
+// timeout, saying how to look at it, and the relay goes again before the
+// Lease.
+func TestStartTunnelNeverAttaches(t *testing.T) {
+	j := &journal{}
+	cs, dyn := newFakeClients(t, j)
+	cfg := startConfig(t, &syncBuffer{})
+	cfg.AdvertiseAddress = ""
+	cfg.Tunnel = TunnelConfig{Enabled: true, Namespace: "tun", Image: "relay:test", AttachTimeout: 300 * time.Millisecond}
+	// Nothing listens at port 1: the port-forward to the relay is refused.
+	kc := localConfig()
+	kc.Rest = &rest.Config{Host: "https://127.0.0.1:1"}
+	err := runOn(context.Background(), cfg, &Cluster{Config: kc, Client: cs, Watch: cs, Dynamic: dyn}, time.Now())
+	if err == nil || !strings.Contains(err.Error(), "did not attach within 300ms") || !strings.Contains(err.Error(), "kubectl -n tun describe pod") {
+		t.Fatalf("runOn = %v, want the attach timeout and how to look at the relay", err)
+	}
+	relay := relayName("unit")
+	order := []string{"create lease", "apply " + relay, "delete " + relay, "delete lease"}
+	last := -1
+	for _, want := range order {
+		i := j.index(want)
+		if i < 0 || i < last {
+			t.Fatalf("%q missing or out of order in %q", want, j.all())
+		}
+		last = i
+	}
+	if j.index("apply test-unit") >= 0 {
+		t.Errorf("registered before the tunnel attached: %q", j.all())
 	}
 }
