@@ -31,9 +31,8 @@ func (c failingController) Run(context.Context, int) error {
 
 var _ controller.Controller = failingController{}
 
-// runUntilReady starts r and waits for its ready banner; stop cancels it
-// and returns what run returned. A run that ends by itself is returned by
-// ended.
+// runHandle is a run started by startRun: wait returns what it returned
+// once it ends by itself, stop cancels it first.
 type runHandle struct {
 	cancel context.CancelFunc
 	done   chan error

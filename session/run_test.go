@@ -37,9 +37,9 @@ func startConfig(t *testing.T, out *syncBuffer) Config {
 	}.withDefaults()
 }
 
-// started runs cfg on cl until the banner is out, and returns a stop that
+// startUntilReady runs cfg on cl until the banner is out, and returns a stop that
 // cancels the run and returns what it returned.
-func started(t *testing.T, cfg Config, cl *Cluster, out *syncBuffer) func() error {
+func startUntilReady(t *testing.T, cfg Config, cl *Cluster, out *syncBuffer) func() error {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -120,7 +120,7 @@ func TestStartWritesInOrder(t *testing.T) {
 			out := &syncBuffer{}
 			cfg := startConfig(t, out)
 			tt.change(t, &cfg)
-			stop := started(t, cfg, &Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, out)
+			stop := startUntilReady(t, cfg, &Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, out)
 			j.add("ready")
 			if tt.ready != nil {
 				tt.ready(t, dyn)
