@@ -4,7 +4,7 @@ BIN := bin/hookback
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/hookback/hookback/cli.Version=$(VERSION)
 
-.PHONY: all build run test vet unit fuzz-short fuzz e2e bench cluster-up cluster-down clean image image-check e2e-image e2e-external
+.PHONY: all build run test vet unit fuzz-short fuzz e2e bench cluster-up cluster-down clean image image-check e2e-image e2e-external release-check
 
 all: build
 
@@ -76,6 +76,12 @@ image-check:
 	if command -v file >/dev/null; then file "$$tmp/hookback" | grep -q 'statically linked' || { echo "make image-check: file does not say statically linked" >&2; exit 1; }; fi; \
 	got=$$("$$tmp/hookback" --version) && [ "$$got" = "hookback version $(VERSION)" ] || { echo "make image-check: --version printed '$$got', want 'hookback version $(VERSION)'" >&2; exit 1; }; \
 	echo "image-check: static binary, --version: $$got"
+
+## release-check: a GoReleaser snapshot of the release (dist/: six platforms, checksums, krew
+## manifest, Homebrew cask), then each install channel run from it: the archive's binary, the
+## krew plugin through kubectl, the cask, go install (hack/release-check; docs/install.md).
+release-check:
+	hack/release-check
 
 cluster-up:
 	hack/cluster/up

@@ -167,6 +167,9 @@ func CallFailed(err error) Response {
 	return r
 }
 
+// Failed reports whether r fails the call (CallFailed) rather than decide.
+func (r Response) Failed() bool { return r.callFailed }
+
 // Handler decides one admission request.
 //
 // Contract: Handle must be safe for concurrent use, must not block past ctx,

@@ -80,6 +80,12 @@ type Served struct {
 	// decide, Upstream the part of it spent waiting on an upstream server.
 	Start          time.Time
 	Took, Upstream time.Duration
+	// Late, when set, marks an answer that came after the apiserver had
+	// stopped waiting, and says what the apiserver did instead.
+	Late string
+	// Shadow, when set, says how this answer differs from the deployed
+	// webhook's (start --shadow).
+	Shadow string
 }
 
 // ServedRecorder is a Recorder that also wants the timing of each

@@ -95,9 +95,9 @@ func usage(err error) error {
 func versionCommand() (*cli.Command, *binder) {
 	cmd := &cli.Command{
 		Name:  "version",
-		Usage: "print the hookback version",
+		Usage: "print the hookback version and the commit it was built from",
 		Action: func(c *cli.Context) error {
-			_, err := fmt.Fprintf(c.App.Writer, "hookback %s\n", version())
+			_, err := fmt.Fprintln(c.App.Writer, currentBuild())
 			return err
 		},
 	}
@@ -130,6 +130,7 @@ func commands(ext Extension) *commandSet {
 	s.add(relayCommand())
 	s.add(cleanupCommand())
 	s.add(replayCommand())
+	s.add(auditCommand(ext))
 	s.add(caCommand())
 	s.add(completionCommand())
 	return s

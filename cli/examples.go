@@ -25,6 +25,7 @@ func Examples() map[string][]Example {
 		"render":    renderExamples,
 		"cleanup":   cleanupExamples,
 		"replay":    replayExamples,
+		"audit":     auditExamples,
 		"ca":        caExamples,
 		"rbac":      rbacExamples,
 		"serve":     serveExamples,

@@ -77,6 +77,8 @@ func TestDefaultImage(t *testing.T) {
 		// What the go command records without ldflags.
 		"v0.0.0-20261123055517-0ea58dc0ffee+dirty": "ghcr.io/hookback/hookback:latest",
 		"v1.2.1-0.20261123055517-0ea58dc0ffee":     "ghcr.io/hookback/hookback:latest",
+		// goreleaser --snapshot (.goreleaser.yaml): never pushed.
+		"v0.0.0-SNAPSHOT-0ea58dc": "ghcr.io/hookback/hookback:latest",
 	} {
 		t.Run(version, func(t *testing.T) {
 			if got := defaultImage(version); got != want {

@@ -20,6 +20,7 @@ import (
 	"github.com/hookback/hookback/project"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/session"
+	"github.com/hookback/hookback/upstream"
 	"github.com/hookback/hookback/webhook"
 )
 
@@ -281,11 +282,15 @@ type StartOptions struct {
 	Tunnel                       session.TunnelConfig
 	// UpstreamCertDir gets a serving certificate for your webhook server.
 	UpstreamCertDir string
+	// LateAnswerTimeout bounds how long a late answer is still read.
+	LateAnswerTimeout time.Duration
+	// Shadow and ShadowCA: the deployed webhook to compare with.
+	Shadow, ShadowCA string
 }
 
 func defaultStartOptions() StartOptions {
 	return StartOptions{ServeOptions: defaultServeOptions(), HealthAddress: DefaultHealthAddress,
-		VerifyTimeout: 15 * time.Second, LeaseDuration: 30 * time.Second,
+		VerifyTimeout: 15 * time.Second, LeaseDuration: 30 * time.Second, LateAnswerTimeout: upstream.DefaultLateAnswerTimeout,
 		Inspector: session.InspectorConfig{Address: inspector.DefaultAddress, Keep: inspector.DefaultKeep},
 		Tunnel:    session.TunnelConfig{Namespace: session.DefaultTunnelNamespace, Image: defaultImage(version())}}
 }
@@ -298,6 +303,9 @@ func (o *StartOptions) bind(b *binder) {
 	bind(b, &o.NoVerify, "no-verify", catServing, "keep running (and log the diagnosis) when verification shows the apiserver cannot reach hookback")
 	bind(b, &o.VerifyTimeout, "verify-timeout", catServing, "how long verification may take")
 	bind(b, &o.UpstreamCertDir, "upstream-cert-dir", catUser, "write a serving certificate for your webhook server here (tls.crt, tls.key, signed by hookback's CA, which then verifies it); never over one hookback did not write (default in project mode: controller-runtime's, $TMPDIR/k8s-webhook-server/serving-certs)")
+	bind(b, &o.LateAnswerTimeout, "late-answer-timeout", catUser, "your webhooks: how long an answer is still awaited after the apiserver stopped waiting (a breakpoint); it is then logged, shown in the inspector and recorded as late (0 disables)")
+	bind(b, &o.Shadow, "shadow", catUser, "compare your webhooks with the ones deployed in the cluster: NAMESPACE/SERVICE[:PORT] (through the apiserver's service proxy) or an https URL (with a path: used as is; without: each webhook's path appended); hookback's copies then always allow, and differences are logged, counted and summed up at exit")
+	bind(b, &o.ShadowCA, "shadow-ca", catUser, "CA file to verify an https --shadow URL (default: the system roots)")
 	bind(b, &o.RecordDir, "record-dir", catUser, "write every review and the answer sent into this directory, one JSON file each (Secrets' data redacted)")
 	bind(b, &o.Inspector.Address, "inspector-address", catInspector, "host:port of the inspector, a local page of the last reviews, live (\"\" disables it; loopback unless --inspector-expose)")
 	bind(b, &o.Inspector.Expose, "inspector-expose", catInspector, "allow an --inspector-address beyond loopback: whoever reaches it sees every review (Secrets' data redacted) and can replay them")
@@ -317,6 +325,12 @@ func (o StartOptions) Validate() error {
 		errs = append(errs, fmt.Errorf("--lease-duration %s: want at least 1s", o.LeaseDuration))
 	}
 	errs = append(errs, o.Tunnel.Validate(o.AdvertiseAddress, o.TLSMode), o.Inspector.Validate())
+	if o.LateAnswerTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--late-answer-timeout %s: want 0 (off) or more", o.LateAnswerTimeout))
+	}
+	if user, err := o.user(); err == nil {
+		errs = append(errs, o.shadow().Validate(user))
+	}
 	return errors.Join(errs...)
 }
 
@@ -326,6 +340,7 @@ func (o StartOptions) config(ext Extension, log *slog.Logger, out io.Writer, ins
 	cfg.RequireVerified, cfg.VerifyTimeout, cfg.LeaseDuration = !o.NoVerify, o.VerifyTimeout, o.LeaseDuration
 	cfg.Out, cfg.RecordDir, cfg.Inspector, cfg.Tunnel = out, o.RecordDir, o.Inspector, o.Tunnel
 	cfg.User.CertDir = o.UpstreamCertDir
+	cfg.User.LateAnswerTimeout, cfg.User.Shadow = o.LateAnswerTimeout, o.shadow()
 	if o.project != nil && cfg.User.CertDir == "" {
 		cfg.User.CertDir = certs.ControllerRuntimeCertDir()
 	}
@@ -336,6 +351,10 @@ func (o StartOptions) config(ext Extension, log *slog.Logger, out io.Writer, ins
 	// is on PATH, so the banner's suggestions work as printed.
 	cfg.Kubectl = os.Getenv("HOOKBACK_KUBECTL")
 	return cfg
+}
+
+func (o StartOptions) shadow() session.ShadowConfig {
+	return session.ShadowConfig{Target: o.Shadow, CAFile: o.ShadowCA}
 }
 
 var notDNSLabel = regexp.MustCompile(`[^a-z0-9-]+`)

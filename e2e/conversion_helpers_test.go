@@ -56,11 +56,12 @@ type crManager struct {
 	Port    int
 	done    chan struct{}
 	stopped bool
+	args    []string // extra flags, such as --drop-v2-color
 }
 
 // startCRManager writes a self-signed certificate for 127.0.0.1 and starts
-// the manager with it; it stops at the end of the test.
-func startCRManager(t *testing.T) *crManager {
+// the manager with it and args; it stops at the end of the test.
+func startCRManager(t *testing.T, args ...string) *crManager {
 	t.Helper()
 	certDir := t.TempDir()
 	key := newKey(t)
@@ -73,7 +74,7 @@ func startCRManager(t *testing.T) *crManager {
 			t.Fatal(err)
 		}
 	}
-	m := &crManager{Port: freePort(t), Cert: filepath.Join(certDir, "tls.crt")}
+	m := &crManager{Port: freePort(t), Cert: filepath.Join(certDir, "tls.crt"), args: args}
 	m.URL = "https://127.0.0.1:" + strconv.Itoa(m.Port)
 	m.start(t, certDir)
 	t.Cleanup(func() {
@@ -86,7 +87,7 @@ func startCRManager(t *testing.T) *crManager {
 }
 
 func (m *crManager) start(t *testing.T, certDir string) {
-	m.cmd = exec.Command(env.crManager, "--port", strconv.Itoa(m.Port), "--cert-dir", certDir)
+	m.cmd = exec.Command(env.crManager, append([]string{"--port", strconv.Itoa(m.Port), "--cert-dir", certDir}, m.args...)...)
 	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+env.kubeconfig)
 	m.cmd.Stdout, m.cmd.Stderr = &m.log, &m.log
 	if err := m.cmd.Start(); err != nil {

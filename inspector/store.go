@@ -104,7 +104,7 @@ func (s *Store) RecordServed(x admission.Served) {
 		s.log.Warn("inspector keeps no body of a review it cannot redact", "webhook", x.Webhook, "error", err)
 		review, answer = nil, nil
 	}
-	e := &entry{store: s, webhook: x.Webhook, path: x.Path, failure: x.Failure, start: x.Start, took: x.Took, upstream: x.Upstream,
+	e := &entry{store: s, webhook: x.Webhook, path: x.Path, failure: x.Failure, late: x.Late, shadow: x.Shadow, start: x.Start, took: x.Took, upstream: x.Upstream,
 		hasReview: review != nil, hasAnswer: answer != nil, unredactable: err != nil}
 	s.mu.Lock()
 	if len(s.pending) > 0 {
@@ -283,6 +283,7 @@ type entry struct {
 	id             uint64
 	webhook, path  string
 	failure        string
+	late, shadow   string
 	start          time.Time
 	took, upstream time.Duration
 	events         []Event

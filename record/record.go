@@ -29,6 +29,12 @@ type Entry struct {
 	Path    string          `json:"path"`
 	Review  json.RawMessage `json:"review"`
 	Answer  json.RawMessage `json:"answer"`
+	// Late, when set, marks an answer that came after the apiserver had
+	// stopped waiting, and says what the apiserver did instead.
+	Late string `json:"late,omitempty"`
+	// Shadow, when set, says how this answer (your webhook's) differs from
+	// the deployed webhook's (start --shadow).
+	Shadow string `json:"shadow,omitempty"`
 }
 
 // Recorder writes one file per admission into a directory.
@@ -55,17 +61,42 @@ func NewRecorder(dir string, log *slog.Logger) (*Recorder, error) {
 // redacted (RedactExchange), go into one file, mode 0600. A failure is logged, never returned: the
 // admission has already been answered.
 func (r *Recorder) Record(webhook, path string, review, answer []byte) {
+	r.record(Entry{Webhook: webhook, Path: path}, review, answer)
+}
+
+// RecordLate records an answer that came after the apiserver had stopped
+// waiting, marked with what the apiserver did instead, in a file whose name
+// ends in _late.json; hookback replay reads it like any other.
+func (r *Recorder) RecordLate(webhook, path string, review, answer []byte, late string) {
+	r.record(Entry{Webhook: webhook, Path: path, Late: late}, review, answer)
+}
+
+// RecordShadow records your webhook's answer where it differs from the
+// deployed one's, in a file whose name ends in _shadow.json.
+func (r *Recorder) RecordShadow(webhook, path string, review, answer []byte, differences string) {
+	r.record(Entry{Webhook: webhook, Path: path, Shadow: differences}, review, answer)
+}
+
+func (r *Recorder) record(e Entry, review, answer []byte) {
+	webhook := e.Webhook
 	red, answer, err := RedactExchange(review, answer)
 	if err != nil {
 		r.log.Warn("review not recorded: cannot redact it", "webhook", webhook, "error", err)
 		return
 	}
-	b, err := json.Marshal(Entry{Webhook: webhook, Path: path, Review: red, Answer: answer})
+	e.Review, e.Answer = red, answer
+	b, err := json.Marshal(e)
 	if err != nil {
 		r.log.Warn("review not recorded", "webhook", webhook, "error", err)
 		return
 	}
 	name := filepath.Join(r.dir, r.fileName(webhook, red))
+	switch {
+	case e.Late != "":
+		name = strings.TrimSuffix(name, ".json") + "_late.json"
+	case e.Shadow != "":
+		name = strings.TrimSuffix(name, ".json") + "_shadow.json"
+	}
 	if err := writeWhole(name, b); err != nil {
 		r.log.Warn("review not recorded", "webhook", webhook, "file", name, "error", err)
 	}

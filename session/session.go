@@ -95,6 +95,16 @@ func runOn(ctx context.Context, cfg Config, cl *Cluster, started time.Time) (err
 	}
 	cfg.RedirectConversion = scopeConversions(cfg, conv)
 	store := newInspectorStore(cfg)
+	if err := user.late.attach(cfg, store); err != nil {
+		return err
+	}
+	if err := user.shadow.attach(cfg, store); err != nil {
+		return err
+	}
+	if err := user.shadow.register(metrics.Registry); err != nil {
+		return err
+	}
+	defer user.shadow.summary()
 	p, err := buildParts(cfg, cl, factory, recorders, metrics.Registry, store)
 	if err != nil {
 		return err

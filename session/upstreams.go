@@ -59,6 +59,12 @@ type UserWebhooks struct {
 	// Timeout, when set, overrides every timeoutSeconds (1s..30s): 30s is
 	// what stepping through a handler in a debugger wants.
 	Timeout time.Duration
+	// LateAnswerTimeout bounds how long an answer is still read after the
+	// apiserver stopped waiting (then reported as late); zero: not read.
+	LateAnswerTimeout time.Duration
+	// Shadow compares each answer with the webhook deployed in the cluster
+	// (start --shadow); hookback then always allows, without a patch.
+	Shadow ShadowConfig
 	// CertDir, when set, is where the upstream reads its serving pair
 	// (controller-runtime's cert dir): start writes one there, signed by
 	// hookback's CA, unless a pair it did not write is there, and then
@@ -121,6 +127,9 @@ func (u UserWebhooks) Validate() error {
 	}
 	if u.Timeout != 0 && (u.Timeout < time.Second || u.Timeout > 30*time.Second) {
 		errs = append(errs, fmt.Errorf("--timeout %s: want 1s to 30s (the apiserver's limit)", u.Timeout))
+	}
+	if err := u.Shadow.Validate(u); err != nil {
+		errs = append(errs, err)
 	}
 	for _, up := range u.Upstreams {
 		if err := u.options(up).Validate(); err != nil {
@@ -221,11 +230,13 @@ type userWebhooks struct {
 	docs      []registration.Document
 	routes    []registration.Route
 	hooks     []admission.Webhook
+	late      *lateReport
+	shadow    *shadowReport
 }
 
 func loadUserWebhooks(spec UserWebhooks, cfg Config) (*userWebhooks, error) {
 	if len(spec.Manifests) == 0 {
-		return &userWebhooks{spec: spec}, nil
+		return &userWebhooks{spec: spec, late: &lateReport{log: cfg.Log}, shadow: newShadowReport(cfg.Log, false)}, nil
 	}
 	if cfg.Project != nil && cfg.Log != nil {
 		cfg.Project.Log(cfg.Log)
@@ -240,7 +251,7 @@ func loadUserWebhooks(spec UserWebhooks, cfg Config) (*userWebhooks, error) {
 	if err := spec.checkMapped(m); err != nil {
 		return nil, err
 	}
-	u := &userWebhooks{spec: spec, manifests: m, docs: m.Webhooks}
+	u := &userWebhooks{spec: spec, manifests: m, docs: m.Webhooks, late: &lateReport{log: cfg.Log}, shadow: newShadowReport(cfg.Log, spec.Shadow.Target != "")}
 	if len(m.Webhooks) == 0 && len(m.CRDs) > 0 {
 		return u, nil // conversion webhooks only
 	}
@@ -249,11 +260,12 @@ func loadUserWebhooks(spec UserWebhooks, cfg Config) (*userWebhooks, error) {
 	}
 	// The routes depend on the manifests alone; URL and caBundle are known
 	// later and filled in at every render.
-	_, routes, err := registration.RewriteManifests(m.Webhooks, spec.manifestOptions("https://hookback.invalid", "", cfg.Session, ""))
+	reg, routes, err := registration.RewriteManifests(m.Webhooks, spec.manifestOptions("https://hookback.invalid", "", cfg.Session, ""))
 	if err != nil {
 		return nil, err
 	}
 	u.routes = routes
+	policies := failurePolicies(reg)
 	for _, r := range routes {
 		up, err := spec.upstreamFor(r)
 		if err != nil {
@@ -261,11 +273,18 @@ func loadUserWebhooks(spec UserWebhooks, cfg Config) (*userWebhooks, error) {
 		}
 		opts := spec.options(up)
 		opts.Log = cfg.Log
+		if spec.LateAnswerTimeout > 0 {
+			opts.LateAnswerTimeout = spec.LateAnswerTimeout
+			opts.Late = u.late.forward(routeName(r), r.Path, routePolicies(r, policies))
+		}
 		fwd, err := upstream.New(opts, r.UpstreamPath)
 		if err != nil {
 			return nil, err
 		}
 		u.hooks = append(u.hooks, admission.Webhook{Name: routeName(r), Path: r.Path, Handler: fwd})
+	}
+	if u.hooks, err = spec.Shadow.wrap(cfg, routes, u.hooks, u.shadow); err != nil {
+		return nil, err
 	}
 	return u, nil
 }

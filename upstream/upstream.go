@@ -5,7 +5,6 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -18,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -34,6 +34,12 @@ type Options struct {
 	// loopback upstream may use it.
 	Insecure bool
 	Log      *slog.Logger
+	// LateAnswerTimeout bounds how long an answer is still read after the
+	// apiserver stopped waiting for it; zero, or Late nil: it is not.
+	LateAnswerTimeout time.Duration
+	// Late receives each answer read after the apiserver stopped waiting.
+	// It runs on a goroutine of its own and may keep the LateAnswer.
+	Late func(LateAnswer)
 }
 
 // Validate reports every problem at once.
@@ -93,7 +99,14 @@ type Forwarder struct {
 	opts   Options
 	target string
 	client *http.Client
+	// up: the upstream has answered once, so a refused connection is a
+	// restart to wait for; waiting: that wait has been logged.
+	up, waiting atomic.Bool
 }
+
+// restarting records whether a restart wait is on and reports whether
+// that changed, so each restart is logged once.
+func (f *Forwarder) restarting(on bool) bool { return f.waiting.Swap(on) != on }
 
 var _ admission.Handler = (*Forwarder)(nil)
 
@@ -116,10 +129,12 @@ func New(opts Options, path string) (*Forwarder, error) {
 }
 
 // Handle implements admission.Handler. The request's context ends when the
-// apiserver stops waiting, which bounds the upstream call.
+// apiserver stops waiting, which bounds the upstream call; with
+// Options.Late set, the answer is still read after that, up to
+// LateAnswerTimeout, and handed to Late.
 func (f *Forwarder) Handle(ctx context.Context, req admission.Request) admission.Response {
 	start := time.Now()
-	answer, err := f.post(ctx, f.url(req.Timeout), req.Review())
+	answer, err := f.exchange(ctx, req, start)
 	req.ReportWait(time.Since(start))
 	if err != nil {
 		f.opts.Log.Warn("upstream failed", "upstream", f.target, "namespace", req.Namespace, "name", req.Name, "error", err)
@@ -131,6 +146,31 @@ func (f *Forwarder) Handle(ctx context.Context, req admission.Request) admission
 		resp = admission.CallFailed(err)
 	}
 	return resp
+}
+
+// exchange sends the review and returns the answer, or why none came
+// while the apiserver waited.
+func (f *Forwarder) exchange(ctx context.Context, req admission.Request, start time.Time) ([]byte, error) {
+	if f.opts.Late == nil || f.opts.LateAnswerTimeout <= 0 {
+		return f.post(ctx, f.url(req.Timeout), req.Review())
+	}
+	x := &exchange{f: f, target: f.url(req.Timeout), body: &swapBody{b: req.Review()}, waitCtx: ctx, sendCtx: ctx}
+	sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.opts.LateAnswerTimeout)
+	x.sendCtx = sendCtx
+	result := make(chan sendResult, 1)
+	go func() {
+		defer cancel()
+		answer, err := x.send()
+		result <- sendResult{answer, err}
+	}()
+	select {
+	case r := <-result:
+		return r.answer, r.err
+	case <-ctx.Done():
+		go f.late(req, x.body.detach(), start, result)
+		return nil, fmt.Errorf("upstream %s did not answer within the webhook's timeoutSeconds: the apiserver gave up and applied the failurePolicy; hookback still waits for the answer, up to %s, and reports it (raise --timeout, up to 30s, while debugging)",
+			f.opts.Base.Host, f.opts.LateAnswerTimeout)
+	}
 }
 
 // url is the upstream target with the apiserver's timeout query kept.
@@ -145,14 +185,17 @@ func (f *Forwarder) url(timeout time.Duration) string {
 	return f.target + sep + "timeout=" + url.QueryEscape(timeout.String())
 }
 
-// post sends body and reads the answer, bounded; a transport failure is an
-// error that says what to do.
+// post sends body to target while the caller waits (ctx), a restarting
+// upstream waited for; conversions use it too.
 func (f *Forwarder) post(ctx context.Context, target string, body []byte) ([]byte, error) {
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("upstream request: %w", err)
-	}
-	hr.Header.Set("Content-Type", "application/json")
+	x := &exchange{f: f, target: target, body: &swapBody{b: body}, waitCtx: ctx, sendCtx: ctx}
+	return x.send()
+}
+
+// read sends hr and reads the answer, bounded; a transport failure is an
+// error that says what to do.
+func (f *Forwarder) read(hr *http.Request) ([]byte, error) {
+	ctx := hr.Context()
 	resp, err := f.client.Do(hr)
 	if err != nil {
 		return nil, f.explain(ctx, err)
@@ -177,7 +220,7 @@ func (f *Forwarder) explain(ctx context.Context, err error) error {
 	var dnsErr *net.DNSError
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return fmt.Errorf("nothing listens on %s: is your webhook running?", host)
+		return &refusedError{host: host, err: err}
 	case ctx.Err() != nil:
 		// The apiserver gives up after the webhook's timeoutSeconds.
 		return fmt.Errorf("upstream %s did not answer within the webhook's timeoutSeconds: the apiserver gave up (raise --timeout, up to 30s, while debugging)", host)
@@ -190,6 +233,19 @@ func (f *Forwarder) explain(ctx context.Context, err error) error {
 	}
 	return fmt.Errorf("upstream %s: %w", host, err)
 }
+
+// refusedError is a refused connection, explained; it unwraps to the
+// cause, so that a restarting upstream is told from a dead one.
+type refusedError struct {
+	host string
+	err  error
+}
+
+func (e *refusedError) Error() string {
+	return fmt.Sprintf("nothing listens on %s: is your webhook running?", e.host)
+}
+
+func (e *refusedError) Unwrap() error { return e.err }
 
 // Probe says whether the upstream accepts connections (a TLS handshake for
 // https), in the same words as a failed forward.

@@ -97,11 +97,19 @@ func (w *WidgetV2) ConvertTo(dst conversion.Hub) error {
 	return nil
 }
 
+// dropV2Color makes v2 a spoke that lacks a field the hub keeps
+// (--drop-v2-color): the hub's color is lost on the way to v2, so a round
+// trip v1->v2->v1 loses spec.color, which `hookback audit` must report.
+var dropV2Color bool
+
 // ConvertFrom converts the hub to v2.
 func (w *WidgetV2) ConvertFrom(src conversion.Hub) error {
 	h := src.(*Widget)
 	w.ObjectMeta = h.ObjectMeta
 	w.Spec = WidgetV2Spec{Count: h.Spec.Size, Color: h.Spec.Color}
+	if dropV2Color {
+		w.Spec.Color = ""
+	}
 	return nil
 }
 

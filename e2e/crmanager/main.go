@@ -3,7 +3,7 @@
 // controller-runtime): the Widget API of e2e.hookback.dev in two versions,
 // v1 the hub and v2 a spoke, served by the manager's conversion webhook at
 // /convert, with a defaulter (color blue) and a validator (size at most 10)
-// on v1. The e2e suite debugs it through hookback; the benchmark calls it
+// on v1 (--drop-v2-color makes the conversion to v2 lose spec.color). The e2e suite debugs it through hookback; the benchmark calls it
 // directly too.
 package main
 
@@ -26,6 +26,7 @@ import (
 func main() {
 	port := flag.Int("port", 9443, "webhook port, on 127.0.0.1")
 	certDir := flag.String("cert-dir", "", "directory with tls.crt and tls.key (controller-runtime's default when empty)")
+	flag.BoolVar(&dropV2Color, "drop-v2-color", false, "convert to v2 without spec.color, a spoke that loses a field the hub keeps")
 	flag.Parse()
 	if err := run(*port, *certDir); err != nil {
 		fmt.Fprintln(os.Stderr, "crmanager:", err)

@@ -1,7 +1,8 @@
 // Command crupstream is a webhook server written with controller-runtime
 // (real third-party code, its own module so hookback's go.mod does not
 // depend on it): the e2e suite runs it as the upstream a kubebuilder user
-// would debug through hookback. /validate denies pods named deny-*;
+// would debug through hookback. /validate denies pods named deny-* (or
+// -deny-prefix: two builds that differ in one rule, for audit and shadow);
 // /mutate-pods labels pods cr-seen=yes.
 package main
 
@@ -25,6 +26,7 @@ import (
 func main() {
 	port := flag.Int("port", 9443, "port to serve on, on 127.0.0.1")
 	certDir := flag.String("cert-dir", "", "directory with tls.crt and tls.key")
+	flag.StringVar(&denyPrefix, "deny-prefix", denyPrefix, "/validate denies objects whose name starts with this")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -37,8 +39,10 @@ func main() {
 	}
 }
 
+var denyPrefix = "deny-"
+
 func validate(_ context.Context, req admission.Request) admission.Response {
-	if strings.HasPrefix(req.Name, "deny-") {
+	if strings.HasPrefix(req.Name, denyPrefix) {
 		return admission.Denied("controller-runtime says no to " + req.Name)
 	}
 	return admission.Allowed("")

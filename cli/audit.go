@@ -1,0 +1,174 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/hookback/hookback/audit"
+	"github.com/hookback/hookback/project"
+	"github.com/hookback/hookback/session"
+	"github.com/hookback/hookback/webhook"
+)
+
+var auditExamples = []Example{
+	{Command: "hookback audit --webhooks pod-lifespan", Comment: "which existing pods would the built-in pod-lifespan patch, and how?"},
+	{Command: "hookback audit --webhooks pod-lifespan -o junit > audit.xml", Comment: "a JUnit report for CI: a testcase per object, a failure per denial"},
+	{Command: "hookback audit --webhooks pod-name --operation UPDATE -o json", Comment: "no-change UPDATEs instead of CREATEs (pod-name judges only what changed); one JSON object per review"},
+}
+
+func auditCommand(ext Extension) (*cli.Command, *binder) {
+	o, b := defaultAuditOptions(), &binder{}
+	o.bind(b)
+	cmd := &cli.Command{
+		Name:  "audit",
+		Usage: "send the cluster's existing objects through the webhooks as dry-run reviews and report what each would do",
+		Description: `audit takes the same webhooks as start (built-ins, --template, your own --webhook-config
+with --upstream, project mode), lists the existing objects each one's rules and selectors
+match (paged lists, no watch), and sends each through the webhook as the review the
+apiserver would send, dryRun true: a CREATE of the object as it is when the rules include
+CREATE, else an UPDATE that changes nothing (oldObject = object); --operation forces one.
+Built-ins run in this process; your webhooks' reviews go to --upstream with start's answer
+checks. It registers nothing and writes nothing to the cluster. matchConditions are not
+evaluated (a webhook is audited as if they matched), and each mutating webhook sees the
+object as stored, not as earlier webhooks patched it (docs/audit-and-shadow.md).
+For each CRD of your manifests with a conversion webhook, every stored object is converted
+through --upstream to each other served version and back (CONVERT v1->v2->v1 rows): a
+field lost or changed on the way is reported (lost), as is a conversion refused (failed).
+
+Exit status: 0 when everything is allowed, 1 when anything is denied, lost or failed (or
+patched, with --fail-on patched), 2 on an error: bad flags, an upstream that cannot be reached, or a
+row whose webhook or list failed.` + examplesText(auditExamples),
+		Flags: b.flags,
+		Action: func(c *cli.Context) error {
+			b.load(c)
+			return runAudit(c, ext, o)
+		},
+	}
+	return cmd, b
+}
+
+// AuditOptions are audit's flags: start's webhook inputs, and how to
+// send and report.
+type AuditOptions struct {
+	// Serve holds the webhook inputs, bound as start binds them.
+	Serve             ServeOptions
+	Operation, Output string
+	FailOn            string
+	Concurrency       int
+}
+
+func defaultAuditOptions() AuditOptions {
+	return AuditOptions{Serve: defaultServeOptions(), Output: audit.FormatTable, FailOn: "denied", Concurrency: 8}
+}
+
+func (o *AuditOptions) bind(b *binder) {
+	s := &o.Serve
+	s.GlobalOptions.bind(b)
+	bind(b, &s.Session, "session", catCluster, "session name, as start would register the webhooks under it (default: <user>-<host>)")
+	bind(b, &s.StateDir, "state-dir", catServing, "where start keeps its local CA: in project mode audit trusts it for the manager's certificate")
+	bind(b, &s.Template, "template", catServing, "webhook configuration template (default: the built-in webhook-url.yaml.tmpl)")
+	bind(b, &s.Webhooks, "webhooks", catBuiltins, "comma list of built-in webhooks to audit, or all or none ("+strings.Join(webhook.Names(), ", ")+")")
+	bindWebhookOptions(b, &s.Webhook)
+	bind(b, &s.Project, "project", catUser, "kubebuilder or Operator SDK project root (default: the current directory when it has a PROJECT file and no --webhook-config is given): its config/default, built-ins off, --upstream "+project.DefaultUpstream)
+	bind(b, &s.WebhookConfig, "webhook-config", catUser, "your webhook configurations as written for the cluster (file, directory, kustomize directory, bundle, or - for stdin; repeatable)")
+	s.bindUpstream(b)
+	bind(b, &s.Timeout, "timeout", catUser, "your webhooks: override every timeoutSeconds, 1s to 30s; 0 keeps each one's")
+	bind(b, &s.Scope.Namespaces, "namespace", catScope, "audit only objects in this namespace (repeatable), as start --namespace would scope the webhooks; naming one also opts it in to pod-name and pod-lifespan", alias("n"))
+	bind(b, &s.Scope.NamespaceSelector, "namespace-selector", catScope, "audit only objects in namespaces matching this label selector (kubectl syntax)")
+	bind(b, &s.Scope.ObjectSelector, "object-selector", catScope, "audit only objects matching this label selector (kubectl syntax)")
+	bind(b, &s.Scope.OnlyMine, "only-mine", catScope, "scope as start --only-mine does (a matchCondition, not evaluated: the reviews carry your identity anyway)")
+	bind(b, &o.Operation, "operation", catOutput, "send CREATE or UPDATE (a no-change update) to every webhook whose rules include it, instead of CREATE where the rules include it, else UPDATE")
+	bind(b, &o.Output, "output", catOutput, "table, json (one object per review) or junit (a testsuite per webhook, a failure per denial)", alias("o"))
+	bind(b, &o.FailOn, "fail-on", catOutput, "denied: exit 1 when any object is denied; patched: also when any is patched")
+	bind(b, &o.Concurrency, "concurrency", catOutput, "reviews in flight at once")
+}
+
+func (o AuditOptions) operation() admissionregistrationv1.OperationType {
+	return admissionregistrationv1.OperationType(strings.ToUpper(o.Operation))
+}
+
+// Validate reports every problem at once.
+func (o AuditOptions) Validate() error {
+	errs := []error{o.Serve.Validate()}
+	if !slices.Contains(audit.Formats, o.Output) {
+		errs = append(errs, fmt.Errorf("--output %q: want %s", o.Output, strings.Join(audit.Formats, ", ")))
+	}
+	if o.FailOn != "denied" && o.FailOn != "patched" {
+		errs = append(errs, fmt.Errorf("--fail-on %q: want denied or patched (patched also fails on denials)", o.FailOn))
+	}
+	if o.Concurrency < 1 {
+		errs = append(errs, fmt.Errorf("--concurrency %d: want 1 or more", o.Concurrency))
+	}
+	errs = append(errs, audit.Options{Operation: o.operation(), Lister: &audit.ClusterLister{}}.Validate())
+	return errors.Join(errs...)
+}
+
+func runAudit(c *cli.Context, ext Extension, o AuditOptions) error {
+	o.Serve.resolveProject(c)
+	if err := o.Validate(); err != nil {
+		return usage(err)
+	}
+	log := o.Serve.logger(c.App.ErrWriter)
+	cfg := o.Serve.config(ext, log)
+	cfg.Controllers = nil
+	progress, done := newProgress(c.App.ErrWriter)
+	results, err := session.Audit(c.Context, cfg, session.AuditConfig{Operation: o.operation(), Concurrency: o.Concurrency, Progress: progress})
+	done()
+	if err != nil {
+		return cli.Exit(err.Error(), exitUsage)
+	}
+	if err := audit.Write(c.App.Writer, o.Output, results, o.FailOn == "patched"); err != nil {
+		return err
+	}
+	n := audit.Count(results)
+	summary := fmt.Sprintf("%d reviews: %d allowed, %d denied, %d patched, %d errors", n.Reviews, n.Allowed, n.Denied, n.Patched, n.Errors)
+	if n.RoundTrips > 0 {
+		summary += fmt.Sprintf("; %d conversion round trips: %d kept, %d lost fields, %d failed", n.RoundTrips, n.Kept, n.Lost, n.Failed)
+	}
+	switch {
+	case n.Errors > 0:
+		return cli.Exit(summary, exitUsage)
+	case n.Findings(o.FailOn == "patched") > 0:
+		return cli.Exit(summary, exitFailure)
+	}
+	fmt.Fprintln(c.App.ErrWriter, summary)
+	return nil
+}
+
+// newProgress counts reviews on a terminal, at most ten times a second;
+// on anything else (a CI log, a file) it shows nothing. done clears it.
+func newProgress(w io.Writer) (func(int), func()) {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil, func() {}
+	}
+	var mu sync.Mutex
+	var last time.Time
+	shown := false
+	progress := func(n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(last) < 100*time.Millisecond {
+			return
+		}
+		last, shown = time.Now(), true
+		fmt.Fprintf(f, "\rauditing: %d reviews", n)
+	}
+	return progress, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if shown {
+			fmt.Fprint(f, "\r\033[K")
+		}
+	}
+}

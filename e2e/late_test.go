@@ -1,0 +1,99 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// lateUpstream answers its first /validate review after delay, denying;
+// every later one at once, the same way; /mutate-pods allows at once.
+func lateUpstream(t *testing.T, delay time.Duration) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var rv review
+		if err := json.NewDecoder(io.LimitReader(r.Body, 8<<20)).Decode(&rv); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		resp := map[string]any{"uid": rv.Request.UID, "allowed": true}
+		if strings.HasPrefix(r.URL.Path, "/validate") {
+			if calls.Add(1) == 1 {
+				time.Sleep(delay)
+			}
+			resp["allowed"] = false
+			resp["status"] = map[string]any{"code": 403, "message": "late upstream says no to " + rv.Request.Name}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"apiVersion": rv.APIVersion, "kind": "AdmissionReview", "response": resp})
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &calls
+}
+
+// TestLateAnswer: an upstream that answers after 40 s while hookback's
+// timeout is 5 s. The apiserver applies failurePolicy Ignore and admits the
+// pod; the answer is still read and reported: one log line, an inspector
+// entry marked late, a *_late.json record that replay sends again.
+func TestLateAnswer(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	up, calls := lateUpstream(t, 40*time.Second)
+	session := sessionFor(t)
+	dir := t.TempDir()
+	inspector := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	p := startEnv(t, append(os.Environ(), "KUBECONFIG="+env.kubeconfig), "--session", session, "--record-dir", dir,
+		"--webhooks", "none", "--controllers", "none", "--webhook-config", userManifests(t, session), "--upstream", up.URL,
+		"--timeout", "5s", "--inspector-address", inspector)
+	p.ready(t)
+	ctx := context.Background()
+	sent := time.Now()
+	if _, err := upstreamPod(ctx, ns, "late-pod", session, nil); err != nil {
+		t.Fatalf("late-pod: %v: the apiserver should have applied failurePolicy Ignore and admitted it", err)
+	}
+	if took := time.Since(sent); took > 20*time.Second || calls.Load() != 1 {
+		t.Fatalf("the create took %s with %d validate calls: want the apiserver's 5s timeout, one call", took, calls.Load())
+	}
+	var late string
+	eventually(t, "the late answer recorded", func(context.Context) (bool, error) {
+		files, err := filepath.Glob(filepath.Join(dir, "*_late.json"))
+		if len(files) == 0 || err != nil {
+			return false, err
+		}
+		late = files[0]
+		return true, nil
+	})
+	if waited := time.Since(sent); waited < 40*time.Second {
+		t.Fatalf("late record after %s, before the upstream answered", waited)
+	}
+	var entry struct {
+		Late   string
+		Answer struct{ Response struct{ Allowed bool } }
+	}
+	b, _ := os.ReadFile(late)
+	if err := json.Unmarshal(b, &entry); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(entry.Late, "failurePolicy Ignore applied") || !strings.Contains(entry.Late, `would have denied it: "late upstream says no to late-pod"`) || entry.Answer.Response.Allowed {
+		t.Errorf("late record %s", b)
+	}
+	if log := p.stderr.String(); strings.Count(log, "late answer from your webhook") != 1 {
+		t.Errorf("want one log line for the late answer:\n%s", log)
+	}
+	if page := get(t, "http://"+inspector+"/"); !strings.Contains(page, `<span class="why late">late</span>`) {
+		t.Errorf("the inspector's list shows no late entry:\n%s", page)
+	}
+	if out, errOut, code := hookback(t, env.kubeconfig, "replay", late, "--upstream", up.URL); code != 0 || calls.Load() != 2 {
+		t.Errorf("replay of the late record: exit %d, %d calls\n%s\n%s", code, calls.Load(), out, errOut)
+	}
+}

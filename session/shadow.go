@@ -1,0 +1,215 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/rest"
+
+	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/inspector"
+	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/record"
+	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/upstream"
+)
+
+// ShadowConfig is `start --shadow TARGET`: the webhook deployed in the
+// cluster, compared with your upstream on every review.
+type ShadowConfig struct {
+	// Target is NAMESPACE/SERVICE[:PORT] (through the apiserver's service
+	// proxy) or a URL; empty: no shadow.
+	Target string
+	// CAFile verifies an https Target instead of the system roots.
+	CAFile string
+}
+
+var serviceTarget = regexp.MustCompile(`^([a-z0-9][-a-z0-9]*)/([a-z0-9][-a-z0-9]*)(?::([0-9]{1,5}))?$`)
+
+// Validate reports every problem at once.
+func (s ShadowConfig) Validate(u UserWebhooks) error {
+	if s.Target == "" {
+		if s.CAFile != "" {
+			return errors.New("--shadow-ca needs --shadow")
+		}
+		return nil
+	}
+	var errs []error
+	if len(u.Manifests) == 0 {
+		errs = append(errs, errors.New("--shadow needs --webhook-config and --upstream: your webhooks, to compare with the deployed ones"))
+	}
+	if u.KeepFailurePolicy {
+		errs = append(errs, errors.New("--shadow registers copies that never change the apiserver's decision: drop --keep-failure-policy"))
+	}
+	if !serviceTarget.MatchString(s.Target) {
+		if _, err := upstream.NewShadowTarget(upstream.ShadowTarget{URL: s.Target, CAFile: s.CAFile}, "/", upstream.Options{}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// target resolves the Target: a URL as it is, a Service through the
+// apiserver's service proxy with the kubeconfig's credentials.
+func (s ShadowConfig) target(kc kubeconfig.Options) (upstream.ShadowTarget, error) {
+	m := serviceTarget.FindStringSubmatch(s.Target)
+	if m == nil {
+		return upstream.ShadowTarget{URL: s.Target, CAFile: s.CAFile}, nil
+	}
+	cfg, err := kubeconfig.Load(kc)
+	if err != nil {
+		return upstream.ShadowTarget{}, err
+	}
+	client, err := rest.HTTPClientFor(cfg.Rest)
+	if err != nil {
+		return upstream.ShadowTarget{}, fmt.Errorf("--shadow %s: client for the service proxy: %w", s.Target, err)
+	}
+	port := m[3]
+	if port == "" {
+		port = "443"
+	}
+	proxy := strings.TrimSuffix(cfg.Rest.Host, "/") + "/api/v1/namespaces/" + m[1] + "/services/https:" + m[2] + ":" + port + "/proxy"
+	if _, err := url.Parse(proxy); err != nil {
+		return upstream.ShadowTarget{}, fmt.Errorf("--shadow %s: %w", s.Target, err)
+	}
+	return upstream.ShadowTarget{Proxy: proxy, Client: client}, nil
+}
+
+// shadowing wraps each route's forwarder with the deployed webhook beside
+// it, or returns the hooks as they are without --shadow.
+func (s ShadowConfig) wrap(cfg Config, routes []registration.Route, hooks []admission.Webhook, rep *shadowReport) ([]admission.Webhook, error) {
+	if s.Target == "" {
+		return hooks, nil
+	}
+	t, err := s.target(cfg.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]admission.Webhook, len(hooks))
+	for i, h := range hooks {
+		deployed, err := upstream.NewShadowTarget(t, routes[i].UpstreamPath, upstream.Options{Log: cfg.Log})
+		if err != nil {
+			return nil, err
+		}
+		name, path := h.Name, h.Path
+		h.Handler = &upstream.Shadow{Local: h.Handler, Deployed: deployed, Report: func(r upstream.ShadowResult) { rep.add(name, path, r) }}
+		out[i] = h
+	}
+	return out, nil
+}
+
+// shadowReport counts and reports the comparisons: a log line per
+// difference, a metric, and a summary at exit.
+type shadowReport struct {
+	log *slog.Logger
+	// store and dir are set before the server serves (attach).
+	store   *inspector.Store
+	dir     *record.Recorder
+	metric  *prometheus.CounterVec
+	mu      sync.Mutex
+	byHook  map[string]*shadowCounts
+	enabled bool
+}
+
+type shadowCounts struct{ seen, identical, different int }
+
+func newShadowReport(log *slog.Logger, enabled bool) *shadowReport {
+	return &shadowReport{log: log, byHook: map[string]*shadowCounts{}, enabled: enabled,
+		metric: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "hookback", Name: "shadow_reviews_total",
+			Help: "Reviews answered by your webhook and the deployed one, by webhook and result (identical, different)."}, []string{"webhook", "result"})}
+}
+
+// register adds the metric to reg, when shadowing.
+func (r *shadowReport) register(reg prometheus.Registerer) error {
+	if !r.enabled || reg == nil {
+		return nil
+	}
+	return reg.Register(r.metric)
+}
+
+// attach adds the inspector's store and the --record-dir recorder, once
+// they exist; either may be nil.
+func (r *shadowReport) attach(cfg Config, store *inspector.Store) error {
+	if !r.enabled {
+		return nil
+	}
+	r.store = store
+	if cfg.RecordDir != "" {
+		dir, err := record.NewRecorder(cfg.RecordDir, cfg.Log)
+		if err != nil {
+			return err
+		}
+		r.dir = dir
+	}
+	return nil
+}
+
+func (r *shadowReport) add(webhook, path string, res upstream.ShadowResult) {
+	result := "identical"
+	if len(res.Differences) > 0 {
+		result = "different"
+		diff := strings.Join(res.Differences, "; ")
+		r.log.Warn("shadow: your webhook and the deployed one differ", "webhook", webhook, "namespace", res.Namespace, "name", res.Name,
+			"differences", diff)
+		r.keep(webhook, path, diff, res)
+	}
+	r.metric.WithLabelValues(webhook, result).Inc()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.byHook[webhook]
+	if c == nil {
+		c = &shadowCounts{}
+		r.byHook[webhook] = c
+	}
+	c.seen++
+	if result == "identical" {
+		c.identical++
+	} else {
+		c.different++
+	}
+}
+
+// keep puts a difference into the inspector and --record-dir, with your
+// webhook's answer.
+func (r *shadowReport) keep(webhook, path, diff string, res upstream.ShadowResult) {
+	if r.store != nil {
+		failure := ""
+		if res.Answer == nil && res.Local.Result != nil {
+			failure = res.Local.Result.Message
+		}
+		r.store.RecordServed(admission.Served{Webhook: webhook, Path: path, Review: res.Review, Answer: res.Answer, Failure: failure,
+			Start: time.Now(), Shadow: diff})
+	}
+	if r.dir != nil && res.Answer != nil {
+		r.dir.RecordShadow(webhook, path, res.Review, res.Answer, diff)
+	}
+}
+
+// summary logs, per webhook, the reviews seen, identical and different.
+func (r *shadowReport) summary() {
+	if !r.enabled {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	names := make([]string, 0, len(r.byHook))
+	for n := range r.byHook {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	total := shadowCounts{}
+	for _, n := range names {
+		c := r.byHook[n]
+		total.seen, total.identical, total.different = total.seen+c.seen, total.identical+c.identical, total.different+c.different
+		r.log.Info("shadow summary", "webhook", n, "reviews", c.seen, "identical", c.identical, "different", c.different)
+	}
+	r.log.Info("shadow summary", "webhook", "all", "reviews", total.seen, "identical", total.identical, "different", total.different)
+}
