@@ -2,12 +2,19 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -111,6 +118,30 @@ func TestStartWritesInOrder(t *testing.T) {
 				t.Errorf("the review was not recorded in %s: %v", cfg.RecordDir, err)
 			}
 		},
+	}, {
+		name: "your webhook, from its manifest, forwarded to your server",
+		change: func(t *testing.T, cfg *Config) {
+			up := upstreamServer(t)
+			cfg.User = UserWebhooks{Manifests: []string{filepath.Join("testdata", "user", "webhooks.yaml")},
+				Upstreams: []Upstream{{URL: up.URL}}, UpstreamInsecure: true}
+		},
+		ready: func(t *testing.T, dyn *dynamicfake.FakeDynamicClient) {
+			list, err := dyn.Resource(validatingGVR).List(context.Background(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range list.Items {
+				if o := &list.Items[i]; o.GetName() != "test-unit" && !strings.HasPrefix(o.GetName(), "hookback-canary") {
+					cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "yours", Namespace: "default"}}
+					if err := callWebhook(o, cm); err != nil {
+						t.Fatalf("the apiserver's call of your webhook %s: %v", o.GetName(), err)
+					}
+					return
+				}
+			}
+			t.Fatal("none of your validating webhooks is registered")
+		},
+		banner: []string{"upstream"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -185,4 +216,29 @@ func TestStartTunnelNeverAttaches(t *testing.T) {
 	if j.index("apply test-unit") >= 0 {
 		t.Errorf("registered before the tunnel attached: %q", j.all())
 	}
+}
+
+// upstreamServer is your webhook server: it allows every review, and the
+// test fails unless hookback forwarded at least one to it.
+func upstreamServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	var calls atomic.Int32
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var review admissionv1.AdmissionReview
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&review); err != nil || review.Request == nil {
+			http.Error(w, "not an AdmissionReview", http.StatusBadRequest)
+			return
+		}
+		calls.Add(1)
+		review.Response = &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
+		review.Request = nil
+		_ = json.NewEncoder(w).Encode(review)
+	}))
+	t.Cleanup(func() {
+		srv.Close()
+		if calls.Load() == 0 {
+			t.Error("your webhook server was never called")
+		}
+	})
+	return srv
 }
