@@ -139,9 +139,15 @@ func callWebhook(cfg *unstructured.Unstructured, obj *corev1.ConfigMap) error {
 	if err != nil {
 		return err
 	}
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	client := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
 	defer client.CloseIdleConnections()
-	resp, err := client.Post(url, "application/json", bytes.NewReader(review))
+	// The apiserver tells the webhook how long it waits: timeoutSeconds,
+	// 10 by default.
+	timeout, ok, _ := unstructured.NestedInt64(hooks[0].(map[string]any), "timeoutSeconds")
+	if !ok {
+		timeout = 10
+	}
+	resp, err := client.Post(fmt.Sprintf("%s?timeout=%ds", url, timeout), "application/json", bytes.NewReader(review))
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -241,4 +242,59 @@ func upstreamServer(t *testing.T) *httptest.Server {
 		}
 	})
 	return srv
+}
+
+// TestStartReportsALateAnswer: your webhook answering after the apiserver
+// stopped waiting (--timeout) is reported: the apiserver got hookback's
+// answer in time, and the late one is kept in --record-dir marked late.
+func TestStartReportsALateAnswer(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	up := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var review admissionv1.AdmissionReview
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&review); err != nil || review.Request == nil {
+			http.Error(w, "not an AdmissionReview", http.StatusBadRequest)
+			return
+		}
+		<-release // until the apiserver stopped waiting
+		review.Response = &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
+		review.Request = nil
+		_ = json.NewEncoder(w).Encode(review)
+	}))
+	t.Cleanup(up.Close)
+	t.Cleanup(free)
+	j := &journal{}
+	cs, dyn := newFakeClients(t, j)
+	callsBack(t, j, cs, dyn)
+	out := &syncBuffer{}
+	cfg := startConfig(t, out)
+	cfg.RecordDir = t.TempDir()
+	cfg.User = UserWebhooks{Manifests: []string{filepath.Join("testdata", "user", "webhooks.yaml")},
+		Upstreams: []Upstream{{URL: up.URL}}, UpstreamInsecure: true, Timeout: time.Second, LateAnswerTimeout: 10 * time.Second}
+	stop := startUntilReady(t, cfg, &Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, out)
+	defer func() {
+		if err := stop(); err != nil {
+			t.Errorf("run = %v, want a clean stop", err)
+		}
+	}()
+	o, err := dyn.Tracker().Get(validatingGVR, "", "yours-unit")
+	if err != nil {
+		t.Fatalf("your configuration is not registered: %v", err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "slow", Namespace: "default"}}
+	// Answered in time by hookback (the failure policy), not by your webhook.
+	_ = callWebhook(o.(*unstructured.Unstructured), cm)
+	free()
+	waitFor(t, "the late answer recorded", func() bool {
+		var late bool
+		_ = filepath.WalkDir(cfg.RecordDir, func(path string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				b, _ := os.ReadFile(path)
+				late = late || strings.Contains(string(b), "stopped waiting")
+			}
+			return nil
+		})
+		return late
+	})
 }
