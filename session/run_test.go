@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"io"
 	"net/http"
@@ -224,19 +225,8 @@ func TestStartTunnelNeverAttaches(t *testing.T) {
 func upstreamServer(t *testing.T) *httptest.Server {
 	t.Helper()
 	var calls atomic.Int32
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var review admissionv1.AdmissionReview
-		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&review); err != nil || review.Request == nil {
-			http.Error(w, "not an AdmissionReview", http.StatusBadRequest)
-			return
-		}
-		calls.Add(1)
-		review.Response = &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
-		review.Request = nil
-		_ = json.NewEncoder(w).Encode(review)
-	}))
+	srv := reviewServer(t, true, &calls)
 	t.Cleanup(func() {
-		srv.Close()
 		if calls.Load() == 0 {
 			t.Error("your webhook server was never called")
 		}
@@ -297,4 +287,62 @@ func TestStartReportsALateAnswer(t *testing.T) {
 		})
 		return late
 	})
+}
+
+// reviewServer answers every AdmissionReview with allowed and counts them.
+func reviewServer(t *testing.T, allowed bool, calls *atomic.Int32) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var review admissionv1.AdmissionReview
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&review); err != nil || review.Request == nil {
+			http.Error(w, "not an AdmissionReview", http.StatusBadRequest)
+			return
+		}
+		calls.Add(1)
+		review.Response = &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: allowed}
+		review.Request = nil
+		_ = json.NewEncoder(w).Encode(review)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestStartShadow: with --shadow, each review goes to your webhook and to
+// the deployed one, and where they differ the difference is recorded.
+func TestStartShadow(t *testing.T) {
+	var yours, deployed atomic.Int32
+	up := reviewServer(t, true, &yours)
+	dep := reviewServer(t, false, &deployed)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	pemCA := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: dep.Certificate().Raw})
+	if err := os.WriteFile(ca, pemCA, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j := &journal{}
+	cs, dyn := newFakeClients(t, j)
+	callsBack(t, j, cs, dyn)
+	out := &syncBuffer{}
+	cfg := startConfig(t, out)
+	cfg.RecordDir = t.TempDir()
+	cfg.User = UserWebhooks{Manifests: []string{filepath.Join("testdata", "user", "webhooks.yaml")},
+		Upstreams: []Upstream{{URL: up.URL}}, UpstreamInsecure: true, Shadow: ShadowConfig{Target: dep.URL, CAFile: ca}}
+	stop := startUntilReady(t, cfg, &Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, out)
+	o, err := dyn.Tracker().Get(validatingGVR, "", "yours-unit")
+	if err != nil {
+		t.Fatalf("your configuration is not registered: %v", err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "compared", Namespace: "default"}}
+	if err := callWebhook(o.(*unstructured.Unstructured), cm); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the difference recorded", func() bool {
+		files, _ := filepath.Glob(filepath.Join(cfg.RecordDir, "*_shadow.json"))
+		return len(files) > 0
+	})
+	if err := stop(); err != nil {
+		t.Errorf("run = %v, want a clean stop", err)
+	}
+	if yours.Load() == 0 || deployed.Load() == 0 {
+		t.Errorf("calls: yours %d, deployed %d; want both called", yours.Load(), deployed.Load())
+	}
 }
