@@ -235,8 +235,8 @@ func upstreamServer(t *testing.T) *httptest.Server {
 }
 
 // TestStartReportsALateAnswer: your webhook answering after the apiserver
-// stopped waiting (--timeout) is reported: the apiserver got hookback's
-// answer in time, and the late one is kept in --record-dir marked late.
+// stopped waiting (timeoutSeconds) is still read and kept in --record-dir,
+// marked late.
 func TestStartReportsALateAnswer(t *testing.T) {
 	release := make(chan struct{})
 	var once sync.Once
@@ -273,7 +273,7 @@ func TestStartReportsALateAnswer(t *testing.T) {
 		t.Fatalf("your configuration is not registered: %v", err)
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "slow", Namespace: "default"}}
-	// Answered in time by hookback (the failure policy), not by your webhook.
+	// What the apiserver gets back does not matter here; the late answer does.
 	_ = callWebhook(o.(*unstructured.Unstructured), cm)
 	free()
 	waitFor(t, "the late answer recorded", func() bool {
