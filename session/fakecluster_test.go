@@ -33,10 +33,12 @@ import (
 )
 
 // newFakeClients are a clientset and a dynamic client that journal every
-// write in j. The fake dynamic client of client-go v0.36 does not implement
-// server-side apply (its tracker refuses ApplyPatchType without a field
-// manager's type converter), so a reactor stores an apply as a create or
-// update of the whole object, which is what hookback's applies amount to.
+// write in j. The dynamic fake of client-go v0.36 has no server-side apply:
+// its plain tracker applies only to an object that exists, as a strategic
+// merge (fixture.go, tracker.Apply), so a first apply fails NotFound, and
+// the field-managed tracker needs a type converter for every kind. A
+// reactor stores an apply as a create or update of the whole object, which
+// is what hookback's applies amount to.
 func newFakeClients(t *testing.T, j *journal, objects ...runtime.Object) (*fake.Clientset, *dynamicfake.FakeDynamicClient) {
 	t.Helper()
 	cs := fake.NewClientset(objects...)
