@@ -1,9 +1,15 @@
 package session
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/webhook"
 )
 
 func TestSelect(t *testing.T) {
@@ -75,5 +81,62 @@ func TestShellQuote(t *testing.T) {
 		if got := shellQuote(in); got != want {
 			t.Errorf("shellQuote(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestConfigValidate: every problem of a Config is reported at once, each
+// naming what to fix.
+func TestConfigValidate(t *testing.T) {
+	allow := admission.HandlerFunc(func(context.Context, admission.Request) admission.Response { return admission.Allowed("") })
+	valid := func() Config {
+		return Config{Session: "s", LeaseNamespace: "default", Port: 8443, Certs: certs.Options{Mode: certs.ModeSelfSigned},
+			WebhookOptions: webhook.DefaultOptions()}
+	}
+	tests := []struct {
+		name   string
+		change func(c *Config)
+		want   []string
+	}{
+		{name: "valid", change: func(*Config) {}},
+		{name: "no session, port out of range, no lease namespace", change: func(c *Config) {
+			c.Session, c.Port, c.LeaseNamespace = "", 70000, ""
+		}, want: []string{"the session name is empty", "port 70000 is not a TCP port", "the lease namespace is empty"}},
+		{name: "extra webhooks without a handler, on one path", change: func(c *Config) {
+			c.Extra = []admission.Webhook{{Name: "a", Path: "/x", Handler: allow}, {Name: "b", Path: "/x"}}
+		}, want: []string{`extra webhook "b" needs a name, a path starting with / and a handler`, "extra webhooks a and b both use path /x"}},
+		{name: "upstream without manifests, a timeout beyond the apiserver's", change: func(c *Config) {
+			c.User = UserWebhooks{Upstreams: []Upstream{{URL: "https://127.0.0.1:9443"}}, Timeout: time.Minute}
+		}, want: []string{"--upstream needs --webhook-config", "--timeout 1m0s: want 1s to 30s"}},
+		{name: "manifests without upstream", change: func(c *Config) {
+			c.User = UserWebhooks{Manifests: []string{"m.yaml"}}
+		}, want: []string{"--webhook-config needs --upstream"}},
+		{name: "a cert dir without manifests", change: func(c *Config) { c.User = UserWebhooks{CertDir: "d"} },
+			want: []string{"--upstream-cert-dir needs --webhook-config"}},
+		{name: "the inspector beyond loopback, a negative keep", change: func(c *Config) {
+			c.Inspector = InspectorConfig{Address: "0.0.0.0:8080", Keep: -1}
+		}, want: []string{"--inspector-keep -1", "pass --inspector-expose"}},
+		{name: "files mode without files", change: func(c *Config) { c.Certs.Mode = certs.ModeFiles },
+			want: []string{"--tls-mode files needs --tls-cert-file and --tls-key-file"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := valid()
+			tt.change(&c)
+			err := c.Validate()
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatalf("Validate = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate = nil, want %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate = %v\nwant it to say %q", err, w)
+				}
+			}
+		})
 	}
 }

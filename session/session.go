@@ -47,6 +47,12 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	return runOn(ctx, cfg, cl, started)
+}
+
+// runOn is the rest of Run, on a connected cluster (tests pass fake
+// clients here).
+func runOn(ctx context.Context, cfg Config, cl *Cluster, started time.Time) (err error) {
 	if cfg.Scope, err = resolveScope(ctx, cfg, cl); err != nil {
 		return err
 	}

@@ -12,14 +12,10 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/hookback/hookback/admission"
@@ -79,6 +75,7 @@ webhooks:
   - name: test.hookback.dev
     clientConfig:
       url: {{ .URL }}/test
+      caBundle: {{ .CABundle }}
     rules:
       - apiGroups: [""]
         apiVersions: ["v1"]
@@ -94,39 +91,7 @@ webhooks:
 func newTestRun(t *testing.T, tmpl string, objects ...runtime.Object) (*run, *journal, *fake.Clientset) {
 	t.Helper()
 	j := &journal{}
-	cs := fake.NewClientset(objects...)
-	for _, verb := range []string{"create", "update", "delete"} {
-		cs.PrependReactor(verb, "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
-			j.add(verb + " lease")
-			return false, nil, nil
-		})
-	}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		mutatingGVR: "MutatingWebhookConfigurationList", validatingGVR: "ValidatingWebhookConfigurationList",
-		registration.CRDResource: "CustomResourceDefinitionList",
-	})
-	dyn.PrependReactor("patch", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		p := a.(k8stesting.PatchAction)
-		if p.GetPatchType() != types.ApplyPatchType {
-			return false, nil, nil
-		}
-		obj := &unstructured.Unstructured{}
-		if err := obj.UnmarshalJSON(p.GetPatch()); err != nil {
-			return true, nil, err
-		}
-		j.add("apply " + obj.GetName())
-		tr := dyn.Tracker()
-		if err := tr.Create(p.GetResource(), obj, ""); err != nil {
-			if err := tr.Update(p.GetResource(), obj, ""); err != nil {
-				return true, nil, err
-			}
-		}
-		return true, obj, nil
-	})
-	dyn.PrependReactor("delete", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		j.add("delete " + a.(k8stesting.DeleteAction).GetName())
-		return false, nil, nil
-	})
+	cs, dyn := newFakeClients(t, j, objects...)
 
 	log := slog.New(slog.DiscardHandler)
 	crt, err := certs.NewSelfSigned(context.Background(), certs.TLSOptions{StateDir: t.TempDir(), Host: "127.0.0.1", Log: log})
@@ -147,7 +112,7 @@ func newTestRun(t *testing.T, tmpl string, objects ...runtime.Object) (*run, *jo
 	cfg := Config{Session: "unit", LeaseNamespace: "default", LeaseDuration: 30 * time.Second, RequireVerified: true,
 		VerifyTimeout: 300 * time.Millisecond, Template: registration.Template{Default: []byte(tmpl)}, Log: log}.withDefaults()
 	p := &parts{webhooks: hooks[:1], controllers: []controller.Controller{fakeController{j}}}
-	r := newRun(cfg, &Cluster{Client: cs, Watch: cs, Dynamic: dyn}, srv, canary, crt, p, "https://127.0.0.1:1")
+	r := newRun(cfg, &Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, srv, canary, crt, p, "https://"+srv.Addr().String())
 	return r, j, cs
 }
 
