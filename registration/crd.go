@@ -102,6 +102,10 @@ type CRDs struct {
 	// run can tell a dead session's CRDs (AnnotationLease).
 	Session, LeaseRef string
 	Log               *slog.Logger
+	// told are the CRDs already said to differ from the manifests: said
+	// once per CRDs value, not on every re-apply. Ensure is not safe for
+	// concurrent use.
+	told map[string]bool
 }
 
 // Target is where a redirected conversion points: hookback's base URL and
@@ -130,7 +134,11 @@ func (c *CRDs) Ensure(ctx context.Context, crds []CRD, redirect func(name string
 			errs = append(errs, fmt.Errorf("get CustomResourceDefinition %q: %w", crd.Name, err))
 			continue
 		default:
-			if diff := crdDiffers(crd.Object, live); diff != "" {
+			if diff := crdDiffers(crd.Object, live); diff != "" && !c.told[crd.Name] {
+				if c.told == nil {
+					c.told = map[string]bool{}
+				}
+				c.told[crd.Name] = true
 				c.Log.Warn("the cluster's CustomResourceDefinition differs from the manifests': run `make install` (or kubectl apply) to update it",
 					"crd", crd.Name, "differs", diff)
 			}

@@ -121,6 +121,13 @@ func TestEnsureReportsDifferencesAndFilters(t *testing.T) {
 	if got, _ := liveStanza(t, c, "widgets.shop.io"); got != `{"strategy":"None"}` {
 		t.Errorf("conversion %s changed though not selected", got)
 	}
+	// A re-apply (hot reload, a regained Lease) does not say it again.
+	if _, _, err := c.Ensure(context.Background(), crds, func(string) bool { return false }, Target{URL: "https://h"}); err != nil {
+		t.Fatal(err)
+	}
+	if logs.String() != line {
+		t.Errorf("the difference was logged again on the second Ensure:\n%s", logs.String())
+	}
 }
 
 func TestCleanupRestoresDeadSessionsCRDs(t *testing.T) {

@@ -78,8 +78,13 @@ func (c *conversions) handlers(cfg Config, rec admission.Recorder, reg prometheu
 }
 
 // crds is the session's CRD writer.
+// crds is the session's one CRDs, so what it has said (a CRD that differs
+// from the manifests) is said once, not on every re-apply.
 func (r *run) crds() *registration.CRDs {
-	return &registration.CRDs{Dynamic: r.cluster.Dynamic, Session: r.cfg.Session, LeaseRef: r.leaseRef, Log: r.cfg.Log}
+	if r.crdWriter == nil {
+		r.crdWriter = &registration.CRDs{Dynamic: r.cluster.Dynamic, Session: r.cfg.Session, LeaseRef: r.leaseRef, Log: r.cfg.Log}
+	}
+	return r.crdWriter
 }
 
 // ensureCRDs installs the missing CRDs and points the selected conversion
@@ -93,21 +98,11 @@ func (r *run) ensureCRDs(ctx context.Context, bundle string) error {
 		r.cfg.Log.Warn("conversion webhooks are not redirected through --tunnel yet: CRDs keep their conversion")
 		c = &conversions{crds: c.crds}
 	}
+	// Run set the filter from the scope (scopeConversions), saying once
+	// which CRDs it leaves alone; nil (a Config built by hand) selects all.
 	redirect := r.cfg.RedirectConversion
 	if redirect == nil {
-		// On a cluster that is not local, only the CRDs named with
-		// --convert (or every one with --all-namespaces): conversion
-		// cannot be scoped and has no failurePolicy.
-		redirect = r.cfg.Scope.Convert
-		names := make([]string, 0, len(c.crds))
-		for _, crd := range c.crds {
-			if crd.Conversion != nil {
-				names = append(names, crd.Name)
-			}
-		}
-		if line := r.cfg.Scope.LeftAlone(names); line != "" {
-			r.cfg.Log.Warn(line)
-		}
+		redirect = func(string) bool { return true }
 	}
 	installed, redirected, err := r.crds().Ensure(ctx, c.crds, redirect, registration.Target{URL: r.url, CABundle: bundle})
 	r.conversions.installed = appendNew(r.conversions.installed, installed...)

@@ -200,8 +200,10 @@ type run struct {
 	user    *userWebhooks
 	// upstreamPair is what start did about the upstream's certificate.
 	upstreamPair *certs.UpstreamPair
-	// conversions are the user's CRDs and their conversion webhooks.
+	// conversions are the user's CRDs and their conversion webhooks;
+	// crdWriter installs, redirects and restores them (crds).
 	conversions *conversions
+	crdWriter   *registration.CRDs
 	url         string
 	inspector   *inspector.Server
 	// tunnel is the session's relay, with --tunnel; metrics gets its gauges.
