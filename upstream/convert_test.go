@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -109,12 +108,7 @@ func TestConverterForwards(t *testing.T) {
 }
 
 func TestConverterUpstreamDown(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := closedAddr(t)
 	base, _ := url.Parse("http://" + addr)
 	c, err := NewConverter(Options{Base: base}, "/convert")
 	if err != nil {

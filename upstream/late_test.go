@@ -118,12 +118,7 @@ func TestRestartWait(t *testing.T) {
 }
 
 func TestNeverUpFailsAtOnce(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := closedAddr(t)
 	base, _ := url.Parse("http://" + addr)
 	f, err := New(Options{Base: base}, "/validate")
 	if err != nil {

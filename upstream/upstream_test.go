@@ -121,12 +121,7 @@ func TestForwarder(t *testing.T) {
 }
 
 func TestForwarderTransportFailures(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := l.Addr().String()
-	l.Close()
+	closed := closedAddr(t)
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Read the body first: only then does net/http notice the client
 		// hanging up and end r's context.
@@ -242,4 +237,16 @@ func TestForwarderReportsItsWait(t *testing.T) {
 	if !regexp.MustCompile(`upstream=[1-9][0-9.]*m?s own=`).MatchString(logs.String()) {
 		t.Errorf("log line lacks the upstream's time: %s", logs.String())
 	}
+}
+
+// closedAddr is a loopback address that nothing listens on: the upstream
+// that is down.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }
