@@ -94,7 +94,7 @@ func (j afterJob) run() {
 	a := j.a
 	a.logAdmission(j.req, j.resp, j.took, j.waited)
 	review := j.buf.buf.Bytes()
-	s := Served{Webhook: a.name, Path: a.path, Review: review, Answer: j.answer, Start: j.start, Took: j.took, Upstream: j.waited}
+	s := Served{Webhook: a.name, Path: a.path, UID: string(j.req.UID), Review: review, Answer: j.answer, Start: j.start, Took: j.took, Upstream: j.waited}
 	switch {
 	case j.resp.callFailed:
 		s.Answer, s.Failure = nil, j.resp.Result.Message

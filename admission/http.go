@@ -83,9 +83,9 @@ type Served struct {
 	// Late, when set, marks an answer that came after the apiserver had
 	// stopped waiting, and says what the apiserver did instead.
 	Late string
-	// Shadow, when set, says how this answer differs from the deployed
-	// webhook's (start --shadow).
-	Shadow string
+	// UID is the review's request uid: it joins what the inspector learns
+	// about a review later (start --shadow) to its entry.
+	UID string
 }
 
 // ServedRecorder is a Recorder that also wants the timing of each

@@ -34,7 +34,7 @@ func TestArenaRing(t *testing.T) {
 					if rng.IntN(20) == 0 {
 						n = maxBytes + 1 // too big: kept without a body
 					}
-					before := s.since(0)
+					before := s.kept()
 					s.RecordServed(served(body(id, n), body(id+1, rng.IntN(3))))
 					checkRing(t, s, keep, maxBytes)
 					s.mu.Lock()
@@ -57,7 +57,7 @@ func TestArenaRing(t *testing.T) {
 
 func checkRing(t *testing.T, s *Store, keep, maxBytes int) {
 	t.Helper()
-	kept := s.since(0)
+	kept := s.kept()
 	n, used := s.usage()
 	if len(kept) != n || n > keep || used > int64(maxBytes) {
 		t.Fatalf("%d kept (usage %d, %d bytes), bounds %d and %d bytes", len(kept), n, used, keep, maxBytes)

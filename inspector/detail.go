@@ -30,6 +30,9 @@ type detail struct {
 	Filter    string
 	CanReplay bool
 	kept      bool // the review's body is kept
+	// Shadow is the comparison with the deployed webhook (start
+	// --shadow); nil without one.
+	Shadow *shadowDetail
 	// Conversions are the objects of a ConversionReview before and after,
 	// the first maxConversionDiffs; MoreConverted counts the others.
 	Conversions   []objectDiff
@@ -38,7 +41,7 @@ type detail struct {
 
 // detailOf parses e for its page.
 func detailOf(e *entry, source string) detail {
-	d := detail{Row: rowOf(e, source), Summary: e.summary(), Events: e.events}
+	d := detail{Row: rowOf(e, source), Summary: e.summary(), Events: e.events, Shadow: shadowDetailOf(e)}
 	review, answer := e.bodies()
 	d.kept = review != nil
 	d.Redacted = bytes.Contains(review, []byte(record.Redacted))
@@ -126,4 +129,26 @@ func applyPatch(object, patch []byte) ([]byte, error) {
 		return nil, fmt.Errorf("apply patch: %w", err)
 	}
 	return out, nil
+}
+
+// shadowDetail is the comparison with the deployed webhook, in full.
+type shadowDetail struct {
+	State                     string
+	Deployed, DeployedFailure string
+	Differences               []string
+	// Yours: the page shows your webhook's answer, not hookback's.
+	Yours bool
+}
+
+// shadowDetailOf is e's comparison; nil when none is made for it.
+func shadowDetailOf(e *entry) *shadowDetail {
+	state, _, o := e.shadowOf()
+	if state == "" || state == shadowNone {
+		return nil
+	}
+	d := &shadowDetail{State: state}
+	if o != nil {
+		d.Deployed, d.DeployedFailure, d.Differences, d.Yours = o.deployed, o.deployedFailure, o.differences, o.yours
+	}
+	return d
 }

@@ -113,6 +113,9 @@ type listPage struct {
 	Older uint64
 	// OlderURL and NewestURL link the pages, filters kept.
 	OlderURL, NewestURL string
+	// Shadow: the reviews are compared with the deployed webhook's (start
+	// --shadow), in a column of their own.
+	Shadow bool
 }
 
 // pageRows is how many reviews a page of the list shows. Laying out a
@@ -123,8 +126,9 @@ const pageRows = 100
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	f := filterOf(r.URL.Query())
-	all := s.opts.Store.since(0)
-	p := listPage{Filter: f, Query: f.query(), Decisions: decisions, Keep: s.opts.Store.Keep(), PageRows: pageRows}
+	all, cursor := s.opts.Store.since(0)
+	p := listPage{Filter: f, Query: f.query(), Decisions: decisions, Keep: s.opts.Store.Keep(), PageRows: pageRows,
+		After: cursor, Shadow: s.opts.Store.shadowColumn()}
 	p.Before, _ = strconv.ParseUint(r.URL.Query().Get("before"), 10, 64)
 	for name := range s.opts.Sources {
 		p.Webhooks = append(p.Webhooks, name)
@@ -144,9 +148,6 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		p.Rows = append(p.Rows, rowOf(e, s.source(e)))
 	}
 	slices.Sort(p.Webhooks)
-	if len(all) > 0 {
-		p.After = all[len(all)-1].id
-	}
 	p.NewestURL = "/"
 	if p.Query != "" {
 		p.NewestURL += "?" + p.Query
@@ -159,9 +160,11 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	s.render(w, "list", p)
 }
 
-// stream sends each new review that passes the filter as a server-sent
-// event whose data is the row's HTML, from the id after (query) or
-// Last-Event-ID (a reconnecting browser) on.
+// stream sends each review added or changed that passes the filter as a
+// server-sent event whose data is the row's HTML, from the seq after
+// (query) or Last-Event-ID (a reconnecting browser) on: a "review" event
+// for a review the page has not seen, an "update" for one it may show (a
+// comparison with the deployed webhook that came in).
 func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
@@ -183,19 +186,29 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	tick := time.NewTicker(streamKeepAlive)
 	defer tick.Stop()
 	var buf bytes.Buffer
+	// Entries up to newest were on the page or sent already: a change to
+	// one is an update.
+	newest := after
 	for {
-		for _, e := range s.opts.Store.since(after) {
-			after = e.id
+		batch, next := s.opts.Store.changes(after)
+		for _, c := range batch {
+			e := c.e
 			if !f.match(e) {
 				continue
 			}
+			event := "review"
+			if e.id <= newest {
+				event = "update"
+			}
+			newest = max(newest, e.id)
 			buf.Reset()
 			if err := s.tmpl.ExecuteTemplate(&buf, "row", rowOf(e, s.source(e))); err != nil {
 				s.log.Warn("inspector cannot render a row", "error", err)
 				continue
 			}
-			writeEvent(w, e.id, buf.String())
+			writeEvent(w, c.seq, event, buf.String())
 		}
+		after = next
 		flusher.Flush()
 		select {
 		case <-r.Context().Done():
@@ -215,8 +228,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 }
 
 // writeEvent writes one server-sent event; data may span lines.
-func writeEvent(w http.ResponseWriter, id uint64, data string) {
-	fmt.Fprintf(w, "id: %d\nevent: review\n", id)
+func writeEvent(w http.ResponseWriter, id uint64, event, data string) {
+	fmt.Fprintf(w, "id: %d\nevent: %s\n", id, event)
 	for _, line := range strings.Split(strings.TrimRight(data, "\n"), "\n") {
 		fmt.Fprintf(w, "data: %s\n", line)
 	}

@@ -250,10 +250,17 @@ func openStream(t *testing.T, url string, hdr map[string]string) *sse {
 	return &sse{r: bufio.NewReader(resp.Body), body: resp.Body}
 }
 
-// next returns the next review event's id and data, or fails after 2s.
+// next returns the next event's id and data, or fails after 2s.
 func (s *sse) next(t *testing.T) (id, data string) {
 	t.Helper()
-	type ev struct{ id, data string }
+	_, id, data = s.nextEvent(t)
+	return id, data
+}
+
+// nextEvent returns the next event's name, id and data, or fails after 2s.
+func (s *sse) nextEvent(t *testing.T) (event, id, data string) {
+	t.Helper()
+	type ev struct{ event, id, data string }
 	got := make(chan ev, 1)
 	go func() {
 		var e ev
@@ -267,6 +274,8 @@ func (s *sse) next(t *testing.T) (id, data string) {
 			switch {
 			case strings.HasPrefix(line, "id: "):
 				e.id = line[4:]
+			case strings.HasPrefix(line, "event: "):
+				e.event = line[7:]
 			case strings.HasPrefix(line, "data: "):
 				e.data += line[6:]
 			case line == "" && e.id != "":
@@ -280,11 +289,11 @@ func (s *sse) next(t *testing.T) (id, data string) {
 		if !ok {
 			t.Fatal("stream closed")
 		}
-		return e.id, e.data
+		return e.event, e.id, e.data
 	case <-time.After(2 * time.Second):
 		t.Fatal("no event within 2s")
 	}
-	return "", ""
+	return "", "", ""
 }
 
 func TestStream(t *testing.T) {

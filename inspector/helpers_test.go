@@ -100,7 +100,7 @@ func (f *fixture) get(path string) (int, string) {
 }
 
 func (f *fixture) lastID() uint64 {
-	all := f.store.since(0)
+	all := f.store.kept()
 	if len(all) == 0 {
 		f.t.Fatal("the store is empty")
 	}
@@ -135,4 +135,10 @@ func (s *Store) rewriteAnswer(t *testing.T, id uint64, rewrite func([]byte) []by
 	copy(s.arena.slice(e.off+e.reviewLen, len(answer)), answer)
 	s.bytes -= int64(e.answerLen - len(answer))
 	e.answerLen = len(answer)
+}
+
+// kept is every entry the store keeps, oldest first.
+func (s *Store) kept() []*entry {
+	all, _ := s.since(0)
+	return all
 }

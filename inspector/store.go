@@ -2,8 +2,11 @@ package inspector
 
 import (
 	"bytes"
+	"cmp"
 	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hookback/hookback/admission"
@@ -55,16 +58,26 @@ type Store struct {
 	maxBytes int64
 	log      *slog.Logger
 
-	mu      sync.Mutex
-	ring    []*entry // ring[(start+i)%len(ring)], i < n, oldest first
-	start   int
-	n       int
-	bytes   int64
-	arena   arena
-	head    int // where the newest body ends in the arena
+	mu    sync.Mutex
+	ring  []*entry // ring[(start+i)%len(ring)], i < n, oldest first
+	start int
+	n     int
+	bytes int64
+	arena arena
+	head  int // where the newest body ends in the arena
+	// nextID numbers entries and their changes: an entry's id is the
+	// number it was added with, its seq the number of its last change.
 	nextID  uint64
 	subs    map[chan struct{}]struct{}
 	pending map[string][]Event
+
+	// shadowed are the webhooks compared with the deployed ones (start
+	// --shadow), nil without; waiting are comparisons for reviews not
+	// recorded yet, by webhook and uid, oldest first in waitOrder.
+	shadowing atomic.Bool
+	shadowed  map[string]bool
+	waiting   map[string]Shadow
+	waitOrder []string
 }
 
 var (
@@ -99,32 +112,44 @@ func (s *Store) Record(webhook, path string, review, answer []byte) {
 // (redacted when it may hold a Secret) and the answer into the ring, and
 // wakes the open pages.
 func (s *Store) RecordServed(x admission.Served) {
+	var shadow *shadowOutcome
+	if s.shadowing.Load() && x.UID != "" && x.Late == "" {
+		s.mu.Lock()
+		shadow = s.claimShadow(&x)
+		s.mu.Unlock()
+	}
 	review, answer, err := record.RedactExchange(x.Review, x.Answer)
 	if err != nil {
 		s.log.Warn("inspector keeps no body of a review it cannot redact", "webhook", x.Webhook, "error", err)
 		review, answer = nil, nil
 	}
-	e := &entry{store: s, webhook: x.Webhook, path: x.Path, failure: x.Failure, late: x.Late, shadow: x.Shadow, start: x.Start, took: x.Took, upstream: x.Upstream,
+	e := &entry{store: s, webhook: x.Webhook, path: x.Path, uid: x.UID, failure: x.Failure, late: x.Late, shadow: shadow, start: x.Start, took: x.Took, upstream: x.Upstream,
 		hasReview: review != nil, hasAnswer: answer != nil, unredactable: err != nil}
 	s.mu.Lock()
 	if len(s.pending) > 0 {
 		e.events = s.claimEvents(x.Webhook, x.Start)
 	}
 	s.add(e, review, answer)
+	s.wake()
+	s.mu.Unlock()
+}
+
+// wake tells the open pages that an entry was added or changed. Called
+// with s.mu held.
+func (s *Store) wake() {
 	for ch := range s.subs {
 		select {
 		case ch <- struct{}{}:
 		default:
 		}
 	}
-	s.mu.Unlock()
 }
 
 // add appends e as the newest entry with copies of its bodies, dropping the
 // oldest entries past the count or byte bound. Called with s.mu held.
 func (s *Store) add(e *entry, review, answer []byte) {
 	s.nextID++
-	e.id = s.nextID
+	e.id, e.seq = s.nextID, s.nextID
 	if int64(len(review)+len(answer)) > s.maxBytes {
 		// Bigger than the whole bound: keep that it happened, not the body.
 		review, answer, e.hasReview, e.hasAnswer, e.tooBig = nil, nil, false, false, true
@@ -241,8 +266,9 @@ func (s *Store) subscribe() (<-chan struct{}, func()) {
 	}
 }
 
-// since returns the kept entries newer than id, oldest first.
-func (s *Store) since(id uint64) []*entry {
+// since returns the kept entries newer than id, oldest first, and the seq
+// that changes asks from to see what came after them.
+func (s *Store) since(id uint64) ([]*entry, uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []*entry
@@ -251,7 +277,28 @@ func (s *Store) since(id uint64) []*entry {
 			out = append(out, e)
 		}
 	}
-	return out
+	return out, s.nextID
+}
+
+// change is an entry added or changed, and the seq of that change.
+type change struct {
+	e   *entry
+	seq uint64
+}
+
+// changes returns the kept entries added or changed after seq, in the
+// order they changed, and the seq to ask from next.
+func (s *Store) changes(seq uint64) ([]change, uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []change
+	for i := 0; i < s.n; i++ {
+		if e := s.ring[(s.start+i)%s.keep]; e.seq > seq {
+			out = append(out, change{e, e.seq})
+		}
+	}
+	slices.SortFunc(out, func(a, b change) int { return cmp.Compare(a.seq, b.seq) })
+	return out, s.nextID
 }
 
 // get returns the kept entry id, or nil.
@@ -276,14 +323,16 @@ func (s *Store) usage() (n int, bytes int64) {
 // Keep is the count bound.
 func (s *Store) Keep() int { return s.keep }
 
-// entry is one kept review. Fields set at record time never change; the
-// summary is parsed once, when first asked for.
+// entry is one kept review. Fields set at record time never change (but
+// those guarded by store.mu); the summary is parsed once, when first asked
+// for.
 type entry struct {
 	store          *Store
 	id             uint64
 	webhook, path  string
+	uid            string
 	failure        string
-	late, shadow   string
+	late           string
 	start          time.Time
 	took, upstream time.Duration
 	events         []Event
@@ -294,9 +343,12 @@ type entry struct {
 	// unredactable: the review could not be parsed to redact it, so no body
 	// was kept; tooBig: the bodies exceeded the byte bound alone.
 	unredactable, tooBig bool
-	// gone: dropped from the store, its arena bytes now another's. Guarded
-	// by store.mu.
-	gone bool
+	// gone: dropped from the store, its arena bytes now another's; seq:
+	// when it last changed; shadow: its comparison with the deployed
+	// webhook, nil until known. Guarded by store.mu.
+	gone   bool
+	seq    uint64
+	shadow *shadowOutcome
 
 	once sync.Once
 	sum  *summary

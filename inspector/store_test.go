@@ -39,7 +39,7 @@ func TestStoreBounds(t *testing.T) {
 				s.RecordServed(served(body[:tt.size], nil))
 			}
 			var ids []uint64
-			for _, e := range s.since(0) {
+			for _, e := range s.kept() {
 				ids = append(ids, e.id)
 				if e.tooBig != tt.wantBig {
 					t.Errorf("entry %d tooBig = %v", e.id, e.tooBig)
@@ -67,7 +67,7 @@ func TestStoreCopies(t *testing.T) {
 		rv[i] = 'z'
 	}
 	ans[0] = 'z'
-	kept, keptAnswer := s.since(0)[0].bodies()
+	kept, keptAnswer := s.kept()[0].bodies()
 	if !bytes.Contains(kept, []byte(`"name":"web"`)) || keptAnswer[0] != '{' {
 		t.Errorf("the store kept the caller's buffers: %s / %s", kept, keptAnswer)
 	}
@@ -94,7 +94,7 @@ func TestRedaction(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := NewStore(StoreOptions{})
 			s.RecordServed(served(tt.review, tt.answer))
-			e := s.since(0)[0]
+			e := s.kept()[0]
 			kept, keptAnswer := e.bodies()
 			if tt.same && !bytes.Equal(kept, tt.review) {
 				t.Errorf("review changed:\n%s", kept)
@@ -133,7 +133,7 @@ func TestEventsGoWithTheirReview(t *testing.T) {
 	x.Start = start
 	s.RecordServed(x)
 	s.RecordServed(x)
-	all := s.since(0)
+	all := s.kept()
 	if len(all[0].events) != 1 || all[0].events[0].Reason != "SidecarSkipped" {
 		t.Errorf("first review's events = %+v", all[0].events)
 	}
@@ -147,7 +147,7 @@ func TestEventsGoWithTheirReview(t *testing.T) {
 func TestStoreDroppedBeforeRead(t *testing.T) {
 	s := NewStore(StoreOptions{Keep: 1})
 	s.RecordServed(served(podReview("u1", "default", "first"), nil))
-	first := s.since(0)[0]
+	first := s.kept()[0]
 	s.RecordServed(served(podReview("u2", "default", "second"), nil))
 	if review, _ := first.bodies(); review != nil {
 		t.Errorf("a dropped review reads %s", review)

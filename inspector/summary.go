@@ -192,8 +192,11 @@ type row struct {
 	// Late says what the apiserver did instead of this answer, which
 	// came after it stopped waiting.
 	Late string
-	// Shadow says how this answer differs from the deployed webhook's.
-	Shadow string
+	// ShadowColumn: the list compares with the deployed webhook (start
+	// --shadow); ShadowState (one of the Shadow* states) and Shadow say
+	// how this review's answers compared.
+	ShadowColumn        bool
+	ShadowState, Shadow string
 }
 
 // rowOf builds the list line of e; source says built-in or upstream.
@@ -201,7 +204,9 @@ func rowOf(e *entry, source string) row {
 	s := e.summary()
 	r := row{ID: e.id, Time: e.start.Local().Format("15:04:05.000"), TimeFull: e.start.Local().Format(time.RFC3339Nano),
 		Webhook: e.webhook, Source: source, Operation: s.Operation, Resource: s.Resource,
-		Namespace: s.Namespace, Name: s.Name, User: s.User, DryRun: s.DryRun, Decision: s.Decision, Late: e.late, Shadow: e.shadow}
+		Namespace: s.Namespace, Name: s.Name, User: s.User, DryRun: s.DryRun, Decision: s.Decision, Late: e.late}
+	r.ShadowState, r.Shadow, _ = e.shadowOf()
+	r.ShadowColumn = r.ShadowState != ""
 	if r.Decision == "" {
 		r.Decision = "unknown"
 	}

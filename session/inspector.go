@@ -51,7 +51,8 @@ func newInspectorStore(cfg Config) *inspector.Store {
 }
 
 // newInspector binds the inspector's page over store. Replay goes to the
-// same handlers as the cluster's calls (upstream forwarders, extra
+// same handlers as the cluster's calls (upstream forwarders, your own
+// alone under --shadow; extra
 // webhooks), except the built-ins: they are built again with an events
 // recorder that drops Events, so a replay leaves no trace in the cluster.
 func newInspector(cfg Config, store *inspector.Store, hooks []admission.Webhook, user *userWebhooks, conv *conversions, factory informers.SharedInformerFactory) (*inspector.Server, error) {
@@ -62,6 +63,7 @@ func newInspector(cfg Config, store *inspector.Store, hooks []admission.Webhook,
 	if err != nil {
 		return nil, err
 	}
+	unshadowed(replayHooks)
 	sources := map[string]string{}
 	for _, h := range hooks {
 		if h.Path != registration.CanaryPath {

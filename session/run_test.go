@@ -324,6 +324,7 @@ func TestStartShadow(t *testing.T) {
 	out := &syncBuffer{}
 	cfg := startConfig(t, out)
 	cfg.RecordDir = t.TempDir()
+	cfg.Inspector = InspectorConfig{Address: "127.0.0.1:0"}
 	cfg.User = UserWebhooks{Manifests: []string{filepath.Join("testdata", "user", "webhooks.yaml")},
 		Upstreams: []Upstream{{URL: up.URL}}, UpstreamInsecure: true, Shadow: ShadowConfig{Target: dep.URL, CAFile: ca}}
 	stop := startUntilReady(t, cfg, &Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, out)
@@ -339,6 +340,20 @@ func TestStartShadow(t *testing.T) {
 		files, _ := filepath.Glob(filepath.Join(cfg.RecordDir, "*_shadow.json"))
 		return len(files) > 0
 	})
+	// The inspector shows the comparison on the review's own row, with
+	// your webhook's decision: one entry, not one more per difference.
+	var page string
+	waitFor(t, "the review in the inspector", func() bool {
+		page = inspectorPage(t, out.String())
+		return strings.Contains(page, `<tr class="review`)
+	})
+	if n := strings.Count(page, `<tr class="review`); n != 1 {
+		t.Errorf("%d rows, want the one review", n)
+	}
+	if want := `<td data-label="Shadow" class="shadow s-differs">differs: decision: yours allowed, deployed denied`; !strings.Contains(page, want) ||
+		!strings.Contains(page, `class="review d-allowed"`) {
+		t.Errorf("the inspector's row lacks your decision and %q:\n%s", want, page)
+	}
 	if err := stop(); err != nil {
 		t.Errorf("run = %v, want a clean stop", err)
 	}

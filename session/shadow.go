@@ -1,6 +1,8 @@
 package session
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
@@ -83,8 +84,8 @@ func (s ShadowConfig) target(kc kubeconfig.Options) (upstream.ShadowTarget, erro
 	return upstream.ShadowTarget{Proxy: proxy, Client: client}, nil
 }
 
-// shadowing wraps each route's forwarder with the deployed webhook beside
-// it, or returns the hooks as they are without --shadow.
+// wrap puts the deployed webhook beside each route's forwarder, or returns
+// the hooks as they are without --shadow.
 func (s ShadowConfig) wrap(cfg Config, routes []registration.Route, hooks []admission.Webhook, rep *shadowReport) ([]admission.Webhook, error) {
 	if s.Target == "" {
 		return hooks, nil
@@ -99,11 +100,42 @@ func (s ShadowConfig) wrap(cfg Config, routes []registration.Route, hooks []admi
 		if err != nil {
 			return nil, err
 		}
-		name, path := h.Name, h.Path
-		h.Handler = &upstream.Shadow{Local: h.Handler, Deployed: deployed, Report: func(r upstream.ShadowResult) { rep.add(name, path, r) }}
+		h.Handler = &shadowed{local: h.Handler, deployed: deployed, webhook: h.Name, path: h.Path, report: rep}
+		rep.names = append(rep.names, h.Name)
 		out[i] = h
 	}
 	return out, nil
+}
+
+// shadowed is one webhook under --shadow: an upstream.Shadow whose
+// reports carry the review's uid, so the inspector shows the comparison
+// on the review's own entry.
+type shadowed struct {
+	local, deployed admission.Handler
+	webhook, path   string
+	report          *shadowReport
+}
+
+var _ admission.Handler = (*shadowed)(nil)
+
+// Handle implements admission.Handler.
+func (s *shadowed) Handle(ctx context.Context, req admission.Request) admission.Response {
+	sh := upstream.Shadow{Local: s.local, Deployed: s.deployed, Report: func(r upstream.ShadowResult) {
+		s.report.add(s.webhook, s.path, string(req.UID), r)
+	}}
+	return sh.Handle(ctx, req)
+}
+
+// unshadowed is hooks with your webhooks' own handlers in place of their
+// shadowed ones: a replay asks your webhook alone, and compares with its
+// answer, which the inspector keeps.
+func unshadowed(hooks map[string]admission.Webhook) {
+	for path, h := range hooks {
+		if s, ok := h.Handler.(*shadowed); ok {
+			h.Handler = s.local
+			hooks[path] = h
+		}
+	}
 }
 
 // shadowReport counts and reports the comparisons: a log line per
@@ -117,6 +149,8 @@ type shadowReport struct {
 	mu      sync.Mutex
 	byHook  map[string]*shadowCounts
 	enabled bool
+	// names are the compared webhooks (wrap).
+	names []string
 }
 
 type shadowCounts struct{ seen, identical, different int }
@@ -142,6 +176,9 @@ func (r *shadowReport) attach(cfg Config, store *inspector.Store) error {
 		return nil
 	}
 	r.store = store
+	if store != nil {
+		store.ShadowWebhooks(r.names...)
+	}
 	if cfg.RecordDir != "" {
 		dir, err := record.NewRecorder(cfg.RecordDir, cfg.Log)
 		if err != nil {
@@ -152,14 +189,21 @@ func (r *shadowReport) attach(cfg Config, store *inspector.Store) error {
 	return nil
 }
 
-func (r *shadowReport) add(webhook, path string, res upstream.ShadowResult) {
+// add reports one comparison: to the log and --record-dir when the
+// answers differ, to the metric and the inspector always.
+func (r *shadowReport) add(webhook, path, uid string, res upstream.ShadowResult) {
 	result := "identical"
 	if len(res.Differences) > 0 {
 		result = "different"
 		diff := strings.Join(res.Differences, "; ")
 		r.log.Warn("shadow: your webhook and the deployed one differ", "webhook", webhook, "namespace", res.Namespace, "name", res.Name,
 			"differences", diff)
-		r.keep(webhook, path, diff, res)
+		if r.dir != nil && res.Answer != nil {
+			r.dir.RecordShadow(webhook, path, res.Review, res.Answer, diff)
+		}
+	}
+	if r.store != nil {
+		r.store.SetShadow(webhook, uid, inspectorShadow(res))
 	}
 	r.metric.WithLabelValues(webhook, result).Inc()
 	r.mu.Lock()
@@ -177,20 +221,40 @@ func (r *shadowReport) add(webhook, path string, res upstream.ShadowResult) {
 	}
 }
 
-// keep puts a difference into the inspector and --record-dir, with your
-// webhook's answer.
-func (r *shadowReport) keep(webhook, path, diff string, res upstream.ShadowResult) {
-	if r.store != nil {
-		failure := ""
-		if res.Answer == nil && res.Local.Result != nil {
-			failure = res.Local.Result.Message
-		}
-		r.store.RecordServed(admission.Served{Webhook: webhook, Path: path, Review: res.Review, Answer: res.Answer, Failure: failure,
-			Start: time.Now(), Shadow: diff})
+// inspectorShadow is the comparison as the inspector shows it.
+func inspectorShadow(res upstream.ShadowResult) inspector.Shadow {
+	sh := inspector.Shadow{Answer: res.Answer, Differences: res.Differences, Deployed: inWords(res.Deployed)}
+	if res.Local.Failed() {
+		sh.Failure = message(res.Local)
 	}
-	if r.dir != nil && res.Answer != nil {
-		r.dir.RecordShadow(webhook, path, res.Review, res.Answer, diff)
+	if res.Deployed.Failed() {
+		sh.DeployedFailure = message(res.Deployed)
 	}
+	return sh
+}
+
+// inWords is an answer's decision and message.
+func inWords(r admission.Response) string {
+	switch {
+	case r.Failed():
+		return "failed: " + message(r)
+	case !r.Allowed:
+		return fmt.Sprintf("denied: %q", message(r))
+	case len(r.Patch) > 0:
+		var ops []json.RawMessage
+		_ = json.Unmarshal(r.Patch, &ops)
+		return fmt.Sprintf("patched: %d operation(s)", len(ops))
+	case message(r) != "":
+		return fmt.Sprintf("allowed: %q", message(r))
+	}
+	return "allowed"
+}
+
+func message(r admission.Response) string {
+	if r.Result == nil {
+		return ""
+	}
+	return r.Result.Message
 }
 
 // summary logs, per webhook, the reviews seen, identical and different.

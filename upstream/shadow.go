@@ -30,9 +30,9 @@ var _ admission.Handler = (*Shadow)(nil)
 // ShadowResult is one review answered by both.
 type ShadowResult struct {
 	Namespace, Name string
-	// Review is the review as received, valid only while Report runs;
-	// Answer is the AdmissionReview your webhook's answer makes (nil when
-	// its call failed).
+	// Review is the review as received, valid only while Report runs, and
+	// set only when the answers differ; Answer is the AdmissionReview your
+	// webhook's answer makes (nil when its call failed).
 	Review, Answer  []byte
 	Local, Deployed admission.Response
 	// Differences are empty when both answered alike: decision, message,
@@ -48,9 +48,10 @@ func (s *Shadow) Handle(ctx context.Context, req admission.Request) admission.Re
 	wg.Go(func() { deployed = s.Deployed.Handle(ctx, req) })
 	local := s.Local.Handle(ctx, req)
 	wg.Wait()
-	res := ShadowResult{Namespace: req.Namespace, Name: req.Name, Local: local, Deployed: deployed, Differences: Compare(local, deployed)}
+	res := ShadowResult{Namespace: req.Namespace, Name: req.Name, Local: local, Deployed: deployed, Differences: Compare(local, deployed),
+		Answer: answerOf(req, local)}
 	if len(res.Differences) > 0 {
-		res.Review, res.Answer = req.Review(), answerOf(req, local)
+		res.Review = req.Review()
 	}
 	s.Report(res)
 	return admission.Allowed("")

@@ -43,6 +43,19 @@
       }
       if (empty) empty.hidden = true;
     }
+    // A review on the page changed (its comparison with the deployed
+    // webhook came in): its row is replaced where it is.
+    src.addEventListener("update", function (ev) {
+      var t = document.createElement("template");
+      t.innerHTML = ev.data;
+      var tr = t.content.firstElementChild;
+      var old = tr && rows.querySelector('tr[data-id="' + tr.dataset.id + '"]');
+      if (old) old.replaceWith(tr);
+      else if (tr) for (var i = 0; i < pending.length; i++) {
+        // Still waiting for its frame: send the newer one in its place.
+        if (pending[i].indexOf('data-id="' + tr.dataset.id + '"') >= 0) pending[i] = ev.data;
+      }
+    });
     src.addEventListener("review", function (ev) {
       // The row is HTML rendered (and escaped) by the server's template.
       if (!pending.length) window.requestAnimationFrame(flush);
