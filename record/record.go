@@ -28,7 +28,9 @@ type Entry struct {
 	Webhook string          `json:"webhook"`
 	Path    string          `json:"path"`
 	Review  json.RawMessage `json:"review"`
-	Answer  json.RawMessage `json:"answer"`
+	// Answer is absent when none came: a late review hookback stopped
+	// before its answer.
+	Answer json.RawMessage `json:"answer,omitempty"`
 	// Late, when set, marks an answer that came after the apiserver had
 	// stopped waiting, and says what the apiserver did instead.
 	Late string `json:"late,omitempty"`
@@ -66,7 +68,9 @@ func (r *Recorder) Record(webhook, path string, review, answer []byte) {
 
 // RecordLate records an answer that came after the apiserver had stopped
 // waiting, marked with what the apiserver did instead, in a file whose name
-// ends in _late.json; hookback replay reads it like any other.
+// ends in _late.json; hookback replay reads it like any other. A nil answer
+// is one that never came (hookback stopped first): the file has none, and
+// a replay reports the answer it gets as a change from none.
 func (r *Recorder) RecordLate(webhook, path string, review, answer []byte, late string) {
 	r.record(Entry{Webhook: webhook, Path: path, Late: late}, review, answer)
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hookback/hookback/admission"
@@ -18,18 +19,47 @@ import (
 // lateReport reports the answers your upstream sent after the apiserver
 // had stopped waiting (a breakpoint, a slow handler): one log line, an
 // inspector entry and a --record-dir file marked late, each saying what
-// the apiserver did instead and what your webhook would have done.
+// the apiserver did instead and what your webhook would have done. At stop
+// it waits a little for the answers still awaited, and records the others
+// without an answer (drain).
 type lateReport struct {
 	log *slog.Logger
-	// store and dir are set before the server serves (attach).
+	// store, dir and timeout are set before the server serves (attach).
 	store *inspector.Store
 	dir   *record.Recorder
+	// timeout is --late-answer-timeout: drain never waits longer.
+	timeout time.Duration
+
+	mu sync.Mutex
+	// awaiting are the reviews whose late answer has not come, by webhook
+	// and uid (a webhook reinvoked with one uid awaits twice); stopped:
+	// drain has given up on those left, whose answers are no longer told.
+	awaiting map[string][]awaited
+	stopped  bool
+	// answered wakes drain when an awaited answer came.
+	answered chan struct{}
+}
+
+// awaited is a review whose late answer has not come yet.
+type awaited struct {
+	webhook, path, instead string
+	review                 upstream.LateAnswer
+	sent                   time.Time
+}
+
+// lateDrain is how long hookback, stopping, still waits for the late
+// answers in flight (at most --late-answer-timeout): long enough for a
+// handler that is about to answer, short enough not to hold up a stop.
+const lateDrain = 3 * time.Second
+
+func newLateReport(log *slog.Logger) *lateReport {
+	return &lateReport{log: log, awaiting: map[string][]awaited{}, answered: make(chan struct{}, 1)}
 }
 
 // attach adds the inspector's store and the --record-dir recorder, once
 // they exist; either may be nil.
 func (l *lateReport) attach(cfg Config, store *inspector.Store) error {
-	l.store = store
+	l.store, l.timeout = store, cfg.User.LateAnswerTimeout
 	if cfg.RecordDir != "" {
 		dir, err := record.NewRecorder(cfg.RecordDir, cfg.Log)
 		if err != nil {
@@ -40,25 +70,112 @@ func (l *lateReport) attach(cfg Config, store *inspector.Store) error {
 	return nil
 }
 
-// forward is the upstream.Options.Late of one route.
-func (l *lateReport) forward(webhook, path string, policies []string) func(upstream.LateAnswer) {
+// forward sets opts to read and report one route's late answers.
+func (l *lateReport) forward(opts *upstream.Options, webhook, path string, policies []string) {
 	instead := insteadOf(policies)
-	return func(a upstream.LateAnswer) {
-		would, failure := wouldHave(a)
-		l.log.Warn("late answer from your webhook: the apiserver had stopped waiting", "webhook", webhook,
-			"namespace", a.Namespace, "name", a.Name, "waited", a.Waited.Round(time.Millisecond), "apiserver", instead, "webhook_would_have", would)
-		note := fmt.Sprintf("answered %s after the review was sent, when the apiserver had stopped waiting: %s; your webhook would have %s",
-			a.Waited.Round(time.Millisecond), instead, would)
-		answer := a.Answer
-		if failure != "" {
-			answer = nil
+	opts.Awaiting = func(a upstream.LateAnswer) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		k := webhook + "\x00" + a.UID
+		l.awaiting[k] = append(l.awaiting[k], awaited{webhook: webhook, path: path, instead: instead, review: a, sent: time.Now().Add(-a.Waited)})
+	}
+	opts.Late = func(a upstream.LateAnswer) {
+		if l.settle(webhook + "\x00" + a.UID) {
+			l.report(webhook, path, instead, a)
 		}
-		if l.store != nil {
-			l.store.RecordServed(admission.Served{Webhook: webhook, Path: path, Review: a.Review, Answer: answer, Failure: failure,
-				Start: time.Now().Add(-a.Waited), Took: a.Waited, Upstream: a.Waited, Late: note})
+	}
+}
+
+// settle takes an awaited review off the list; false when drain already
+// gave up on it.
+func (l *lateReport) settle(key string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if w := l.awaiting[key]; len(w) > 0 {
+		if l.awaiting[key] = w[1:]; len(w) == 1 {
+			delete(l.awaiting, key)
 		}
-		if l.dir != nil && answer != nil {
-			l.dir.RecordLate(webhook, path, a.Review, answer, note)
+		select {
+		case l.answered <- struct{}{}:
+		default:
+		}
+		return true
+	}
+	return !l.stopped
+}
+
+// report is one late answer's log line, inspector entry and record.
+func (l *lateReport) report(webhook, path, instead string, a upstream.LateAnswer) {
+	would, failure := wouldHave(a)
+	l.log.Warn("late answer from your webhook: the apiserver had stopped waiting", "webhook", webhook,
+		"namespace", a.Namespace, "name", a.Name, "waited", a.Waited.Round(time.Millisecond), "apiserver", instead, "webhook_would_have", would)
+	note := fmt.Sprintf("answered %s after the review was sent, when the apiserver had stopped waiting: %s; your webhook would have %s",
+		a.Waited.Round(time.Millisecond), instead, would)
+	answer := a.Answer
+	if failure != "" {
+		answer = nil
+	}
+	if l.store != nil {
+		l.store.RecordServed(admission.Served{Webhook: webhook, Path: path, UID: a.UID, Review: a.Review, Answer: answer, Failure: failure,
+			Start: time.Now().Add(-a.Waited), Took: a.Waited, Upstream: a.Waited, Late: note})
+	}
+	if l.dir != nil && answer != nil {
+		l.dir.RecordLate(webhook, path, a.Review, answer, note)
+	}
+}
+
+// drain waits, at stop, for the late answers still awaited, up to
+// lateDrain and never beyond --late-answer-timeout; each still awaited
+// then gets a log line and a --record-dir record marked late without an
+// answer, which hookback replay sends again.
+func (l *lateReport) drain() {
+	l.drainWithin(min(lateDrain, l.timeout))
+}
+
+func (l *lateReport) drainWithin(bound time.Duration) {
+	deadline := time.NewTimer(bound)
+	defer deadline.Stop()
+	for l.left() > 0 {
+		select {
+		case <-l.answered:
+		case <-deadline.C:
+			l.giveUp()
+			return
+		}
+	}
+	l.giveUp()
+}
+
+// left is how many late answers are still awaited.
+func (l *lateReport) left() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.awaiting)
+}
+
+// giveUp stops awaiting, and reports the reviews whose answer never came:
+// a log line each, and a record without an answer.
+func (l *lateReport) giveUp() {
+	l.mu.Lock()
+	var all []awaited
+	for _, w := range l.awaiting {
+		all = append(all, w...)
+	}
+	l.awaiting, l.stopped = map[string][]awaited{}, true
+	l.mu.Unlock()
+	slices.SortFunc(all, func(a, b awaited) int { return a.sent.Compare(b.sent) })
+	for _, w := range all {
+		waited := time.Since(w.sent).Round(time.Millisecond)
+		kept := "recorded in --record-dir without an answer, for hookback replay"
+		if l.dir == nil {
+			kept = "not recorded: no --record-dir"
+		}
+		l.log.Warn("hookback stopped before your webhook answered a late review", "webhook", w.webhook,
+			"namespace", w.review.Namespace, "name", w.review.Name, "waited", waited, "review", kept)
+		if l.dir != nil {
+			note := fmt.Sprintf("no answer: hookback stopped %s after the review was sent, before your webhook answered; the apiserver had stopped waiting: %s",
+				waited, w.instead)
+			l.dir.RecordLate(w.webhook, w.path, w.review.Review, nil, note)
 		}
 	}
 }

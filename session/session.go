@@ -98,6 +98,7 @@ func runOn(ctx context.Context, cfg Config, cl *Cluster, started time.Time) (err
 	if err := user.late.attach(cfg, store); err != nil {
 		return err
 	}
+	defer user.late.drain()
 	if err := user.shadow.attach(cfg, store); err != nil {
 		return err
 	}

@@ -24,8 +24,8 @@ const DefaultLateAnswerTimeout = 10 * time.Minute
 type LateAnswer struct {
 	// Target is the upstream URL the review went to.
 	Target string
-	// Namespace and Name are the request's, for the report.
-	Namespace, Name string
+	// UID, Namespace and Name are the request's, for the report.
+	UID, Namespace, Name string
 	// Review is the AdmissionReview sent, Answer the one received (nil
 	// when Err is set).
 	Review, Answer []byte
@@ -140,7 +140,7 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 // hands it to Options.Late.
 func (f *Forwarder) late(req admission.Request, review []byte, sent time.Time, result <-chan sendResult) {
 	r := <-result
-	la := LateAnswer{Target: f.target, Namespace: req.Namespace, Name: req.Name, Review: review, Answer: r.answer, Waited: time.Since(sent)}
+	la := LateAnswer{Target: f.target, UID: string(req.UID), Namespace: req.Namespace, Name: req.Name, Review: review, Answer: r.answer, Waited: time.Since(sent)}
 	if r.err != nil {
 		la.Err = f.explain(context.Background(), r.err)
 	} else if own, err := admission.NewRequest(review); err != nil {

@@ -38,8 +38,9 @@ func TestLateAnswer(t *testing.T) {
 	}
 	answering(t, l, 300*time.Millisecond)
 	base, _ := url.Parse("http://" + l.Addr().String())
-	got := make(chan LateAnswer, 1)
-	f, err := New(Options{Base: base, LateAnswerTimeout: 5 * time.Second, Late: func(a LateAnswer) { got <- a }}, "/validate")
+	got, awaited := make(chan LateAnswer, 1), make(chan LateAnswer, 1)
+	f, err := New(Options{Base: base, LateAnswerTimeout: 5 * time.Second, Late: func(a LateAnswer) { got <- a },
+		Awaiting: func(a LateAnswer) { awaited <- a }}, "/validate")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,6 +50,15 @@ func TestLateAnswer(t *testing.T) {
 	resp := f.Handle(ctx, req)
 	if !resp.Failed() || !strings.Contains(resp.Result.Message, "hookback still waits for the answer") {
 		t.Fatalf("response to the apiserver %+v, want a failed call saying the answer is awaited", resp.Result)
+	}
+	// Told at once that the answer is awaited, before it comes.
+	select {
+	case a := <-awaited:
+		if a.UID != "u1" || a.Answer != nil || a.Err != nil || len(got) != 0 {
+			t.Fatalf("awaiting %+v, want review u1 with no answer yet", a)
+		}
+	default:
+		t.Fatal("Handle returned before telling Awaiting")
 	}
 	// The transport reuses the review's buffer once Handle returns.
 	raw := req.Review()

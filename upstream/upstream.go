@@ -40,6 +40,11 @@ type Options struct {
 	// Late receives each answer read after the apiserver stopped waiting.
 	// It runs on a goroutine of its own and may keep the LateAnswer.
 	Late func(LateAnswer)
+	// Awaiting, when set, is told of each review whose answer is still
+	// awaited when the apiserver stops waiting, before Late receives it:
+	// a LateAnswer with no answer yet (Answer, Response and Err unset). It
+	// must not block, and may keep it.
+	Awaiting func(LateAnswer)
 }
 
 // Validate reports every problem at once.
@@ -167,7 +172,11 @@ func (f *Forwarder) exchange(ctx context.Context, req admission.Request, start t
 	case r := <-result:
 		return r.answer, r.err
 	case <-ctx.Done():
-		go f.late(req, x.body.detach(), start, result)
+		review := x.body.detach()
+		if f.opts.Awaiting != nil {
+			f.opts.Awaiting(LateAnswer{Target: f.target, UID: string(req.UID), Namespace: req.Namespace, Name: req.Name, Review: review, Waited: time.Since(start)})
+		}
+		go f.late(req, review, start, result)
 		return nil, fmt.Errorf("upstream %s did not answer within the webhook's timeoutSeconds: the apiserver gave up and applied the failurePolicy; hookback still waits for the answer, up to %s, and reports it (raise --timeout, up to 30s, while debugging)",
 			f.opts.Base.Host, f.opts.LateAnswerTimeout)
 	}
