@@ -69,9 +69,19 @@ type Options struct {
 	// through their conversion webhooks; CRDs reads them from the cluster.
 	Conversions []Conversion
 	CRDs        CRDReader
-	// Progress, when set, is called after each review with the count done.
-	Progress func(done int)
+	// Progress, when set, is told after each review or round trip, and
+	// once the listing is done. It must not block for long.
+	Progress func(Progress)
 	Log      *slog.Logger
+}
+
+// Progress is how far an audit is.
+type Progress struct {
+	// Done are the reviews and round trips answered, of Queued sent to
+	// the workers so far.
+	Done, Queued int
+	// Listing: objects are still being listed, so Queued may grow.
+	Listing bool
 }
 
 // Identity is the requesting user the reviews carry.

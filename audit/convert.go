@@ -68,7 +68,7 @@ func (t trip) operation() string {
 // dispatchConversions lists each CRD's stored objects in its storage
 // version and queues a round trip per object and other served version.
 // What concerns one CRD is a row; the audit goes on.
-func dispatchConversions(ctx context.Context, opts Options, c *collector, jobs chan<- job, nsLabels map[string]map[string]string) {
+func dispatchConversions(ctx context.Context, opts Options, c *collector, jobs queue, nsLabels map[string]map[string]string) {
 	for i := range opts.Conversions {
 		conv := &opts.Conversions[i]
 		webhook := "conversion " + conv.CRD
@@ -103,10 +103,8 @@ func dispatchConversions(ctx context.Context, opts Options, c *collector, jobs c
 				return fmt.Errorf("encode %s/%s: %w", namespace, name, err)
 			}
 			for _, t := range trips {
-				select {
-				case jobs <- job{trip: &t, raw: raw, namespace: namespace, name: name}:
-				case <-ctx.Done():
-					return ctx.Err()
+				if err := jobs.put(ctx, job{trip: &t, raw: raw, namespace: namespace, name: name}); err != nil {
+					return err
 				}
 			}
 			return nil

@@ -53,16 +53,16 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	jobs := make(chan job)
+	jobs := queue{ch: make(chan job), c: c}
 	var wg sync.WaitGroup
 	for range max(opts.Concurrency, 1) {
 		wg.Go(func() {
-			for j := range jobs {
+			for j := range jobs.ch {
 				if j.trip != nil {
-					c.add(roundTrip(ctx, j))
+					c.done(roundTrip(ctx, j))
 					continue
 				}
-				c.add(review(ctx, j, opts.UserInfo))
+				c.done(review(ctx, j, opts.UserInfo))
 			}
 		})
 	}
@@ -77,7 +77,8 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 		}
 	}
 	dispatchConversions(ctx, opts, c, jobs, nsLabels)
-	close(jobs)
+	c.listed()
+	close(jobs.ch)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -129,7 +130,7 @@ func namespaceLabels(ctx context.Context, opts Options) (map[string]map[string]s
 // apiserver decides: namespaceSelector against the object's namespace (the
 // object itself for a Namespace; cluster-scoped objects always match),
 // objectSelector against its labels.
-func dispatch(ctx context.Context, jobs chan<- job, bs []binding, obj map[string]any, nsLabels map[string]map[string]string) error {
+func dispatch(ctx context.Context, jobs queue, bs []binding, obj map[string]any, nsLabels map[string]map[string]string) error {
 	name, namespace, own := identity(obj)
 	var raw []byte
 	for _, b := range bs {
@@ -146,13 +147,29 @@ func dispatch(ctx context.Context, jobs chan<- job, bs []binding, obj map[string
 				return fmt.Errorf("encode %s/%s: %w", namespace, name, err)
 			}
 		}
-		select {
-		case jobs <- job{hook: b.hook, target: b.target, raw: raw, namespace: namespace, name: name}:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := jobs.put(ctx, job{hook: b.hook, target: b.target, raw: raw, namespace: namespace, name: name}); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// queue hands jobs to the workers, counted for Options.Progress.
+type queue struct {
+	ch chan job
+	c  *collector
+}
+
+// put waits for a worker to take j, or for ctx to end.
+func (q queue) put(ctx context.Context, j job) error {
+	// Counted first: a worker may be done with it before the send returns.
+	q.c.queued()
+	select {
+	case q.ch <- j:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // identity reads name, namespace and labels from an object's metadata.
@@ -169,25 +186,56 @@ func identity(obj map[string]any) (name, namespace string, labels map[string]str
 	return name, namespace, labels
 }
 
-// collector gathers results from the workers.
+// collector gathers results from the workers, and tells Progress how far
+// they are.
 type collector struct {
 	mu       sync.Mutex
 	results  []Result
-	reviews  int
-	progress func(int)
+	progress func(Progress)
+	p        Progress
 }
 
-func newCollector(progress func(int)) *collector { return &collector{progress: progress} }
+func newCollector(progress func(Progress)) *collector {
+	return &collector{progress: progress, p: Progress{Listing: true}}
+}
 
+// add keeps a result that no job answered: a webhook or resource that
+// could not be audited.
 func (c *collector) add(r Result) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.results = append(c.results, r)
-	if r.Name != "" {
-		c.reviews++
-		if c.progress != nil {
-			c.progress(c.reviews)
-		}
+}
+
+// queued counts a job handed to the workers.
+func (c *collector) queued() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.p.Queued++
+}
+
+// done keeps a job's result.
+func (c *collector) done(r Result) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.results = append(c.results, r)
+	c.p.Done++
+	c.tell()
+}
+
+// listed notes that every job is queued: Queued is the total.
+func (c *collector) listed() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.p.Listing = false
+	c.tell()
+}
+
+// tell reports the progress; called with c.mu held, so reports come in
+// order.
+func (c *collector) tell() {
+	if c.progress != nil {
+		c.progress(c.p)
 	}
 }
 

@@ -91,9 +91,9 @@ func TestRun(t *testing.T) {
 		{Name: "deployments.example.com", Handler: h, ReviewVersions: []string{"v1"},
 			Rules: []admissionregistrationv1.RuleWithOperations{rule([]string{"apps"}, []string{"v1"}, []string{"deployments"}, admissionregistrationv1.Create)}},
 	}
-	var progress []int
+	var progress []Progress
 	results, err := Run(context.Background(), Options{Webhooks: hooks, Lister: lister, Concurrency: 3,
-		UserInfo: Identity{Username: "alice"}, Progress: func(n int) { progress = append(progress, n) }})
+		UserInfo: Identity{Username: "alice"}, Progress: func(p Progress) { progress = append(progress, p) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,8 +113,16 @@ func TestRun(t *testing.T) {
 	if m := got["pods on/bad"].Message; m != "name is bad" {
 		t.Errorf("denial message %q", m)
 	}
-	if len(h.reqs) != 3 || len(progress) != 3 || progress[2] != 3 {
-		t.Fatalf("%d reviews sent, progress %v: want 3", len(h.reqs), progress)
+	// A report per review, and one when the listing ends (reviews may
+	// still be in flight then), in order.
+	if len(h.reqs) != 3 || len(progress) != 4 || progress[3] != (Progress{Done: 3, Queued: 3}) {
+		t.Fatalf("%d reviews sent, progress %+v: want 3 reviews, ending done 3 of 3, listed", len(h.reqs), progress)
+	}
+	for i, p := range progress[1:] {
+		prev := progress[i]
+		if p.Queued < p.Done || p.Done < prev.Done || p.Done > prev.Done+1 || p.Listing && !prev.Listing {
+			t.Errorf("progress %+v after %+v: want at most one more done, never more done than queued, listing ended once", p, prev)
+		}
 	}
 	for _, req := range h.reqs {
 		if !req.IsDryRun() || req.Operation != "UPDATE" || req.ReviewVersion != reviewV1beta1 || req.UserInfo.Username != "alice" ||

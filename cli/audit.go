@@ -3,15 +3,10 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/hookback/hookback/audit"
@@ -121,7 +116,7 @@ func runAudit(c *cli.Context, ext Extension, o AuditOptions) error {
 	log := o.Serve.logger(c.App.ErrWriter)
 	cfg := o.Serve.config(ext, log)
 	cfg.Controllers = nil
-	progress, done := newProgress(c.App.ErrWriter)
+	progress, done := newProgress(c.App.ErrWriter, progressEvery)
 	results, err := session.Audit(c.Context, cfg, session.AuditConfig{Operation: o.operation(), Concurrency: o.Concurrency, Progress: progress})
 	done()
 	if err != nil {
@@ -143,32 +138,4 @@ func runAudit(c *cli.Context, ext Extension, o AuditOptions) error {
 	}
 	fmt.Fprintln(c.App.ErrWriter, summary)
 	return nil
-}
-
-// newProgress counts reviews on a terminal, at most ten times a second;
-// on anything else (a CI log, a file) it shows nothing. done clears it.
-func newProgress(w io.Writer) (func(int), func()) {
-	f, ok := w.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return nil, func() {}
-	}
-	var mu sync.Mutex
-	var last time.Time
-	shown := false
-	progress := func(n int) {
-		mu.Lock()
-		defer mu.Unlock()
-		if time.Since(last) < 100*time.Millisecond {
-			return
-		}
-		last, shown = time.Now(), true
-		fmt.Fprintf(f, "\rauditing: %d reviews", n)
-	}
-	return progress, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if shown {
-			fmt.Fprint(f, "\r\033[K")
-		}
-	}
 }

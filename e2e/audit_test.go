@@ -44,6 +44,10 @@ func TestAuditControllerRuntime(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatalf("audit -o json: %v\n%s", err, out)
 	}
+	// stderr is a pipe, not a terminal: no progress line, the summary alone.
+	if strings.Contains(errOut, "audited ") || strings.Contains(errOut, "\r") {
+		t.Errorf("audit drew its progress on a pipe:\n%q", errOut)
+	}
 	got := map[string]auditRow{}
 	for _, r := range rows {
 		got[r.Webhook+" "+r.Namespace+"/"+r.Name] = r

@@ -31,7 +31,7 @@ type AuditConfig struct {
 	Operation   admissionregistrationv1.OperationType
 	Concurrency int
 	PageSize    int64
-	Progress    func(done int)
+	Progress    func(audit.Progress)
 }
 
 // Audit sends the cluster's existing objects through the webhooks a run of
