@@ -1,7 +1,6 @@
 package inspector
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -225,75 +224,6 @@ func TestAssetsAreEmbedded(t *testing.T) {
 	if strings.Contains(page, "http://") || strings.Contains(page, "https://") {
 		t.Error("the page refers to another origin")
 	}
-}
-
-// sse reads server-sent events.
-type sse struct {
-	r    *bufio.Reader
-	body interface{ Close() error }
-}
-
-func openStream(t *testing.T, url string, hdr map[string]string) *sse {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, url, nil)
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
-	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
-		t.Fatalf("Content-Type = %q", ct)
-	}
-	return &sse{r: bufio.NewReader(resp.Body), body: resp.Body}
-}
-
-// next returns the next event's id and data, or fails after 2s.
-func (s *sse) next(t *testing.T) (id, data string) {
-	t.Helper()
-	_, id, data = s.nextEvent(t)
-	return id, data
-}
-
-// nextEvent returns the next event's name, id and data, or fails after 2s.
-func (s *sse) nextEvent(t *testing.T) (event, id, data string) {
-	t.Helper()
-	type ev struct{ event, id, data string }
-	got := make(chan ev, 1)
-	go func() {
-		var e ev
-		for {
-			line, err := s.r.ReadString('\n')
-			if err != nil {
-				close(got)
-				return
-			}
-			line = strings.TrimRight(line, "\n")
-			switch {
-			case strings.HasPrefix(line, "id: "):
-				e.id = line[4:]
-			case strings.HasPrefix(line, "event: "):
-				e.event = line[7:]
-			case strings.HasPrefix(line, "data: "):
-				e.data += line[6:]
-			case line == "" && e.id != "":
-				got <- e
-				return
-			}
-		}
-	}()
-	select {
-	case e, ok := <-got:
-		if !ok {
-			t.Fatal("stream closed")
-		}
-		return e.event, e.id, e.data
-	case <-time.After(2 * time.Second):
-		t.Fatal("no event within 2s")
-	}
-	return "", "", ""
 }
 
 func TestStream(t *testing.T) {
