@@ -111,6 +111,10 @@ func inspectShadowColumn(t *testing.T, base, ns string) {
 		if cells != strings.Join(wantCells, "\n") {
 			t.Errorf("the shadow column as rendered:\n%s\nwant\n%s", cells, strings.Join(wantCells, "\n"))
 		}
+		// The column is seen, not scrolled off: the table fits the window.
+		if wide, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`(w => w.scrollWidth > w.clientWidth + 1)(document.querySelector('.table-wrap'))`)); wide {
+			t.Error("the list with its shadow column scrolls sideways in a 1400px window")
+		}
 		screenshot(t, ctx, screenshots(t), "inspector-shadow.png")
 		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#rows tr.review.d-denied a.open`)), chromedp.WaitVisible(chromedp.CSS("#shadow"))); err != nil {
 			t.Fatalf("open bad-y's review: %v", err)
