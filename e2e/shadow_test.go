@@ -11,7 +11,6 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -23,28 +22,7 @@ func deployWebhook(t *testing.T, session, url, caFile string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	none := admissionregistrationv1.SideEffectClassNone
-	fail := admissionregistrationv1.Fail
-	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "deployed-" + session},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:         "deployed.example.com",
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To(url + "/validate"), CABundle: ca},
-			Rules: []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}},
-			ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"e2e-upstream": session}},
-			FailurePolicy:           &fail,
-			SideEffects:             &none,
-			AdmissionReviewVersions: []string{"v1"},
-		}},
-	}
-	ctx := context.Background()
-	if _, err := env.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = env.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), cfg.Name, metav1.DeleteOptions{})
-	})
+	deployWebhookAt(t, session, admissionregistrationv1.WebhookClientConfig{URL: ptr.To(url + "/validate"), CABundle: ca})
 }
 
 // TestShadowControllerRuntime: the deployed webhook is one build of
