@@ -58,8 +58,35 @@ func TestShadowServiceProxy(t *testing.T) {
 		"--upstream", mine, "--upstream-insecure", "--shadow", fmt.Sprintf("%s/%s:%d", system, deployedSvc, deployedSvcPort),
 		"--record-dir", dir)
 	p.ready(t)
-	ctx := context.Background()
+	shadowPods(t, p, ns, session)
+	// Each of hookback's copies asked the deployed build through the proxy:
+	// /mutate-pods three times (nothing else calls it), /validate three
+	// times besides the apiserver's own three calls.
+	eventually(t, "the deployed build's request counts", func(ctx context.Context) (bool, error) {
+		m, code := fetch(ctx, fmt.Sprintf("http://%s/metrics", net.JoinHostPort(n.nsIP, itoa(deployedMetricPort))))
+		if code != 200 {
+			return false, fmt.Errorf("deployed metrics: %d %s", code, m)
+		}
+		return strings.Contains(m, `controller_runtime_webhook_requests_total{code="200",webhook="/mutate-pods"} 3`) &&
+			strings.Contains(m, `controller_runtime_webhook_requests_total{code="200",webhook="/validate"} 6`), nil
+	})
+	if files, _ := filepath.Glob(filepath.Join(dir, "*_shadow.json")); len(files) != 2 {
+		t.Errorf("%d shadow records, want 2 (deny-x, bad-y)", len(files))
+	}
+	shadowSummary(t, p)
+	got, err := env.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(context.Background(), reg.Name, metav1.GetOptions{})
+	if err != nil || got.ResourceVersion != reg.ResourceVersion {
+		t.Errorf("the deployed registration changed (%v): hookback must leave it alone", err)
+	}
+}
 
+// shadowPods creates three pods the deployed build (denies deny-*) and
+// yours (denies bad-*) judge: deny-x and bad-y differently, fine-z alike.
+// The apiserver follows the deployed build alone, hookback's copies change
+// nothing (no patch), and hookback counts and logs the two differences.
+func shadowPods(t *testing.T, p *proc, ns, session string) {
+	t.Helper()
+	ctx := context.Background()
 	if _, err := upstreamPod(ctx, ns, "deny-x", session, nil); !apierrors.IsForbidden(err) ||
 		!strings.Contains(err.Error(), `"deployed.example.com" denied the request: controller-runtime says no to deny-x`) {
 		t.Fatalf("deny-x: err = %v, want the deployed webhook's denial", err)
@@ -73,17 +100,6 @@ func TestShadowServiceProxy(t *testing.T) {
 			t.Errorf("%s carries cr-seen: hookback's shadow copy patched it", name)
 		}
 	}
-	// Each of hookback's copies asked the deployed build through the proxy:
-	// /mutate-pods three times (nothing else calls it), /validate three
-	// times besides the apiserver's own three calls.
-	eventually(t, "the deployed build's request counts", func(ctx context.Context) (bool, error) {
-		m, code := fetch(ctx, fmt.Sprintf("http://%s/metrics", net.JoinHostPort(n.nsIP, itoa(deployedMetricPort))))
-		if code != 200 {
-			return false, fmt.Errorf("deployed metrics: %d %s", code, m)
-		}
-		return strings.Contains(m, `controller_runtime_webhook_requests_total{code="200",webhook="/mutate-pods"} 3`) &&
-			strings.Contains(m, `controller_runtime_webhook_requests_total{code="200",webhook="/validate"} 6`), nil
-	})
 	eventually(t, "the shadow metrics", func(context.Context) (bool, error) {
 		m := get(t, "http://"+p.health+"/metrics")
 		return strings.Contains(m, `hookback_shadow_reviews_total{result="different",webhook="vpod.example.com"} 2`) &&
@@ -96,19 +112,17 @@ func TestShadowServiceProxy(t *testing.T) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}
 	}
-	if files, _ := filepath.Glob(filepath.Join(dir, "*_shadow.json")); len(files) != 2 {
-		t.Errorf("%d shadow records, want 2 (deny-x, bad-y)", len(files))
-	}
+}
+
+// shadowSummary stops hookback and checks its summary of shadowPods.
+func shadowSummary(t *testing.T, p *proc) {
+	t.Helper()
 	p.signal(syscall.SIGTERM)
 	if code := p.wait(t); code != 0 {
 		t.Fatalf("hookback exited %d", code)
 	}
 	if !strings.Contains(p.stderr.String(), `msg="shadow summary" webhook=all reviews=6 identical=4 different=2`) {
 		t.Errorf("no exit summary:\n%s", p.stderr.String())
-	}
-	got, err := env.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, reg.Name, metav1.GetOptions{})
-	if err != nil || got.ResourceVersion != reg.ResourceVersion {
-		t.Errorf("the deployed registration changed (%v): hookback must leave it alone", err)
 	}
 }
 
@@ -150,6 +164,36 @@ func TestShadowServiceBadTarget(t *testing.T) {
 				t.Errorf("%d objects of the session left (%v)", n, err)
 			}
 		})
+	}
+}
+
+// TestShadowServiceNoEndpoints: a Service with nothing behind it is a
+// deployed webhook that is down: start goes on (it may come up), and each
+// review's difference says what the apiserver's service proxy answered,
+// not "N bytes of JSON".
+func TestShadowServiceNoEndpoints(t *testing.T) {
+	t.Parallel()
+	system, ns := namespaceLabelled(t, nil), namespace(t)
+	session := sessionFor(t)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: deployedSvc},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "https", Port: 443, TargetPort: intstr.FromInt32(deployedPort)}}}}
+	if _, err := env.client.CoreV1().Services(system).Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mine, _ := startCRUpstream(t, "--deny-prefix", "bad-")
+	p := startEnv(t, append(os.Environ(), "KUBECONFIG="+env.kubeconfig), "--session", session,
+		"--webhooks", "none", "--controllers", "none", "--webhook-config", userManifests(t, session),
+		"--upstream", mine, "--upstream-insecure", "--shadow", system+"/"+deployedSvc)
+	p.ready(t)
+	if _, err := upstreamPod(context.Background(), ns, "fine-z", session, nil); err != nil {
+		t.Fatalf("fine-z: %v: hookback's copies allow whatever the deployed webhook does", err)
+	}
+	line := p.whWaitLogLine(t, "shadow: your webhook and the deployed one differ", "name=fine-z", "decision: yours allowed, deployed failed")
+	for _, want := range []string{fmt.Sprintf("the apiserver's service proxy to %s/%s:443 answered HTTP 404", system, deployedSvc),
+		fmt.Sprintf("is the deployed webhook running? (kubectl get endpointslices -n %s -l kubernetes.io/service-name=%s)", system, deployedSvc)} {
+		if !strings.Contains(line, want) {
+			t.Errorf("the difference does not say why:\n%s\nwant %s", line, want)
+		}
 	}
 }
 

@@ -1,8 +1,12 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,8 +51,46 @@ func ServiceTarget(ctx context.Context, cfg *rest.Config, ref ServiceRef) (Shado
 	if err := CheckService(ctx, core, ref); err != nil {
 		return ShadowTarget{}, err
 	}
-	return ShadowTarget{Proxy: ServiceProxyURL(cfg.Host, ref), Client: client}, nil
+	proxied := &http.Client{Transport: &proxyRefusals{next: client.Transport, ref: ref}, Timeout: client.Timeout}
+	return ShadowTarget{Proxy: ServiceProxyURL(cfg.Host, ref), Client: proxied}, nil
 }
+
+// proxyRefusals turns the apiserver's own refusal to proxy (a Status: no
+// endpoints ready, the Service gone, the deployed webhook not answering)
+// into an error that says so: the forwarder would show only "N bytes of
+// JSON" of it. The deployed webhook's own answers pass as they are.
+type proxyRefusals struct {
+	next http.RoundTripper
+	ref  ServiceRef
+}
+
+func (p *proxyRefusals) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := p.next.RoundTrip(r)
+	if err != nil || resp.StatusCode == http.StatusOK {
+		return resp, err
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxStatusBytes))
+	resp.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("the apiserver's service proxy to %s answered HTTP %d: %w", p.ref, resp.StatusCode, err)
+	}
+	var st metav1.Status
+	if json.Unmarshal(b, &st) == nil && st.Kind == "Status" && st.Message != "" {
+		hint := ""
+		if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusServiceUnavailable {
+			// 404 too: the Service exists (start checked), its endpoints do not.
+			hint = fmt.Sprintf(": is the deployed webhook running? (kubectl get endpointslices -n %s -l kubernetes.io/service-name=%s)", p.ref.Namespace, p.ref.Name)
+		}
+		return nil, fmt.Errorf("the apiserver's service proxy to %s answered HTTP %d: %s%s", p.ref, resp.StatusCode, st.Message, hint)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return resp, nil
+}
+
+// maxStatusBytes bounds reading a refusal: a Status is small; a larger
+// answer is cut there, and the forwarder shows only the start of an
+// answer that is not 200 anyway.
+const maxStatusBytes = 64 << 10
 
 // ServiceProxyURL is the apiserver's service proxy for ref; https, as a
 // webhook serves (the apiserver does not verify the Service's certificate

@@ -2,6 +2,9 @@ package upstream
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -71,6 +74,49 @@ func TestServiceProxyURL(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := ServiceProxyURL(tt.host, tt.ref); got != tt.want {
 				t.Fatalf("ServiceProxyURL = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestProxyRefusals(t *testing.T) {
+	tests := []struct {
+		name, body string
+		code       int
+		want, err  string
+	}{
+		{name: "the webhook's answer passes", code: http.StatusOK, body: `{"kind":"AdmissionReview"}`, want: `{"kind":"AdmissionReview"}`},
+		{name: "the apiserver's refusal is said", code: http.StatusServiceUnavailable,
+			body: `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"no endpoints available for service \"webhook-service\"","code":503}`,
+			err: `the apiserver's service proxy to system/webhook-service:443 answered HTTP 503: no endpoints available for service "webhook-service": ` +
+				`is the deployed webhook running? (kubectl get endpointslices -n system -l kubernetes.io/service-name=webhook-service)`},
+		{name: "another refusal, no hint", code: http.StatusForbidden,
+			body: `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"services \"webhook-service\" is forbidden","code":403}`,
+			err:  `answered HTTP 403: services "webhook-service" is forbidden`},
+		{name: "the webhook's own error passes", code: http.StatusInternalServerError, body: "boom", want: "boom"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.WriteHeader(tt.code)
+				_, _ = io.WriteString(w, tt.body)
+			}))
+			defer srv.Close()
+			c := &http.Client{Transport: &proxyRefusals{next: srv.Client().Transport, ref: ServiceRef{Namespace: "system", Name: "webhook-service"}}}
+			resp, err := c.Post(srv.URL, "application/json", strings.NewReader("{}"))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tt.code || string(b) != tt.want {
+				t.Fatalf("got %d %q, want %d %q", resp.StatusCode, b, tt.code, tt.want)
 			}
 		})
 	}
