@@ -52,7 +52,7 @@ func ServiceTarget(ctx context.Context, cfg *rest.Config, ref ServiceRef) (Shado
 		return ShadowTarget{}, err
 	}
 	proxied := &http.Client{Transport: &proxyRefusals{next: client.Transport, ref: ref}, Timeout: client.Timeout}
-	return ShadowTarget{Proxy: ServiceProxyURL(cfg.Host, ref), Client: proxied}, nil
+	return ShadowTarget{Proxy: ServiceProxyURL(cfg.Host, ref), Client: proxied, Name: ref.String()}, nil
 }
 
 // proxyRefusals turns the apiserver's own refusal to proxy (a Status: no
