@@ -8,13 +8,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -26,28 +23,7 @@ func deployWebhook(t *testing.T, session, url, caFile string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	none := admissionregistrationv1.SideEffectClassNone
-	fail := admissionregistrationv1.Fail
-	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "deployed-" + session},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:         "deployed.example.com",
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To(url + "/validate"), CABundle: ca},
-			Rules: []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}},
-			ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"e2e-upstream": session}},
-			FailurePolicy:           &fail,
-			SideEffects:             &none,
-			AdmissionReviewVersions: []string{"v1"},
-		}},
-	}
-	ctx := context.Background()
-	if _, err := env.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = env.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), cfg.Name, metav1.DeleteOptions{})
-	})
+	deployWebhookAt(t, session, admissionregistrationv1.WebhookClientConfig{URL: ptr.To(url + "/validate"), CABundle: ca})
 }
 
 // shadowRows are the shadow column's text by row (webhook and name) of
@@ -150,33 +126,7 @@ func TestShadowControllerRuntime(t *testing.T) {
 		"--upstream", mine, "--upstream-insecure", "--shadow", deployed, "--shadow-ca", deployedCA,
 		"--record-dir", dir, "--inspector-address", inspector)
 	p.ready(t)
-	ctx := context.Background()
-
-	if _, err := upstreamPod(ctx, ns, "deny-x", session, nil); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "controller-runtime says no to deny-x") {
-		t.Fatalf("deny-x: err = %v, want the deployed webhook's denial", err)
-	}
-	for _, name := range []string{"bad-y", "fine-z"} {
-		pod, err := upstreamPod(ctx, ns, name, session, nil)
-		if err != nil {
-			t.Fatalf("%s: %v: only the deployed webhook decides, and it allows", name, err)
-		}
-		if pod.Labels["cr-seen"] != "" {
-			t.Errorf("%s carries cr-seen: hookback's shadow copy patched it", name)
-		}
-	}
-	metrics := func() string { return get(t, "http://"+p.health+"/metrics") }
-	eventually(t, "the shadow metrics", func(context.Context) (bool, error) {
-		m := metrics()
-		return strings.Contains(m, `hookback_shadow_reviews_total{result="different",webhook="vpod.example.com"} 2`) &&
-			strings.Contains(m, `hookback_shadow_reviews_total{result="identical",webhook="vpod.example.com"} 1`) &&
-			strings.Contains(m, `hookback_shadow_reviews_total{result="identical",webhook="mpod.example.com"} 3`), nil
-	})
-	log := p.stderr.String()
-	for _, want := range []string{"name=deny-x differences=\"decision: yours allowed, deployed denied", "name=bad-y differences=\"decision: yours denied, deployed allowed"} {
-		if !strings.Contains(log, want) {
-			t.Errorf("log lacks %q:\n%s", want, log)
-		}
-	}
+	shadowPods(t, p, ns, session)
 	inspectShadowColumn(t, "http://"+inspector, ns)
 	files, _ := filepath.Glob(filepath.Join(dir, "*_shadow.json"))
 	if len(files) != 2 {
@@ -186,11 +136,5 @@ func TestShadowControllerRuntime(t *testing.T) {
 	if out, errOut, code := hookback(t, env.kubeconfig, append([]string{"replay", "--upstream", mine, "--upstream-insecure"}, files...)...); code != 0 {
 		t.Errorf("replay of the shadow records: exit %d\n%s\n%s", code, out, errOut)
 	}
-	p.signal(syscall.SIGTERM)
-	if code := p.wait(t); code != 0 {
-		t.Fatalf("hookback exited %d", code)
-	}
-	if !strings.Contains(p.stderr.String(), `msg="shadow summary" webhook=all reviews=6 identical=4 different=2`) {
-		t.Errorf("no exit summary:\n%s", p.stderr.String())
-	}
+	shadowSummary(t, p)
 }

@@ -6,14 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/rest"
 
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/inspector"
@@ -50,6 +50,9 @@ func (s ShadowConfig) Validate(u UserWebhooks) error {
 	if u.KeepFailurePolicy {
 		errs = append(errs, errors.New("--shadow registers copies that never change the apiserver's decision: drop --keep-failure-policy"))
 	}
+	if serviceTarget.MatchString(s.Target) && s.CAFile != "" {
+		errs = append(errs, fmt.Errorf("--shadow-ca verifies a --shadow URL; %s is reached through the apiserver's service proxy, verified with your kubeconfig: drop --shadow-ca", s.Target))
+	}
 	if !serviceTarget.MatchString(s.Target) {
 		if _, err := upstream.NewShadowTarget(upstream.ShadowTarget{URL: s.Target, CAFile: s.CAFile}, "/", upstream.Options{}); err != nil {
 			errs = append(errs, err)
@@ -59,7 +62,8 @@ func (s ShadowConfig) Validate(u UserWebhooks) error {
 }
 
 // target resolves the Target: a URL as it is, a Service through the
-// apiserver's service proxy with the kubeconfig's credentials.
+// apiserver's service proxy with the kubeconfig's credentials, once the
+// apiserver has shown the Service exists.
 func (s ShadowConfig) target(kc kubeconfig.Options) (upstream.ShadowTarget, error) {
 	m := serviceTarget.FindStringSubmatch(s.Target)
 	if m == nil {
@@ -69,20 +73,14 @@ func (s ShadowConfig) target(kc kubeconfig.Options) (upstream.ShadowTarget, erro
 	if err != nil {
 		return upstream.ShadowTarget{}, err
 	}
-	client, err := rest.HTTPClientFor(cfg.Rest)
-	if err != nil {
-		return upstream.ShadowTarget{}, fmt.Errorf("--shadow %s: client for the service proxy: %w", s.Target, err)
-	}
-	port := m[3]
-	if port == "" {
-		port = "443"
-	}
-	proxy := strings.TrimSuffix(cfg.Rest.Host, "/") + "/api/v1/namespaces/" + m[1] + "/services/https:" + m[2] + ":" + port + "/proxy"
-	if _, err := url.Parse(proxy); err != nil {
-		return upstream.ShadowTarget{}, fmt.Errorf("--shadow %s: %w", s.Target, err)
-	}
-	return upstream.ShadowTarget{Proxy: proxy, Client: client}, nil
+	port, _ := strconv.ParseInt(m[3], 10, 32) // "": 0, the default port
+	ctx, cancel := context.WithTimeout(context.Background(), serviceCheckTimeout)
+	defer cancel()
+	return upstream.ServiceTarget(ctx, cfg.Rest, upstream.ServiceRef{Namespace: m[1], Name: m[2], Port: int32(port)})
 }
+
+// serviceCheckTimeout bounds reading the --shadow Service at start.
+const serviceCheckTimeout = 30 * time.Second
 
 // wrap puts the deployed webhook beside each route's forwarder, or returns
 // the hooks as they are without --shadow.

@@ -155,6 +155,9 @@ type ShadowTarget struct {
 	// proxy: Proxy is its .../proxy URL, Client carries the credentials.
 	Client *http.Client
 	Proxy  string
+	// Name is what messages call it: NAMESPACE/SERVICE:PORT for a Service,
+	// the URL's host when empty.
+	Name string
 }
 
 // NewShadowTarget forwards to the deployed webhook at path (its path in
@@ -165,7 +168,7 @@ func NewShadowTarget(t ShadowTarget, path string, opts Options) (*Forwarder, err
 		if err != nil {
 			return nil, fmt.Errorf("--shadow: service proxy %q: %w", t.Proxy, err)
 		}
-		opts.Base = base
+		opts.Base, opts.Role = base, "deployed webhook "+t.Name+" (through the apiserver's service proxy)"
 		f := &Forwarder{opts: opts, target: strings.TrimSuffix(t.Proxy, "/") + "/" + strings.TrimLeft(path, "/"), client: t.Client}
 		return f, nil
 	}
@@ -180,6 +183,7 @@ func NewShadowTarget(t ShadowTarget, path string, opts Options) (*Forwarder, err
 		path, u.Path, u.RawPath = u.EscapedPath(), "", ""
 	}
 	opts.Base, opts.CAFile, opts.Insecure = u, t.CAFile, false
+	opts.Role, opts.CAFlag = "deployed webhook "+u.Host, "--shadow-ca"
 	if t.CAFile == "" {
 		// The system roots: Options.tlsConfig leaves RootCAs nil.
 		if _, err := x509.SystemCertPool(); err != nil {

@@ -3,8 +3,11 @@ package upstream
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hookback/hookback/admission"
 )
@@ -72,6 +75,32 @@ func TestShadowTarget(t *testing.T) {
 			}
 			if err != nil || f.target != tt.want {
 				t.Fatalf("target %v (%v), want %s", f, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestShadowTargetFailuresNameIt: a deployed webhook that fails is named
+// as the deployed webhook, with --shadow-ca for its certificate, never
+// as "your webhook" or --upstream-ca.
+func TestShadowTargetFailuresNameIt(t *testing.T) {
+	closed := closedAddr(t)
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer tlsSrv.Close()
+	tests := []struct{ name, url, want string }{
+		{name: "connection refused", url: "http://" + closed, want: "nothing listens on " + closed + ": is the deployed webhook " + closed + " running?"},
+		{name: "unknown certificate authority", url: tlsSrv.URL, want: "deployed webhook " + strings.TrimPrefix(tlsSrv.URL, "https://") + " has a certificate hookback does not trust: pass --shadow-ca"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := NewShadowTarget(ShadowTarget{URL: tc.url}, "/validate", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if resp := f.Handle(ctx, request("admission.k8s.io/v1")); !strings.Contains(resp.Result.Message, tc.want) {
+				t.Errorf("message %q, want %q", resp.Result.Message, tc.want)
 			}
 		})
 	}

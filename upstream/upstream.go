@@ -45,6 +45,13 @@ type Options struct {
 	// a LateAnswer with no answer yet (Answer, Response and Err unset). It
 	// must not block, and may keep it.
 	Awaiting func(LateAnswer)
+	// Role names what is called, in log lines and errors: "upstream HOST"
+	// when empty; --shadow's forwarder names the deployed webhook, whose
+	// host may be the apiserver's (its service proxy).
+	Role string
+	// CAFlag is the flag that trusts its certificate: --upstream-ca when
+	// empty.
+	CAFlag string
 }
 
 // Validate reports every problem at once.
@@ -142,12 +149,12 @@ func (f *Forwarder) Handle(ctx context.Context, req admission.Request) admission
 	answer, err := f.exchange(ctx, req, start)
 	req.ReportWait(time.Since(start))
 	if err != nil {
-		f.opts.Log.Warn("upstream failed", "upstream", f.target, "namespace", req.Namespace, "name", req.Name, "error", err)
+		f.opts.Log.Warn(f.opts.subject()+" failed", "upstream", f.target, "namespace", req.Namespace, "name", req.Name, "error", err)
 		return admission.CallFailed(err)
 	}
 	resp, err := check(req, answer)
 	if err != nil {
-		f.opts.Log.Warn("upstream answered wrongly", "upstream", f.target, "namespace", req.Namespace, "name", req.Name, "error", err)
+		f.opts.Log.Warn(f.opts.subject()+" answered wrongly", "upstream", f.target, "namespace", req.Namespace, "name", req.Name, "error", err)
 		resp = admission.CallFailed(err)
 	}
 	return resp
@@ -177,8 +184,8 @@ func (f *Forwarder) exchange(ctx context.Context, req admission.Request, start t
 			f.opts.Awaiting(LateAnswer{Target: f.target, UID: string(req.UID), Namespace: req.Namespace, Name: req.Name, Review: review, Waited: time.Since(start)})
 		}
 		go f.late(req, review, start, result)
-		return nil, fmt.Errorf("upstream %s did not answer within the webhook's timeoutSeconds: the apiserver gave up and applied the failurePolicy; hookback still waits for the answer, up to %s, and reports it (raise --timeout, up to 30s, while debugging)",
-			f.opts.Base.Host, f.opts.LateAnswerTimeout)
+		return nil, fmt.Errorf("%s did not answer within the webhook's timeoutSeconds: the apiserver gave up and applied the failurePolicy; hookback still waits for the answer, up to %s, and reports it (raise --timeout, up to 30s, while debugging)",
+			f.opts.who(), f.opts.LateAnswerTimeout)
 	}
 }
 
@@ -212,45 +219,69 @@ func (f *Forwarder) read(hr *http.Request) ([]byte, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, admission.DefaultMaxBodyBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("read upstream answer: %w", f.explain(ctx, err))
+		return nil, fmt.Errorf("read %s answer: %w", f.opts.subject(), f.explain(ctx, err))
 	}
 	if len(b) > admission.DefaultMaxBodyBytes {
-		return nil, fmt.Errorf("upstream answer larger than %d bytes", admission.DefaultMaxBodyBytes)
+		return nil, fmt.Errorf("%s answer larger than %d bytes", f.opts.subject(), admission.DefaultMaxBodyBytes)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("upstream answered HTTP %d: %s", resp.StatusCode, snippet(b))
+		return nil, fmt.Errorf("%s answered HTTP %d: %s", f.opts.subject(), resp.StatusCode, snippet(b))
 	}
 	return b, nil
 }
 
 func (f *Forwarder) explain(ctx context.Context, err error) error {
-	host := f.opts.Base.Host
+	who := f.opts.who()
 	var unknown x509.UnknownAuthorityError
 	var dnsErr *net.DNSError
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return &refusedError{host: host, err: err}
+		return &refusedError{host: f.opts.Base.Host, what: f.opts.Role, err: err}
 	case ctx.Err() != nil:
 		// The apiserver gives up after the webhook's timeoutSeconds.
-		return fmt.Errorf("upstream %s did not answer within the webhook's timeoutSeconds: the apiserver gave up (raise --timeout, up to 30s, while debugging)", host)
+		return fmt.Errorf("%s did not answer within the webhook's timeoutSeconds: the apiserver gave up (raise --timeout, up to 30s, while debugging)", who)
 	case errors.As(err, &unknown):
-		return fmt.Errorf("upstream %s has a certificate hookback does not trust: pass --upstream-ca, or --upstream-insecure for a loopback upstream", host)
+		if f.opts.CAFlag != "" {
+			return fmt.Errorf("%s has a certificate hookback does not trust: pass %s", who, f.opts.CAFlag)
+		}
+		return fmt.Errorf("%s has a certificate hookback does not trust: pass --upstream-ca, or --upstream-insecure for a loopback upstream", who)
 	case errors.As(err, &dnsErr):
-		return fmt.Errorf("upstream host %s not found: %w", f.opts.Base.Hostname(), err)
+		return fmt.Errorf("%s host %s not found: %w", f.opts.subject(), f.opts.Base.Hostname(), err)
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return fmt.Errorf("upstream %s closed the connection without answering: %w", host, err)
+		return fmt.Errorf("%s closed the connection without answering: %w", who, err)
 	}
-	return fmt.Errorf("upstream %s: %w", host, err)
+	return fmt.Errorf("%s: %w", who, err)
+}
+
+// subject is what is called, without its address: "upstream", or the
+// Role's first words ("deployed webhook").
+func (o Options) subject() string {
+	if o.Role == "" {
+		return "upstream"
+	}
+	return o.Role
+}
+
+// who is what is called, with its address where the Role does not say.
+func (o Options) who() string {
+	if o.Role == "" {
+		return "upstream " + o.Base.Host
+	}
+	return o.Role
 }
 
 // refusedError is a refused connection, explained; it unwraps to the
 // cause, so that a restarting upstream is told from a dead one.
 type refusedError struct {
-	host string
-	err  error
+	// what is Options.Role: "" for the user's webhook.
+	host, what string
+	err        error
 }
 
 func (e *refusedError) Error() string {
+	if e.what != "" {
+		return fmt.Sprintf("nothing listens on %s: is the %s running?", e.host, e.what)
+	}
 	return fmt.Sprintf("nothing listens on %s: is your webhook running?", e.host)
 }
 

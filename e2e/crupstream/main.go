@@ -3,7 +3,9 @@
 // depend on it): the e2e suite runs it as the upstream a kubebuilder user
 // would debug through hookback. /validate denies pods named deny-* (or
 // -deny-prefix: two builds that differ in one rule, for audit and shadow);
-// /mutate-pods labels pods cr-seen=yes.
+// /mutate-pods labels pods cr-seen=yes. --metrics-bind-address serves
+// controller-runtime's own metrics, its count of requests per webhook path
+// among them.
 package main
 
 import (
@@ -19,18 +21,33 @@ import (
 
 	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
 func main() {
-	port := flag.Int("port", 9443, "port to serve on, on 127.0.0.1")
+	host := flag.String("host", "127.0.0.1", "address to serve on")
+	port := flag.Int("port", 9443, "port to serve on")
+	metricsAddr := flag.String("metrics-bind-address", "0", "address to serve controller-runtime's metrics on; 0: none")
 	certDir := flag.String("cert-dir", "", "directory with tls.crt and tls.key")
 	flag.StringVar(&denyPrefix, "deny-prefix", denyPrefix, "/validate denies objects whose name starts with this")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: *port, CertDir: *certDir})
+	metrics, err := metricsserver.NewServer(metricsserver.Options{BindAddress: *metricsAddr}, nil, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crupstream:", err)
+		os.Exit(1)
+	}
+	if metrics != nil { // nil: --metrics-bind-address 0
+		go func() {
+			if err := metrics.Start(ctx); err != nil {
+				fmt.Fprintln(os.Stderr, "crupstream: metrics:", err)
+			}
+		}()
+	}
+	srv := webhook.NewServer(webhook.Options{Host: *host, Port: *port, CertDir: *certDir})
 	srv.Register("/validate", &admission.Webhook{Handler: admission.HandlerFunc(validate)})
 	srv.Register("/mutate-pods", &admission.Webhook{Handler: admission.HandlerFunc(mutate)})
 	if err := srv.Start(ctx); err != nil {
