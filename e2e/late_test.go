@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -95,5 +96,85 @@ func TestLateAnswer(t *testing.T) {
 	}
 	if out, errOut, code := hookback(t, env.kubeconfig, "replay", late, "--upstream", up.URL); code != 0 || calls.Load() != 2 {
 		t.Errorf("replay of the late record: exit %d, %d calls\n%s\n%s", code, calls.Load(), out, errOut)
+	}
+}
+
+// stuckUpstream denies each /validate review only once release is closed
+// (or its caller hangs up); /mutate-pods allows at once.
+func stuckUpstream(t *testing.T, release <-chan struct{}) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var rv review
+		if err := json.NewDecoder(io.LimitReader(r.Body, 8<<20)).Decode(&rv); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		resp := map[string]any{"uid": rv.Request.UID, "allowed": true}
+		if strings.HasPrefix(r.URL.Path, "/validate") {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				return
+			}
+			resp["allowed"] = false
+			resp["status"] = map[string]any{"code": 403, "message": "stuck upstream says no to " + rv.Request.Name}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"apiVersion": rv.APIVersion, "kind": "AdmissionReview", "response": resp})
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestLateAnswerAtStop: hookback is stopped while your upstream has still
+// not answered a review the apiserver gave up on. hookback waits a few
+// seconds more, then records that review marked late with no answer, says
+// so in one log line, and exits; hookback replay sends the review again.
+func TestLateAnswerAtStop(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	release := make(chan struct{})
+	up := stuckUpstream(t, release)
+	t.Cleanup(func() { close(release) }) // before the server closes
+	session := sessionFor(t)
+	dir := t.TempDir()
+	p := startEnv(t, append(os.Environ(), "KUBECONFIG="+env.kubeconfig), "--session", session, "--record-dir", dir,
+		"--webhooks", "none", "--controllers", "none", "--webhook-config", userManifests(t, session), "--upstream", up.URL,
+		"--timeout", "5s")
+	p.ready(t)
+	if _, err := upstreamPod(context.Background(), ns, "stuck-pod", session, nil); err != nil {
+		t.Fatalf("stuck-pod: %v: the apiserver should have applied failurePolicy Ignore and admitted it", err)
+	}
+	eventually(t, "hookback awaiting the late answer", func(context.Context) (bool, error) {
+		return strings.Contains(p.stderr.String(), "hookback still waits for the answer"), nil
+	})
+	stopped := time.Now()
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("hookback exited %d\n%s", code, p.stderr.String())
+	}
+	log := p.stderr.String()
+	if took := time.Since(stopped); took > 20*time.Second {
+		t.Errorf("stopping took %s: the wait for late answers is a few seconds\n%s", took, log)
+	}
+	if n := strings.Count(log, "hookback stopped before your webhook answered a late review"); n != 1 || !strings.Contains(log, "name=stuck-pod") {
+		t.Errorf("want one log line naming stuck-pod:\n%s", log)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*_late.json"))
+	if len(files) != 1 || !strings.Contains(files[0], "stuck-pod") {
+		t.Fatalf("late records %v, want stuck-pod's", files)
+	}
+	var entry map[string]json.RawMessage
+	b, _ := os.ReadFile(files[0])
+	if err := json.Unmarshal(b, &entry); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := entry["answer"]; ok || !strings.Contains(string(entry["late"]), "hookback stopped") || !strings.Contains(string(entry["late"]), "before your webhook answered") {
+		t.Errorf("late record %s: want marked late, without an answer", b)
+	}
+	answering, _ := lateUpstream(t, 0)
+	out, errOut, code := hookback(t, env.kubeconfig, "replay", files[0], "--upstream", answering.URL)
+	if code != 1 || !strings.Contains(out, "answer none -> ") || !strings.Contains(out, "late upstream says no to stuck-pod") {
+		t.Errorf("replay of the record: exit %d, want 1 (the answer it never got)\n%s\n%s", code, out, errOut)
 	}
 }
