@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/session"
+	"github.com/hookback/hookback/tunnel"
 )
 
 var checkExamples = []Example{
@@ -28,7 +29,7 @@ var checkExamples = []Example{
 type CheckOptions struct {
 	GlobalOptions
 	AdvertiseAddress, LeaseNamespace string
-	Tunnel                           session.TunnelConfig
+	Tunnel                           tunnel.Config
 	RequestTimeout                   time.Duration
 	// Serve holds what start would run: the built-ins, your webhooks and
 	// CRDs (--webhook-config, --project) and the upstreams, which are probed.
@@ -48,7 +49,7 @@ func (o *CheckOptions) bind(b *binder) {
 
 func checkCommand() (*cli.Command, *binder) {
 	o := CheckOptions{GlobalOptions: defaultGlobalOptions(), LeaseNamespace: "default", RequestTimeout: 10 * time.Second,
-		Tunnel: session.TunnelConfig{Namespace: session.DefaultTunnelNamespace}, Serve: ServeOptions{Webhooks: "all", Controllers: "all"}}
+		Tunnel: tunnel.Config{Namespace: tunnel.DefaultNamespace}, Serve: ServeOptions{Webhooks: "all", Controllers: "all"}}
 	b := &binder{}
 	o.bind(b)
 	cmd := &cli.Command{

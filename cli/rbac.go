@@ -8,6 +8,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/hookback/hookback/session"
+	"github.com/hookback/hookback/tunnel"
 )
 
 var rbacExamples = []Example{
@@ -18,7 +19,7 @@ var rbacExamples = []Example{
 // RBACOptions are rbac's flags.
 type RBACOptions struct {
 	Webhooks, Controllers, LeaseNamespace, Subject, Name string
-	Tunnel                                               session.TunnelConfig
+	Tunnel                                               tunnel.Config
 }
 
 func (o *RBACOptions) bind(b *binder) {
@@ -33,7 +34,7 @@ func (o *RBACOptions) bind(b *binder) {
 
 func rbacCommand() (*cli.Command, *binder) {
 	o := RBACOptions{Webhooks: "all", Controllers: "all", LeaseNamespace: "default", Subject: "group:hookback-developers",
-		Name: "hookback-developer", Tunnel: session.TunnelConfig{Namespace: session.DefaultTunnelNamespace}}
+		Name: "hookback-developer", Tunnel: tunnel.Config{Namespace: tunnel.DefaultNamespace}}
 	g, b := defaultGlobalOptions(), &binder{}
 	o.bind(b)
 	cmd := &cli.Command{

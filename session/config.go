@@ -17,6 +17,7 @@ import (
 	"github.com/hookback/hookback/controller"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/tunnel"
 	"github.com/hookback/hookback/webhook"
 )
 
@@ -38,7 +39,7 @@ type Config struct {
 	Template      registration.Template
 	// Tunnel, when enabled, has the apiserver reach this process through a
 	// relay in the cluster instead of at AdvertiseAddress.
-	Tunnel TunnelConfig
+	Tunnel tunnel.Config
 	// Certs chooses the serving certificate; Run fills in Host.
 	Certs          certs.Options
 	LeaseNamespace string

@@ -102,7 +102,7 @@ func TestShutdownInOrder(t *testing.T) {
 	// What register and startTunnel would have set, had they redirected
 	// a CRD and deployed a relay.
 	r.conversions = &conversions{crds: []registration.CRD{{Name: "widgets.example.com"}}}
-	r.tunnel = &reverseTunnel{spec: tunnel.Spec{Name: relayName("unit"), Namespace: "tun", Session: "unit"}, cluster: r.cluster, log: r.cfg.Log}
+	r.tunnel = newTestTunnel(t, tunnel.Clients{Client: r.cluster.Client, Dynamic: r.cluster.Dynamic}, "unit", "tun")
 	waitFor(t, "the controller to start", func() bool { return j.index("controller started") >= 0 })
 	servingAt(j, cs, dyn, r.server.Addr())
 
@@ -112,7 +112,7 @@ func TestShutdownInOrder(t *testing.T) {
 		"patch widgets.example.com",
 		"serving=true at delete test-unit", "delete test-unit",
 		"serving=true at controller stop",
-		"serving=false at delete " + relayName("unit"),
+		"serving=false at delete " + tunnel.RelayName("unit"),
 		"list nodes",
 		"serving=false at delete hookback-unit", "delete lease",
 	}
