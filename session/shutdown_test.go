@@ -84,7 +84,8 @@ func TestShutdownInOrder(t *testing.T) {
 	r, j, cs := newTestRun(t, testTemplate)
 	dyn := r.cluster.Dynamic.(*dynamicfake.FakeDynamicClient)
 	addDynamic(t, dyn, registration.CRDResource, redirectedCRD())
-	addDynamic(t, dyn, schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, relayObjects("unit", "tun")[1])
+	addDynamic(t, dyn, schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
+		tunnel.Manifests(tunnel.Spec{Name: tunnel.RelayName("unit"), Namespace: "tun", Session: "unit"}).Deployment)
 	r.cfg.Webhooks = []string{webhook.NameNodeStatus} // a part with a shared cleanup
 	r.parts.controllers = []controller.Controller{probingController{j, r.server.Addr()}}
 	r.errs = lifecycle.NewErrors()

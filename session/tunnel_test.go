@@ -21,17 +21,6 @@ import (
 	"github.com/hookback/hookback/webhook"
 )
 
-// relayObjects are one session's relay objects, as a tunnel session
-// deploys them, recording its Lease.
-func relayObjects(session, ns string) []runtime.Object {
-	o := tunnel.Manifests(tunnel.Spec{Name: tunnel.RelayName(session), Namespace: ns, Session: session, Image: "img", Secret: "s"})
-	out := []runtime.Object{o.Secret, o.Deployment, o.Service}
-	for _, obj := range out {
-		obj.(metav1.Object).SetAnnotations(map[string]string{registration.AnnotationLease: "default/" + registration.LeaseName(session)})
-	}
-	return out
-}
-
 // newTestTunnel is session's tunnel in namespace ns on clients.
 func newTestTunnel(t *testing.T, c tunnel.Clients, session, ns string) *tunnel.Session {
 	t.Helper()

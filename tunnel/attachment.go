@@ -28,11 +28,14 @@ type Attachment struct {
 // the first. metrics gets the attacher's gauges.
 func (s *Session) Attach(local string, metrics prometheus.Registerer, onReattach func()) (*Attachment, error) {
 	at := &Attachment{s: s, up: make(chan struct{}), ended: make(chan struct{})}
-	rc := rest.CopyConfig(s.o.Rest)
-	rc.Timeout = 0 // a port-forward lives as long as the tunnel
+	d := s.dialer
+	if d == nil {
+		rc := rest.CopyConfig(s.o.Rest)
+		rc.Timeout = 0 // a port-forward lives as long as the tunnel
+		d = &PortForward{Config: rc, Client: s.o.Client, Namespace: s.spec.Namespace, Pod: s.podName, Port: DefaultControlPort}
+	}
 	a, err := NewAttacher(AttachOptions{
-		Dialer: &PortForward{Config: rc, Client: s.o.Client, Namespace: s.spec.Namespace,
-			Pod: s.podName, Port: DefaultControlPort},
+		Dialer: d,
 		Secret: s.spec.Secret, Local: local, Log: s.log, Metrics: metrics,
 		OnUp: func() {
 			at.attaches++ // the attacher calls OnUp from its one goroutine

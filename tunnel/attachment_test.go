@@ -2,14 +2,21 @@ package tunnel
 
 import (
 	"context"
+	"errors"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // TestPullFailure: start --tunnel gives up at once on a relay image the
@@ -115,6 +122,114 @@ func TestAttachmentWait(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), w) {
 					t.Errorf("Wait() = %v, want %q", err, w)
 				}
+			}
+		})
+	}
+}
+
+// TestAttachmentLifecycle: Wait returns once the session's relay takes
+// the attach, and every later attach (another relay pod) calls
+// onReattach; a relay that refuses the secret stops Run with ErrDenied and
+// Wait with why. Run ends when its ctx does.
+func TestAttachmentLifecycle(t *testing.T) {
+	for _, tc := range []struct {
+		name, secret string
+		waitErr      string // "": attached
+	}{
+		{name: "attached, then attached again to another relay pod", secret: "s3cret"},
+		{name: "refused by a relay with another secret", secret: "other", waitErr: "stopped before it attached"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := echo(t)
+			var control relayAddr
+			r, stop := startRelay(t, "127.0.0.1:0")
+			control.set(r.ControlAddr().String())
+			tun := testSession(t, fakeClients(), "s", "tun")
+			tun.spec.Secret = tc.secret
+			tun.dialer = DialerFunc(func(ctx context.Context) (net.Conn, error) {
+				addr := control.get()
+				if addr == "" {
+					return nil, errNoRelay
+				}
+				var d net.Dialer
+				return d.DialContext(ctx, "tcp", addr)
+			})
+			var reattached atomic.Int32
+			a, err := tun.Attach(srv.Listener.Addr().String(), nil, func() { reattached.Add(1) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- a.Run(ctx) }()
+			err = a.Wait(ctx)
+			if tc.waitErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.waitErr) {
+					t.Fatalf("Wait() = %v, want %q", err, tc.waitErr)
+				}
+				if rerr := <-done; !errors.Is(rerr, ErrDenied) || !strings.HasPrefix(rerr.Error(), "reverse tunnel: ") {
+					t.Fatalf("Run() = %v, want the reverse tunnel denied", rerr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Wait() = %v, want attached", err)
+			}
+			if n := reattached.Load(); n != 0 {
+				t.Fatalf("onReattach called %d times on the first attach", n)
+			}
+			control.set("")
+			stop()
+			r2, _ := startRelay(t, "127.0.0.1:0")
+			control.set(r2.ControlAddr().String())
+			waitFor(t, "the attach to the second relay", func() bool { return reattached.Load() == 1 })
+			cancel()
+			if rerr := <-done; rerr != nil {
+				t.Errorf("Run after its ctx ended = %v", rerr)
+			}
+		})
+	}
+}
+
+// TestEnsureNamespace: a missing tunnel namespace is created, marked as a
+// tunnel session's; without the right to create namespaces an existing one
+// is used, and a missing one is an error that says what to do.
+func TestEnsureNamespace(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		existing  []runtime.Object
+		forbidden bool
+		want      string // what the error says; "": none
+		marked    bool
+	}{
+		{name: "created, marked", marked: true},
+		{name: "an existing one is left as it is", existing: []runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tun"}}}},
+		{name: "may not create, exists", existing: []runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tun"}}}, forbidden: true},
+		{name: "may not create, missing", forbidden: true,
+			want: `tunnel namespace "tun" does not exist and you may not create it: ask for it to be created, or pass --tunnel-namespace`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fakeClients(tc.existing...)
+			if tc.forbidden {
+				c.Client.(*fake.Clientset).PrependReactor("create", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
+					return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "tun", nil)
+				})
+			}
+			err := testSession(t, c, "s", "tun").ensureNamespace(ctx)
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Fatalf("ensureNamespace() = %v, want %q", err, tc.want)
+			}
+			if tc.want != "" {
+				return
+			}
+			ns, err := c.Client.CoreV1().Namespaces().Get(ctx, "tun", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ns.Labels[labelTunnelNamespace] == "true"; got != tc.marked {
+				t.Errorf("namespace marked as a tunnel session's: %v, want %v", got, tc.marked)
 			}
 		})
 	}

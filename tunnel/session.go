@@ -54,6 +54,9 @@ type Session struct {
 	spec Spec
 	o    SessionOptions
 	log  *slog.Logger
+	// dialer reaches the relay's control port; nil: the apiserver's pod
+	// port-forward (tests dial a relay on loopback).
+	dialer Dialer
 }
 
 // NewSession is the tunnel of o.Session, with a fresh session secret
