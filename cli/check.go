@@ -102,14 +102,14 @@ func runCheck(c *cli.Context, o CheckOptions) error {
 	fmt.Fprintf(out, "User:      %s (groups: %s)\n", who.Username, strings.Join(who.Groups, ", "))
 	// start would fail on an undecidable address, so check fails too, but
 	// only after the permissions, which are worth seeing either way.
-	tunnel := o.Tunnel
+	tun := o.Tunnel
 	sc, err := checkConfig(o)
 	if err != nil {
 		return usage(err)
 	}
 	var adErr error
-	if tunnel.Enabled {
-		fmt.Fprintf(out, "Advertise: none needed (--tunnel: the apiserver calls a relay in namespace %s, reached through its pod port-forward)\n", tunnel.Namespace)
+	if tun.Enabled {
+		fmt.Fprintf(out, "Advertise: none needed (--tunnel: the apiserver calls a relay in namespace %s, reached through its pod port-forward)\n", tun.Namespace)
 	} else {
 		adErr = printAdvertise(ctx, out, log, o.AdvertiseAddress, cfg)
 	}

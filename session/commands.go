@@ -89,7 +89,7 @@ type CleanupConfig struct {
 	All            bool
 	LeaseNamespace string
 	// TunnelNamespace is where `start --tunnel` deploys relays; empty:
-	// DefaultTunnelNamespace.
+	// tunnel.DefaultNamespace.
 	TunnelNamespace string
 	Log             *slog.Logger
 }

@@ -28,7 +28,7 @@ type Config struct {
 	// Session names the run; every object it writes is suffixed with it.
 	Session string
 	// AdvertiseAddress is the IP or DNS name the apiserver dials; empty:
-	// decided from the kubeconfig (see tunnel.Decide).
+	// decided from the kubeconfig (see advertise.Decide).
 	AdvertiseAddress string
 	// BindAddress is where the webhooks listen; empty: the advertised host
 	// when this machine owns it, else every interface.
