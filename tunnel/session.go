@@ -79,7 +79,8 @@ func NewSession(o SessionOptions) (*Session, error) {
 	}, nil
 }
 
-// Spec is the session's relay.
+// Spec is the session's relay; it holds the session secret, so it is not
+// for logging.
 func (s *Session) Spec() Spec { return s.spec }
 
 // Service is the clientConfig.service every configuration points at.
