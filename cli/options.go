@@ -20,6 +20,7 @@ import (
 	"github.com/hookback/hookback/project"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/session"
+	"github.com/hookback/hookback/tunnel"
 	"github.com/hookback/hookback/upstream"
 	"github.com/hookback/hookback/webhook"
 )
@@ -279,7 +280,7 @@ type StartOptions struct {
 	Inspector                    session.InspectorConfig
 	NoVerify                     bool
 	VerifyTimeout, LeaseDuration time.Duration
-	Tunnel                       session.TunnelConfig
+	Tunnel                       tunnel.Config
 	// UpstreamCertDir gets a serving certificate for your webhook server.
 	UpstreamCertDir string
 	// LateAnswerTimeout bounds how long a late answer is still read.
@@ -292,7 +293,7 @@ func defaultStartOptions() StartOptions {
 	return StartOptions{ServeOptions: defaultServeOptions(), HealthAddress: DefaultHealthAddress,
 		VerifyTimeout: 15 * time.Second, LeaseDuration: 30 * time.Second, LateAnswerTimeout: upstream.DefaultLateAnswerTimeout,
 		Inspector: session.InspectorConfig{Address: inspector.DefaultAddress, Keep: inspector.DefaultKeep},
-		Tunnel:    session.TunnelConfig{Namespace: session.DefaultTunnelNamespace, Image: defaultImage(version())}}
+		Tunnel:    tunnel.Config{Namespace: tunnel.DefaultNamespace, Image: defaultImage(version())}}
 }
 
 func (o *StartOptions) bind(b *binder) {

@@ -17,6 +17,7 @@ import (
 	"github.com/hookback/hookback/controller"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/tunnel"
 	"github.com/hookback/hookback/webhook"
 )
 
@@ -27,7 +28,7 @@ type Config struct {
 	// Session names the run; every object it writes is suffixed with it.
 	Session string
 	// AdvertiseAddress is the IP or DNS name the apiserver dials; empty:
-	// decided from the kubeconfig (see tunnel.Decide).
+	// decided from the kubeconfig (see advertise.Decide).
 	AdvertiseAddress string
 	// BindAddress is where the webhooks listen; empty: the advertised host
 	// when this machine owns it, else every interface.
@@ -38,7 +39,7 @@ type Config struct {
 	Template      registration.Template
 	// Tunnel, when enabled, has the apiserver reach this process through a
 	// relay in the cluster instead of at AdvertiseAddress.
-	Tunnel TunnelConfig
+	Tunnel tunnel.Config
 	// Certs chooses the serving certificate; Run fills in Host.
 	Certs          certs.Options
 	LeaseNamespace string

@@ -28,6 +28,7 @@ import (
 	"github.com/hookback/hookback/internal/lifecycle"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/server"
+	"github.com/hookback/hookback/tunnel"
 )
 
 // Run runs one session until ctx is done. A clean stop returns nil.
@@ -133,7 +134,7 @@ func runOn(ctx context.Context, cfg Config, cl *Cluster, started time.Time) (err
 // listenHost is the host the webhook server binds: --bind-address; else,
 // with --tunnel, loopback (only the tunnel needs to reach the server); else
 // the advertised host when it is this machine's own.
-func listenHost(configured, host string, tun *reverseTunnel) string {
+func listenHost(configured, host string, tun *tunnel.Session) string {
 	if configured == "" && tun != nil {
 		return "127.0.0.1"
 	}
@@ -142,10 +143,10 @@ func listenHost(configured, host string, tun *reverseTunnel) string {
 
 // certOptions are the configured certificate options for the advertised
 // host; with --tunnel they also cover the relay Service's names.
-func certOptions(co certs.Options, host, bind string, tun *reverseTunnel) certs.Options {
+func certOptions(co certs.Options, host, bind string, tun *tunnel.Session) certs.Options {
 	co.Host = host
 	if tun != nil {
-		co.Names = tun.spec.DNSNames()[1:]
+		co.Names = tun.Spec().DNSNames()[1:]
 	}
 	if co.ACME.ListenHost == "" {
 		co.ACME.ListenHost = bind
@@ -207,7 +208,7 @@ type run struct {
 	url         string
 	inspector   *inspector.Server
 	// tunnel is the session's relay, with --tunnel; metrics gets its gauges.
-	tunnel    *reverseTunnel
+	tunnel    *tunnel.Session
 	metrics   prometheus.Registerer
 	registrar *registration.Registrar
 	drift     *registration.Drift
@@ -356,7 +357,7 @@ func (r *run) acquire(ctx context.Context) error {
 		r.cfg.Log.Warn("could not clean up every stale session", "error", err)
 	}
 	if r.tunnel != nil {
-		relays, err := cleanupRelays(ctx, r.cluster, r.tunnel.spec.Namespace, r.tunnel.spec.Namespace, opts, r.cfg.Log)
+		relays, err := r.tunnel.CleanupStale(ctx, opts)
 		if err != nil {
 			r.cfg.Log.Warn("could not clean up every stale relay", "error", err)
 		}
@@ -401,7 +402,7 @@ func (r *run) register(ctx context.Context) (*registration.Registration, error) 
 func (r *run) verify(ctx context.Context) (time.Duration, error) {
 	canary := registration.CanaryConfiguration(r.cfg.Session, r.url, r.certs.CABundle(), r.leaseRef)
 	if r.tunnel != nil {
-		if err := registration.PointAtService([]*unstructured.Unstructured{canary}, r.tunnel.service()); err != nil {
+		if err := registration.PointAtService([]*unstructured.Unstructured{canary}, r.tunnel.Service()); err != nil {
 			return 0, err
 		}
 	}
@@ -439,7 +440,7 @@ func (r *run) shutdown() {
 	// that would undo the cleanup (a restored node oversold again).
 	r.serving.Stop()
 	if r.tunnel != nil {
-		errs = append(errs, r.tunnel.remove(ctx))
+		errs = append(errs, r.tunnel.Remove(ctx))
 	}
 	errs = append(errs, r.cleanupShared(ctx), r.heartbeat.Release(ctx))
 	if err := errors.Join(errs...); err != nil {
