@@ -214,7 +214,7 @@ func TestAdoptSecret(t *testing.T) {
 }
 
 func TestTunnelConfig(t *testing.T) {
-	base := Config{Session: "dev", LeaseNamespace: "default", Certs: certs.Options{Mode: certs.ModeSelfSigned}, WebhookOptions: webhook.DefaultOptions(),
+	base := Config{Session: "dev", Port: 8643, LeaseNamespace: "default", Certs: certs.Options{Mode: certs.ModeSelfSigned}, WebhookOptions: webhook.DefaultOptions(),
 		Tunnel: TunnelConfig{Enabled: true, Namespace: "hookback-system", Image: "img"}}
 	tests := []struct {
 		name   string
