@@ -222,7 +222,7 @@ func (r *run) steps(started time.Time) []step {
 		// The webhook configurations (and the CRDs, conversion redirected),
 		// then the watch that re-applies them if someone else reverts them.
 		{"register", func(ctx context.Context) (err error) { reg, err = r.register(ctx); return err }},
-		{"drift", r.startDrift},
+		{"drift", func(context.Context) error { return r.startDrift(reg) }},
 		// Proof that the apiserver calls back.
 		{"verify", func(ctx context.Context) error { rtt, verr = r.verify(ctx); return r.verified(verr) }},
 		// Ready, once the banner is out: whoever waits on /readyz then finds
@@ -280,8 +280,13 @@ func (r *run) keepUpstreamCert() {
 	}
 }
 
-// startDrift watches the configurations just applied.
-func (r *run) startDrift(context.Context) error {
+// startDrift watches reg, the configurations register just applied. Later
+// re-applies (loop) tell drift theirs before they apply.
+func (r *run) startDrift(reg *registration.Registration) error {
+	if reg == nil {
+		return errors.New("drift: nothing registered to watch yet")
+	}
+	r.drift.Set(reg.Objects)
 	r.working.Go(func(ctx context.Context) error {
 		r.drift.Run(ctx)
 		return nil
@@ -335,7 +340,6 @@ func (r *run) register(ctx context.Context) (*registration.Registration, error) 
 	if err != nil {
 		return nil, err
 	}
-	r.drift.Set(reg.Objects)
 	if err := r.registrar.Apply(ctx, reg, r.canaryKey()); err != nil {
 		return nil, err
 	}
