@@ -16,7 +16,7 @@ import (
 
 // TestInvalidConfigSameErrorFromLibraryAndCLI: a rule of the Config lives
 // once, in the library. A program that embeds hookback and passes the
-// invalid values to session.Run (or incluster.Serve) gets, before anything
+// invalid values to session.Run (or incluster.Serve, InCluster) gets, before anything
 // is dialled, the error the CLI prints for the same flags, as a usage
 // error; and the CLI says each problem once, so nothing validates it twice.
 func TestInvalidConfigSameErrorFromLibraryAndCLI(t *testing.T) {
@@ -63,6 +63,13 @@ func TestInvalidConfigSameErrorFromLibraryAndCLI(t *testing.T) {
 		library: func() error {
 			return incluster.Serve(context.Background(), incluster.ServeConfig{Kubeconfig: nowhere, Namespace: incluster.DefaultNamespace,
 				Port: 0, LeaseDuration: 1500 * time.Millisecond, Template: []byte("x"), WebhookOptions: webhook.DefaultOptions()})
+		},
+	}, {
+		name: "render --in-cluster: replicas, image",
+		args: []string{"render", "--in-cluster", "--replicas", "0", "--image", "a b"},
+		library: func() error {
+			_, err := incluster.InCluster(incluster.Options{Namespace: incluster.DefaultNamespace, Image: "a b", Template: []byte("x")})
+			return err
 		},
 	}}
 	for _, tt := range tests {

@@ -91,9 +91,10 @@ func (c ServeConfig) withDefaults() ServeConfig {
 	return c
 }
 
-// ErrInvalidConfig marks what ServeConfig.Validate reports: the CLI shows
-// it as a usage error, and errors.Is finds it in what Serve returns.
-var ErrInvalidConfig = errors.New("incluster: invalid serve configuration")
+// ErrInvalidConfig marks what ServeConfig.Validate and Options.Validate
+// report: the CLI shows it as a usage error, and errors.Is finds it in what
+// Serve and InCluster return.
+var ErrInvalidConfig = errors.New("incluster: invalid configuration")
 
 // Validate reports every problem at once. Serve runs it; a program that
 // embeds hookback gets the same errors as `hookback serve`.
