@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"log/slog"
+	"slices"
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -96,7 +97,7 @@ func Assemble(ctx context.Context, o AssemblyOptions) (_ *Assembly, err error) {
 	if a.parts, err = buildParts(cfg, &Cluster{Watch: o.Watch}, a.factory, a.recorders, a.Metrics.Registry, store); err != nil {
 		return nil, err
 	}
-	hooks := append(append(a.parts.webhooks, y.user.hooks...), y.probes...)
+	hooks := slices.Concat(a.parts.webhooks, y.user.hooks, y.probes)
 	rec, err := newRecorder(cfg, store)
 	if err != nil {
 		return nil, err
