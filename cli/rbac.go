@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -13,17 +14,21 @@ import (
 var rbacExamples = []Example{
 	{Command: "hookback rbac --subject user:alice@example.com > alice.yaml", Comment: "what alice needs to run hookback start with every built-in; kubectl apply -f alice.yaml"},
 	{Command: "hookback rbac --webhooks pod-name --controllers none --subject group:webhook-devs | kubectl apply --dry-run=server -f -", Comment: "less, for less"},
+	{Command: "hookback rbac --webhooks none --controllers none --webhook-config config/default --subject user:alice@example.com", Comment: "for your operator's webhooks and CRDs (a kubebuilder project root needs no flags)"},
 }
 
 // RBACOptions are rbac's flags.
 type RBACOptions struct {
-	Webhooks, Controllers, LeaseNamespace, Subject, Name string
-	Tunnel                                               session.TunnelConfig
+	LeaseNamespace, Subject, Name string
+	Tunnel                        session.TunnelConfig
+	// Serve holds what start would run, as for check: the built-ins, your
+	// webhooks and CRDs (--webhook-config, --project).
+	Serve ServeOptions
 }
 
 func (o *RBACOptions) bind(b *binder) {
-	bind(b, &o.Webhooks, "webhooks", catBuiltins, "comma list of built-in webhooks start will serve, or all or none")
-	bind(b, &o.Controllers, "controllers", catBuiltins, "comma list of controllers start will run, or all or none")
+	o.Serve.bindWhatRuns(b)
+	o.Serve.bindUpstream(b)
 	bind(b, &o.LeaseNamespace, "lease-namespace", catCluster, "namespace for the session Lease and the canary ConfigMap: the Role's")
 	bind(b, &o.Tunnel.Enabled, "tunnel", catTunnel, "add what start --tunnel needs: a Role in --tunnel-namespace for the relay's objects and the pod port-forward")
 	bind(b, &o.Tunnel.Namespace, "tunnel-namespace", catTunnel, "tunnel: the namespace of that Role, where start --tunnel deploys its relay (it must exist)")
@@ -32,7 +37,7 @@ func (o *RBACOptions) bind(b *binder) {
 }
 
 func rbacCommand() (*cli.Command, *binder) {
-	o := RBACOptions{Webhooks: "all", Controllers: "all", LeaseNamespace: "default", Subject: "group:hookback-developers",
+	o := RBACOptions{Serve: ServeOptions{Webhooks: "all", Controllers: "all"}, LeaseNamespace: "default", Subject: "group:hookback-developers",
 		Name: "hookback-developer", Tunnel: session.TunnelConfig{Namespace: session.DefaultTunnelNamespace}}
 	g, b := defaultGlobalOptions(), &binder{}
 	o.bind(b)
@@ -43,8 +48,10 @@ func rbacCommand() (*cli.Command, *binder) {
 the selected built-ins: a ClusterRole for what is needed cluster-wide, a Role in
 --lease-namespace for the session Lease and the canary, and a binding of each to
 --subject. They are derived from the same declarations check verifies (docs/rbac.yaml
-is this command's output with every built-in). Your own webhooks need nothing more:
-hookback only forwards their reviews. Note that the exec-rbac controller makes the
+is this command's output with every built-in). Your own webhooks (--webhook-config,
+or a kubebuilder project, where the built-ins are off, see --project) add what their
+CRDs need: reading them, installing a missing one and redirecting its conversion;
+their reviews themselves are only forwarded. Note that the exec-rbac controller makes the
 role include pods/exec cluster-wide: RBAC lets only a holder of a permission grant it
 (escalation prevention). Without exec-rbac (--controllers pod-name-label) it does not.
 With --tunnel it adds a Role in --tunnel-namespace (which must exist) for the relay
@@ -52,6 +59,7 @@ start --tunnel deploys there and the pod port-forward to it.` + examplesText(rba
 		Flags: withGlobal(&g, b),
 		Action: func(c *cli.Context) error {
 			b.load(c)
+			o.Serve.resolveProject(c)
 			return runRBAC(c, o)
 		},
 	}
@@ -59,20 +67,19 @@ start --tunnel deploys there and the pod port-forward to it.` + examplesText(rba
 }
 
 func runRBAC(c *cli.Context, o RBACOptions) error {
-	hooks, err := session.SelectWebhooks(splitList(o.Webhooks))
-	if err != nil {
+	user, userErr := o.Serve.user()
+	if err := errors.Join(validateSelection(o.Serve.Webhooks, o.Serve.Controllers), userErr, o.Serve.projectErr); err != nil {
 		return usage(err)
 	}
-	ctls, err := session.SelectControllers(splitList(o.Controllers))
-	if err != nil {
-		return usage(err)
-	}
+	hooks, _ := session.SelectWebhooks(splitList(o.Serve.Webhooks))
+	ctls, _ := session.SelectControllers(splitList(o.Serve.Controllers))
 	subject, err := parseSubject(o.Subject)
 	if err != nil {
 		return usage(err)
 	}
-	out, err := session.RBACYAML(session.Config{LeaseNamespace: o.LeaseNamespace, Webhooks: hooks, Controllers: ctls, Tunnel: o.Tunnel},
-		o.Name, []rbacv1.Subject{subject})
+	cfg := session.Config{LeaseNamespace: o.LeaseNamespace, Webhooks: hooks, Controllers: ctls, Tunnel: o.Tunnel,
+		User: user, Project: o.Serve.project}
+	out, err := session.RBACYAML(cfg, o.Name, []rbacv1.Subject{subject})
 	if err != nil {
 		return err
 	}

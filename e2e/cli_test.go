@@ -39,6 +39,11 @@ func newShellEnv(t *testing.T) *shellEnv {
 	}
 	copyFile(t, repoPath("testdata", "webhook", "pod-name", "v1-create-banned-name.json"), filepath.Join(dir, "review.json"))
 	copyFile(t, repoPath("webhook-url.yaml.tmpl"), filepath.Join(dir, "my-webhooks.yaml.tmpl"))
+	// An operator project's config/, kustomize directories as kubebuilder
+	// lays them out, for the examples that read one.
+	if err := os.CopyFS(filepath.Join(dir, "config"), os.DirFS(repoPath("e2e", "crmanager", "config"))); err != nil {
+		t.Fatal(err)
+	}
 	return &shellEnv{dir: dir, environ: append(os.Environ(),
 		"PATH="+path+":"+os.Getenv("PATH"),
 		"KUBECONFIG="+env.kubeconfig,

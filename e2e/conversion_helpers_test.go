@@ -63,17 +63,7 @@ type crManager struct {
 // the manager with it and args; it stops at the end of the test.
 func startCRManager(t *testing.T, args ...string) *crManager {
 	t.Helper()
-	certDir := t.TempDir()
-	key := newKey(t)
-	tmpl := &x509.Certificate{Subject: pkix.Name{CommonName: "crmanager"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true, IsCA: true}
-	der := sign(t, tmpl, tmpl, key, key)
-	for name, data := range map[string][]byte{"tls.crt": pemBlock("CERTIFICATE", der), "tls.key": keyPEM(t, key)} {
-		if err := os.WriteFile(filepath.Join(certDir, name), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	certDir := crManagerCert(t)
 	m := &crManager{Port: freePort(t), Cert: filepath.Join(certDir, "tls.crt"), args: args}
 	m.URL = "https://127.0.0.1:" + strconv.Itoa(m.Port)
 	m.start(t, certDir)
@@ -113,6 +103,24 @@ func (m *crManager) stop(t *testing.T) {
 	m.stopped = true
 	_ = m.cmd.Process.Signal(syscall.SIGTERM)
 	<-m.done
+}
+
+// crManagerCert writes a self-signed tls.crt/tls.key for 127.0.0.1, as a
+// developer's manager has, into a new directory it returns.
+func crManagerCert(t *testing.T) string {
+	t.Helper()
+	certDir := t.TempDir()
+	key := newKey(t)
+	tmpl := &x509.Certificate{Subject: pkix.Name{CommonName: "crmanager"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true, IsCA: true}
+	der := sign(t, tmpl, tmpl, key, key)
+	for name, data := range map[string][]byte{"tls.crt": pemBlock("CERTIFICATE", der), "tls.key": keyPEM(t, key)} {
+		if err := os.WriteFile(filepath.Join(certDir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return certDir
 }
 
 // crManifests is the manager's config/default, a kustomize directory shaped

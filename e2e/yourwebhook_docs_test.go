@@ -243,6 +243,12 @@ func docProject(t *testing.T, d *docRun, mgrPort int, projectFile, title string)
 	if out, err := sh(s, check); err != nil || !strings.Contains(out, "project "+title) || !strings.Contains(out, "Upstream:  https://127.0.0.1:9443") {
 		t.Errorf("%s: %v, want it to check project %s and its upstream 9443:\n%s", check, err, title, out)
 	}
+	// rbac in the same project: the roles for its webhooks, none of the
+	// built-ins' (pods/exec is exec-rbac's).
+	rbac := d.block(heading, "sh", 2).cmds[1].cmd
+	if out, err := sh(s, rbac); err != nil || !strings.Contains(out, "validatingwebhookconfigurations") || strings.Contains(out, "pods/exec") {
+		t.Errorf("%s: %v, want the project's roles without the built-ins':\n%s", rbac, err, out)
+	}
 	// start on the manager's port, 9443's stand-in.
 	s.environ = append(s.environ, "HOOKBACK_UPSTREAM=https://127.0.0.1:"+strconv.Itoa(mgrPort))
 	start := serve(t, s, d.block(heading, "sh", 0).cmds[0].cmd, 0)

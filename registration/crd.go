@@ -108,10 +108,14 @@ type CRDs struct {
 	told map[string]bool
 }
 
-// Target is where a redirected conversion points: hookback's base URL and
+// Target is where a redirected conversion points: hookback's base URL, or
+// with `start --tunnel` the Service of the session's relay, and the
 // caBundle (base64 PEM, "" for none).
 type Target struct {
 	URL, CABundle string
+	// Service, when set, replaces URL: the conversion goes to this
+	// Service's port, with the conversion's own path.
+	Service *ServiceRef
 }
 
 // Ensure installs each CRD missing from the cluster and redirects the
@@ -231,6 +235,9 @@ func redirectedConversion(prev any, path string, to Target) map[string]any {
 		}
 	}
 	cc := map[string]any{"url": strings.TrimRight(to.URL, "/") + path}
+	if svc := to.Service; svc != nil {
+		cc = map[string]any{"service": map[string]any{"namespace": svc.Namespace, "name": svc.Name, "path": path, "port": int64(svc.Port)}}
+	}
 	if to.CABundle != "" {
 		cc["caBundle"] = to.CABundle
 	}

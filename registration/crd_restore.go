@@ -127,7 +127,12 @@ func (c *CRDs) restoreOne(ctx context.Context, o *unstructured.Unstructured) err
 		return fmt.Errorf("CustomResourceDefinition %q: annotation %s is not JSON: %w (put spec.conversion back by hand, then remove the annotation)", name, AnnotationConversion, err)
 	}
 	ops := []patchOp{{Op: "test", Path: "/metadata/resourceVersion", Value: o.GetResourceVersion()}}
+	// hookback's own stanza names its path, by url or (with --tunnel) by
+	// the relay's Service.
 	current, _, _ := unstructured.NestedString(o.Object, "spec", "conversion", "webhook", "clientConfig", "url")
+	if svcPath, ok, _ := unstructured.NestedString(o.Object, "spec", "conversion", "webhook", "clientConfig", "service", "path"); ok {
+		current = svcPath
+	}
 	switch {
 	case !strings.Contains(current, ConvertPathPrefix+url.PathEscape(name)+"/"):
 		c.Log.Warn("conversion webhook changed by someone else since hookback redirected it: kept as it is", "crd", name)

@@ -97,6 +97,32 @@ func TestRedirectAndRestoreExactly(t *testing.T) {
 	}
 }
 
+// TestRedirectToService: under `start --tunnel` the conversion points at
+// the relay's Service, with the conversion's path, and is restored exactly.
+func TestRedirectToService(t *testing.T) {
+	live := crdObject(t, "widgets.shop.io", liveConversion)
+	c := &CRDs{Dynamic: fakeDynamic(live), Session: "s1", LeaseRef: "default/hookback-s1", Log: slog.New(slog.DiscardHandler)}
+	crds, err := CRDsOf(&Manifests{CRDs: []*unstructured.Unstructured{crdObject(t, "widgets.shop.io", liveConversion)}, CRDSources: []Document{{Source: "crd.yaml", Index: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := Target{URL: "https://ignored", CABundle: "QUJD", Service: &ServiceRef{Namespace: "hookback-system", Name: "hookback-relay-s1", Port: 443}}
+	if _, _, err := c.Ensure(context.Background(), crds, func(string) bool { return true }, to); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := liveStanza(t, c, "widgets.shop.io")
+	want := `{"strategy":"Webhook","webhook":{"clientConfig":{"caBundle":"QUJD","service":{"name":"hookback-relay-s1","namespace":"hookback-system","path":"/convert/widgets.shop.io/convert","port":443}},"conversionReviewVersions":["v1","v1beta1"]}}`
+	if got != want {
+		t.Errorf("redirected:\n%s\nwant\n%s", got, want)
+	}
+	if _, err := c.Restore(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := liveStanza(t, c, "widgets.shop.io"); got != liveConversion {
+		t.Errorf("restored:\n%s\nwant byte for byte\n%s", got, liveConversion)
+	}
+}
+
 func TestEnsureReportsDifferencesAndFilters(t *testing.T) {
 	live := crdObject(t, "widgets.shop.io", `{"strategy":"None"}`)
 	want := crdObject(t, "widgets.shop.io", liveConversion)

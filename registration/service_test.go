@@ -2,6 +2,7 @@ package registration
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -84,6 +85,12 @@ func TestPointAtService(t *testing.T) {
 			if !reflect.DeepEqual(cc, want) || cc["service"].(map[string]any)["path"] == "" {
 				t.Errorf("clientConfig = %v, want %v with the url's path", cc, want)
 			}
+		}
+	}
+	// The banner's list says where each webhook now goes.
+	for _, line := range reg.Webhooks() {
+		if !strings.Contains(line, " -> service ns/relay:443/") {
+			t.Errorf("banner line %q: want the Service and path", line)
 		}
 	}
 }

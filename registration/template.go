@@ -234,11 +234,24 @@ func (r *Registration) Webhooks() []string {
 		hooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
 		for _, h := range hooks {
 			hm, _ := h.(map[string]any)
-			u, _, _ := unstructured.NestedString(hm, "clientConfig", "url")
-			out = append(out, fmt.Sprintf("%v -> %s", hm["name"], u))
+			out = append(out, fmt.Sprintf("%v -> %s", hm["name"], clientConfigTarget(hm)))
 		}
 	}
 	return out
+}
+
+// clientConfigTarget is where a webhook's clientConfig sends reviews: its
+// url, or (with --tunnel) its Service as "service NS/NAME:PORT/PATH".
+func clientConfigTarget(hook map[string]any) string {
+	if u, _, _ := unstructured.NestedString(hook, "clientConfig", "url"); u != "" {
+		return u
+	}
+	svc, ok, _ := unstructured.NestedMap(hook, "clientConfig", "service")
+	if !ok {
+		return "(no clientConfig)"
+	}
+	path, _ := svc["path"].(string)
+	return fmt.Sprintf("service %v/%v:%v%s", svc["namespace"], svc["name"], svc["port"], path)
 }
 
 // Template is the webhook configuration template and where it comes from.

@@ -94,17 +94,19 @@ func (r *run) ensureCRDs(ctx context.Context, bundle string) error {
 	if c == nil || len(c.crds) == 0 {
 		return nil
 	}
-	if r.tunnel != nil && len(c.hooks) > 0 {
-		r.cfg.Log.Warn("conversion webhooks are not redirected through --tunnel yet: CRDs keep their conversion")
-		c = &conversions{crds: c.crds}
-	}
 	// Run set the filter from the scope (scopeConversions), saying once
 	// which CRDs it leaves alone; nil (a Config built by hand) selects all.
 	redirect := r.cfg.RedirectConversion
 	if redirect == nil {
 		redirect = func(string) bool { return true }
 	}
-	installed, redirected, err := r.crds().Ensure(ctx, c.crds, redirect, registration.Target{URL: r.url, CABundle: bundle})
+	to := registration.Target{URL: r.url, CABundle: bundle}
+	if r.tunnel != nil {
+		// The apiserver reaches hookback only through the relay's Service.
+		svc := r.tunnel.service()
+		to.Service = &svc
+	}
+	installed, redirected, err := r.crds().Ensure(ctx, c.crds, redirect, to)
 	r.conversions.installed = appendNew(r.conversions.installed, installed...)
 	r.conversions.redirected = appendNew(r.conversions.redirected, redirected...)
 	return err

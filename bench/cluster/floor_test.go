@@ -13,6 +13,13 @@ import (
 // TestMain lets the test binary be the floor process, as the bench binary
 // is when the latency section starts one.
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(convProxyEnv); spec != "" {
+		if err := runConvProxy(spec); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if spec := os.Getenv(floorEnv); spec != "" {
 		if err := runFloor(spec); err != nil {
 			os.Stderr.WriteString(err.Error() + "\n")

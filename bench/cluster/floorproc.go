@@ -61,8 +61,15 @@ func startFloorProcess(namespace string, mutating bool) (*floorProcess, error) {
 	if mutating {
 		spec += ",mutating"
 	}
+	return startServerProcess(self, floorEnv+"="+spec)
+}
+
+// startServerProcess runs this program as the server env selects (a floor,
+// the conversion proxy) and reads where it serves from its first line.
+func startServerProcess(self, env string) (*floorProcess, error) {
+	var err error
 	p := &floorProcess{cmd: exec.Command(self), done: make(chan struct{})}
-	p.cmd.Env = append(os.Environ(), floorEnv+"="+spec)
+	p.cmd.Env = append(os.Environ(), env)
 	p.cmd.Stderr = os.Stderr
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
 		return nil, err

@@ -74,6 +74,12 @@ func main() {
 		}
 		return
 	}
+	if spec := os.Getenv(convProxyEnv); spec != "" {
+		if err := runConvProxy(spec); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	if spec := os.Getenv(floorEnv); spec != "" {
 		if err := runFloor(spec); err != nil {
 			log.Fatal(err)
@@ -100,7 +106,7 @@ func main() {
 	flag.StringVar(&c.crdFile, "crd", "e2e/crmanager/config/crd/bases/e2e.hookback.dev_widgets.yaml", "conversion: the CRD the manager converts")
 	flag.IntVar(&c.objects, "objects", 1000, "conversion: widgets listed in their non-storage version")
 	flag.IntVar(&c.lists, "lists", 10, "conversion: timed lists per path and round")
-	flag.IntVar(&c.rounds, "rounds", 4, "conversion: rounds, each direct then through hookback")
+	flag.IntVar(&c.rounds, "rounds", 4, "conversion: rounds, each through a bare forwarding proxy, then direct, then through hookback")
 	flag.Parse()
 	log.SetFlags(log.Ltime | log.Lmicroseconds)
 	log.SetPrefix("bench-cluster: ")
