@@ -19,6 +19,7 @@ import (
 	"github.com/hookback/hookback/controller"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/tunnel"
 	"github.com/hookback/hookback/webhook"
 )
 
@@ -31,7 +32,7 @@ func Permissions(cfg Config) ([]admission.Permission, error) {
 	}
 	var tun []admission.Permission
 	if cfg.Tunnel.Enabled {
-		tun = tunnelPermissions(cfg.withDefaults().Tunnel.Namespace)
+		tun = tunnel.Permissions(cfg.withDefaults().Tunnel.Namespace)
 	}
 	crd, err := cfg.User.permissions()
 	if err != nil {

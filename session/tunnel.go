@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 
-	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/advertise"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/tunnel"
@@ -11,9 +10,6 @@ import (
 
 // This file is the run's glue to the reverse tunnel (`start --tunnel`);
 // the relay's lifecycle itself lives in tunnel/.
-
-// tunnelPermissions are what the tunnel part needs, for Permissions.
-func tunnelPermissions(ns string) []admission.Permission { return tunnel.Permissions(ns) }
 
 // reach decides how the apiserver reaches this process: directly at the
 // advertised address, or with --tunnel through the session's relay, whose

@@ -35,7 +35,7 @@ func newTestTunnel(t *testing.T, c tunnel.Clients, session, ns string) *tunnel.S
 // TestTunnelConfig: the session's Validate and Permissions include the
 // tunnel's (tunnel/ TestConfig and TestPermissions hold the rest).
 func TestTunnelConfig(t *testing.T) {
-	base := Config{Session: "dev", LeaseNamespace: "default", Certs: certs.Options{Mode: certs.ModeSelfSigned}, WebhookOptions: webhook.DefaultOptions(),
+	base := Config{Session: "dev", Port: 8643, LeaseNamespace: "default", Certs: certs.Options{Mode: certs.ModeSelfSigned}, WebhookOptions: webhook.DefaultOptions(),
 		Tunnel: tunnel.Config{Enabled: true, Namespace: "hookback-system", Image: "img"}}
 	tests := []struct {
 		name   string
