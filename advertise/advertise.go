@@ -48,7 +48,7 @@ import (
 )
 
 // ErrNoAddress means no strategy found a usable address.
-var ErrNoAddress = errors.New("tunnel: no address the apiserver can reach")
+var ErrNoAddress = errors.New("advertise: no address the apiserver can reach")
 
 // Decision is the address to advertise and why.
 type Decision struct {
@@ -81,7 +81,7 @@ type Input struct {
 func (in Input) ServerHost() (string, error) {
 	u, err := url.Parse(in.Server)
 	if err != nil || u.Hostname() == "" {
-		return "", fmt.Errorf("tunnel: apiserver address %q is not a URL", in.Server)
+		return "", fmt.Errorf("advertise: apiserver address %q is not a URL", in.Server)
 	}
 	return u.Hostname(), nil
 }
@@ -120,7 +120,7 @@ func Decide(ctx context.Context, in Input, strategies []Strategy) (Decision, err
 	for _, s := range strategies {
 		d, ok, err := s.Decide(ctx, in)
 		if err != nil {
-			return Decision{Skipped: skipped}, fmt.Errorf("tunnel: strategy %s: %w", s.Name(), err)
+			return Decision{Skipped: skipped}, fmt.Errorf("advertise: strategy %s: %w", s.Name(), err)
 		}
 		if ok {
 			d.Strategy = s.Name()

@@ -111,7 +111,7 @@ func (o AuditOptions) Validate() error {
 func runAudit(c *cli.Context, ext Extension, o AuditOptions) error {
 	o.Serve.resolveProject(c)
 	if err := o.Validate(); err != nil {
-		return usage(err)
+		return usage(errors.Join(err, o.Serve.config(ext, discardLog).Validate()))
 	}
 	log := o.Serve.logger(c.App.ErrWriter)
 	cfg := o.Serve.config(ext, log)

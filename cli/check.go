@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/session"
+	"github.com/hookback/hookback/tunnel"
 )
 
 var checkExamples = []Example{
@@ -28,7 +29,7 @@ var checkExamples = []Example{
 type CheckOptions struct {
 	GlobalOptions
 	AdvertiseAddress, LeaseNamespace string
-	Tunnel                           session.TunnelConfig
+	Tunnel                           tunnel.Config
 	RequestTimeout                   time.Duration
 	// Serve holds what start would run: the built-ins, your webhooks and
 	// CRDs (--webhook-config, --project) and the upstreams, which are probed.
@@ -48,7 +49,7 @@ func (o *CheckOptions) bind(b *binder) {
 
 func checkCommand() (*cli.Command, *binder) {
 	o := CheckOptions{GlobalOptions: defaultGlobalOptions(), LeaseNamespace: "default", RequestTimeout: 10 * time.Second,
-		Tunnel: session.TunnelConfig{Namespace: session.DefaultTunnelNamespace}, Serve: ServeOptions{Webhooks: "all", Controllers: "all"}}
+		Tunnel: tunnel.Config{Namespace: tunnel.DefaultNamespace}, Serve: ServeOptions{Webhooks: "all", Controllers: "all"}}
 	b := &binder{}
 	o.bind(b)
 	cmd := &cli.Command{
@@ -101,14 +102,14 @@ func runCheck(c *cli.Context, o CheckOptions) error {
 	fmt.Fprintf(out, "User:      %s (groups: %s)\n", who.Username, strings.Join(who.Groups, ", "))
 	// start would fail on an undecidable address, so check fails too, but
 	// only after the permissions, which are worth seeing either way.
-	tunnel := o.Tunnel
+	tun := o.Tunnel
 	sc, err := checkConfig(o)
 	if err != nil {
 		return usage(err)
 	}
 	var adErr error
-	if tunnel.Enabled {
-		fmt.Fprintf(out, "Advertise: none needed (--tunnel: the apiserver calls a relay in namespace %s, reached through its pod port-forward)\n", tunnel.Namespace)
+	if tun.Enabled {
+		fmt.Fprintf(out, "Advertise: none needed (--tunnel: the apiserver calls a relay in namespace %s, reached through its pod port-forward)\n", tun.Namespace)
 	} else {
 		adErr = printAdvertise(ctx, out, log, o.AdvertiseAddress, cfg)
 	}

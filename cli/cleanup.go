@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/hookback/hookback/session"
+	"github.com/hookback/hookback/tunnel"
 )
 
 var cleanupExamples = []Example{
@@ -31,7 +32,7 @@ func (o *CleanupOptions) bind(b *binder) {
 }
 
 func cleanupCommand() (*cli.Command, *binder) {
-	o := CleanupOptions{GlobalOptions: defaultGlobalOptions(), LeaseNamespace: "default", TunnelNamespace: session.DefaultTunnelNamespace}
+	o := CleanupOptions{GlobalOptions: defaultGlobalOptions(), LeaseNamespace: "default", TunnelNamespace: tunnel.DefaultNamespace}
 	b := &binder{}
 	o.bind(b)
 	cmd := &cli.Command{

@@ -15,11 +15,13 @@ import (
 
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/incluster"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/project"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/session"
+	"github.com/hookback/hookback/tunnel"
 	"github.com/hookback/hookback/upstream"
 	"github.com/hookback/hookback/webhook"
 )
@@ -178,31 +180,6 @@ func bindWebhookOptions(b *binder, o *webhook.Options) {
 	bind(b, &o.CPUOversellFactor, "cpu-oversell-factor", catBuiltins, "node-status: multiply node allocatable CPU by this (1 disables)")
 }
 
-// webhookOptionFlags spells each webhook option as the flag that sets it.
-var webhookOptionFlags = map[string]string{
-	webhook.OptionBannedWords:       "--banned-words",
-	webhook.OptionSidecarImage:      "--sidecar-image",
-	webhook.OptionCPUOversellFactor: "--cpu-oversell-factor",
-}
-
-// validateWebhookOptions is o.Validate with each problem naming its flag.
-func validateWebhookOptions(o webhook.Options) error {
-	err := o.Validate()
-	joined, ok := err.(interface{ Unwrap() []error })
-	if !ok {
-		return err
-	}
-	var errs []error
-	for _, e := range joined.Unwrap() {
-		var oe *webhook.OptionError
-		if errors.As(e, &oe) && webhookOptionFlags[oe.Option] != "" {
-			e = fmt.Errorf("%s %s: want %s", webhookOptionFlags[oe.Option], oe.Value, oe.Want)
-		}
-		errs = append(errs, e)
-	}
-	return errors.Join(errs...)
-}
-
 // user reads the flags of your own webhooks.
 func (o ServeOptions) user() (session.UserWebhooks, error) {
 	u := session.UserWebhooks{Manifests: o.WebhookConfig, Stdin: os.Stdin, UpstreamCA: o.UpstreamCA,
@@ -219,19 +196,34 @@ func (o ServeOptions) user() (session.UserWebhooks, error) {
 	return u, errors.Join(errs...)
 }
 
-// Validate reports every problem at once.
+// Validate reports the flags' own problems: their syntax (lists, upstream
+// specs, the log settings) and the project. Every rule of the Config itself
+// lives once in the library (session.Config.Validate), which Run, Render
+// and Audit run.
 func (o ServeOptions) Validate() error {
-	user, userErr := o.user()
-	errs := []error{o.GlobalOptions.Validate(), o.certs().Validate(), validateWebhookOptions(o.Webhook), userErr, o.projectErr, user.Validate(),
-		o.Scope.Validate()}
-	if o.Session != "" && sanitizeSession(o.Session) != o.Session {
-		errs = append(errs, fmt.Errorf("--session %q: use lowercase letters, digits and '-', at most 40 characters", o.Session))
+	_, userErr := o.user()
+	return errors.Join(o.GlobalOptions.Validate(), userErr, o.projectErr, validateSelection(o.Webhooks, o.Controllers))
+}
+
+// check is Validate; when the flags already fail, the Config's problems are
+// added, so every problem is reported at once. Otherwise the library
+// validates the Config, once.
+func (o ServeOptions) check(ext Extension) error {
+	if err := o.Validate(); err != nil {
+		return errors.Join(err, o.config(ext, discardLog).Validate())
 	}
-	if o.Port < 1 || o.Port > 65535 {
-		errs = append(errs, fmt.Errorf("--port %d: want a TCP port, 1 to 65535", o.Port))
+	return nil
+}
+
+var discardLog = slog.New(slog.DiscardHandler)
+
+// configUsage shows what the library's validation reports as a usage
+// error, like the flags' own problems.
+func configUsage(err error) error {
+	if errors.Is(err, session.ErrInvalidConfig) || errors.Is(err, incluster.ErrInvalidConfig) {
+		return usage(err)
 	}
-	errs = append(errs, validateSelection(o.Webhooks, o.Controllers))
-	return errors.Join(errs...)
+	return err
 }
 
 // validateSelection checks --webhooks and --controllers.
@@ -279,7 +271,7 @@ type StartOptions struct {
 	Inspector                    session.InspectorConfig
 	NoVerify                     bool
 	VerifyTimeout, LeaseDuration time.Duration
-	Tunnel                       session.TunnelConfig
+	Tunnel                       tunnel.Config
 	// UpstreamCertDir gets a serving certificate for your webhook server.
 	UpstreamCertDir string
 	// LateAnswerTimeout bounds how long a late answer is still read.
@@ -292,7 +284,7 @@ func defaultStartOptions() StartOptions {
 	return StartOptions{ServeOptions: defaultServeOptions(), HealthAddress: DefaultHealthAddress,
 		VerifyTimeout: 15 * time.Second, LeaseDuration: 30 * time.Second, LateAnswerTimeout: upstream.DefaultLateAnswerTimeout,
 		Inspector: session.InspectorConfig{Address: inspector.DefaultAddress, Keep: inspector.DefaultKeep},
-		Tunnel:    session.TunnelConfig{Namespace: session.DefaultTunnelNamespace, Image: defaultImage(version())}}
+		Tunnel:    tunnel.Config{Namespace: tunnel.DefaultNamespace, Image: defaultImage(version())}}
 }
 
 func (o *StartOptions) bind(b *binder) {
@@ -315,23 +307,12 @@ func (o *StartOptions) bind(b *binder) {
 	bind(b, &o.Tunnel.Image, "relay-image", catTunnel, "tunnel: image that runs the relay (hookback relay); a dev build defaults to :latest")
 }
 
-// Validate reports every problem at once.
-func (o StartOptions) Validate() error {
-	errs := []error{o.ServeOptions.Validate()}
-	if o.VerifyTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("--verify-timeout %s: want more than 0", o.VerifyTimeout))
+// check is ServeOptions.check over start's whole Config.
+func (o StartOptions) check(ext Extension) error {
+	if err := o.Validate(); err != nil {
+		return errors.Join(err, o.config(ext, discardLog, io.Discard, false).Validate())
 	}
-	if o.LeaseDuration < time.Second {
-		errs = append(errs, fmt.Errorf("--lease-duration %s: want at least 1s", o.LeaseDuration))
-	}
-	errs = append(errs, o.Tunnel.Validate(o.AdvertiseAddress, o.TLSMode), o.Inspector.Validate())
-	if o.LateAnswerTimeout < 0 {
-		errs = append(errs, fmt.Errorf("--late-answer-timeout %s: want 0 (off) or more", o.LateAnswerTimeout))
-	}
-	if user, err := o.user(); err == nil {
-		errs = append(errs, o.shadow().Validate(user))
-	}
-	return errors.Join(errs...)
+	return nil
 }
 
 func (o StartOptions) config(ext Extension, log *slog.Logger, out io.Writer, inspectorDefault bool) session.Config {

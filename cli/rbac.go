@@ -9,6 +9,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/hookback/hookback/session"
+	"github.com/hookback/hookback/tunnel"
 )
 
 var rbacExamples = []Example{
@@ -20,7 +21,7 @@ var rbacExamples = []Example{
 // RBACOptions are rbac's flags.
 type RBACOptions struct {
 	LeaseNamespace, Subject, Name string
-	Tunnel                        session.TunnelConfig
+	Tunnel                        tunnel.Config
 	// Serve holds what start would run, as for check: the built-ins, your
 	// webhooks and CRDs (--webhook-config, --project).
 	Serve ServeOptions
@@ -38,7 +39,7 @@ func (o *RBACOptions) bind(b *binder) {
 
 func rbacCommand() (*cli.Command, *binder) {
 	o := RBACOptions{Serve: ServeOptions{Webhooks: "all", Controllers: "all"}, LeaseNamespace: "default", Subject: "group:hookback-developers",
-		Name: "hookback-developer", Tunnel: session.TunnelConfig{Namespace: session.DefaultTunnelNamespace}}
+		Name: "hookback-developer", Tunnel: tunnel.Config{Namespace: tunnel.DefaultNamespace}}
 	g, b := defaultGlobalOptions(), &binder{}
 	o.bind(b)
 	cmd := &cli.Command{

@@ -20,6 +20,7 @@ import (
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/record"
 	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/session"
 	"github.com/hookback/hookback/upstream"
 	"github.com/hookback/hookback/webhook"
 )
@@ -83,7 +84,7 @@ func runReplay(c *cli.Context, o ReplayOptions) error {
 		return usage(fmt.Errorf("replay takes one FILE (or - for stdin), got %d arguments", c.NArg()))
 	}
 	g, opts := o.GlobalOptions, o.Options
-	if err := errors.Join(g.Validate(), validateWebhookOptions(opts)); err != nil {
+	if err := errors.Join(g.Validate(), session.ValidateWebhookOptions(opts)); err != nil {
 		return usage(err)
 	}
 	body, err := readInput(c.Args().First())

@@ -56,13 +56,24 @@ func (o *PodOptions) bind(b *binder) {
 	bindWebhookOptions(b, &o.Webhook)
 }
 
-// Validate reports every problem at once.
+// Validate reports the flags' own problems; the rules of the ServeConfig
+// live once in incluster (ServeConfig.Validate), which Serve runs.
 func (o PodOptions) Validate() error {
-	return errors.Join(o.GlobalOptions.Validate(), validateWebhookOptions(o.Webhook), validateSelection(o.Webhooks, o.Controllers))
+	return errors.Join(o.GlobalOptions.Validate(), validateSelection(o.Webhooks, o.Controllers))
 }
 
-// config is the incluster.ServeConfig; call after Validate. Its own
-// Validate reports the rest.
+// check is Validate and config; when the flags already fail, the
+// ServeConfig's problems are added, so every problem is reported at once.
+func (o PodOptions) check(ext Extension) (incluster.ServeConfig, error) {
+	cfg, cfgErr := o.config(ext)
+	err := errors.Join(o.Validate(), cfgErr)
+	if err != nil && cfgErr == nil {
+		err = errors.Join(err, cfg.Validate())
+	}
+	return cfg, err
+}
+
+// config is the incluster.ServeConfig of the flags.
 func (o PodOptions) config(ext Extension) (incluster.ServeConfig, error) {
 	hooks, _ := session.SelectWebhooks(splitList(o.Webhooks))
 	ctls, _ := session.SelectControllers(splitList(o.Controllers))
@@ -103,18 +114,12 @@ exit; hookback uninstall removes the install.` + examplesText(serveExamples),
 			if o.Identity == "" {
 				o.Identity = os.Getenv("POD_NAME")
 			}
-			if err := o.Validate(); err != nil {
-				return usage(err)
-			}
-			cfg, err := o.config(ext)
+			cfg, err := o.check(ext)
 			if err != nil {
 				return usage(err)
 			}
-			if err := cfg.Validate(); err != nil {
-				return usage(err)
-			}
 			cfg.Log, cfg.Out = o.logger(c.App.ErrWriter), c.App.Writer
-			return incluster.Serve(c.Context, cfg)
+			return configUsage(incluster.Serve(c.Context, cfg))
 		},
 	}
 	return cmd, b

@@ -35,11 +35,11 @@ writes for it, and prints the command that starts the manager (docs/your-webhook
 		Action: func(c *cli.Context) error {
 			b.load(c)
 			o.resolveProject(c)
-			if err := o.Validate(); err != nil {
+			if err := o.check(ext); err != nil {
 				return usage(err)
 			}
 			log := o.logger(c.App.ErrWriter)
-			return session.Run(c.Context, o.config(ext, log, c.App.Writer, !c.IsSet("inspector-address")))
+			return configUsage(session.Run(c.Context, o.config(ext, log, c.App.Writer, !c.IsSet("inspector-address"))))
 		},
 	}
 	return cmd, b
@@ -82,12 +82,12 @@ Service, and the same webhook configurations with clientConfig.service reference
 				}
 			}
 			o.resolveProject(c)
-			if err := o.Validate(); err != nil {
+			if err := o.check(ext); err != nil {
 				return usage(err)
 			}
 			out, err := session.Render(c.Context, o.config(ext, o.logger(c.App.ErrWriter)))
 			if err != nil {
-				return err
+				return configUsage(err)
 			}
 			_, err = c.App.Writer.Write(out)
 			return err

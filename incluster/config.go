@@ -12,8 +12,10 @@ import (
 
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/internal/errkind"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/session"
 	"github.com/hookback/hookback/webhook"
 )
 
@@ -89,7 +91,13 @@ func (c ServeConfig) withDefaults() ServeConfig {
 	return c
 }
 
-// Validate reports every problem at once.
+// ErrInvalidConfig marks what ServeConfig.Validate and Options.Validate
+// report: the CLI shows it as a usage error, and errors.Is finds it in what
+// Serve and InCluster return.
+var ErrInvalidConfig = errors.New("incluster: invalid configuration")
+
+// Validate reports every problem at once. Serve runs it; a program that
+// embeds hookback gets the same errors as `hookback serve`.
 func (c ServeConfig) Validate() error {
 	var errs []error
 	for _, msg := range validation.IsDNS1123Label(c.Namespace) {
@@ -115,10 +123,13 @@ func (c ServeConfig) Validate() error {
 	if len(c.Template) == 0 {
 		errs = append(errs, errors.New("the webhook template is empty"))
 	}
-	if err := c.WebhookOptions.Validate(); err != nil {
+	if err := session.ValidateWebhookOptions(c.WebhookOptions); err != nil {
 		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
+	if len(errs) == 0 {
+		return nil
+	}
+	return errkind.New(ErrInvalidConfig, errors.Join(errs...))
 }
 
 // DNSNames are the names the apiserver may use for the Service; it dials

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/hookback/hookback/internal/errkind"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/session"
 	"github.com/hookback/hookback/webhook"
@@ -60,17 +61,18 @@ type Options struct {
 	CertManager bool
 }
 
-// Validate reports every problem at once.
+// Validate reports every problem at once, each naming the flag of render
+// --in-cluster that sets it; InCluster runs it.
 func (o Options) Validate() error {
 	var errs []error
-	for _, msg := range validation.IsDNS1123Label(o.Namespace) {
-		errs = append(errs, fmt.Errorf("namespace %q: %s", o.Namespace, msg))
+	if msgs := validation.IsDNS1123Label(o.Namespace); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("--install-namespace %q: %s", o.Namespace, strings.Join(msgs, "; ")))
 	}
-	if o.Image == "" {
-		errs = append(errs, errors.New("the image is empty"))
+	if o.Image == "" || strings.ContainsAny(o.Image, " \t\n") {
+		errs = append(errs, fmt.Errorf("--image %q: want an image reference", o.Image))
 	}
-	if o.Replicas < 1 {
-		errs = append(errs, fmt.Errorf("replicas %d: want at least 1", o.Replicas))
+	if o.Replicas < 1 || o.Replicas > 100 {
+		errs = append(errs, fmt.Errorf("--replicas %d: want 1 to 100", o.Replicas))
 	}
 	if len(o.Template) == 0 {
 		errs = append(errs, errors.New("the webhook template is empty"))
@@ -89,7 +91,7 @@ func Labels() map[string]string {
 // configurations.
 func InCluster(o Options) ([]runtime.Object, error) {
 	if err := o.Validate(); err != nil {
-		return nil, fmt.Errorf("render in-cluster: %w", err)
+		return nil, errkind.New(ErrInvalidConfig, err)
 	}
 	roles, err := rbac(o)
 	if err != nil {

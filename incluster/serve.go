@@ -43,31 +43,24 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		return err
 	}
 	defer crt.Stop()
-	metrics := server.NewMetrics()
-	comps, err := session.NewComponents(session.Config{Webhooks: cfg.Webhooks, Controllers: cfg.Controllers,
-		WebhookOptions: cfg.WebhookOptions, Log: cfg.Log}, cl.Watch, metrics.Registry)
-	if err != nil {
-		return err
-	}
-	defer comps.Shutdown()
 	objs, err := configurations(cfg)
 	if err != nil {
 		return err
 	}
-	srv, err := server.NewServer(server.ServerOptions{
-		Address:       net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.Port)),
-		HealthAddress: cfg.HealthAddress, TLS: crt.TLSConfig(), Webhooks: comps.Webhooks,
-		Log: cfg.Log, Metrics: metrics,
-	})
+	// The parts, assembled as start assembles them.
+	a, err := session.Assemble(ctx, session.AssemblyOptions{Webhooks: cfg.Webhooks, Controllers: cfg.Controllers,
+		WebhookOptions: cfg.WebhookOptions, Watch: cl.Watch, TLS: crt.TLSConfig(),
+		Address: net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.Port)), HealthAddress: cfg.HealthAddress, Log: cfg.Log})
 	if err != nil {
 		return err
 	}
-	lead, err := newLeader(cl.Client, cfg, comps.Controllers(), metrics.Registry, cl.Now)
+	defer a.Shutdown()
+	lead, err := newLeader(cl.Client, cfg, a.Controllers(), a.Metrics.Registry, cl.Now)
 	if err != nil {
 		return err
 	}
-	comps.Start()
-	r := &replica{cfg: cfg, cl: cl, srv: srv, certs: crt, comps: comps, leader: lead, objs: objs, started: started}
+	a.Start()
+	r := &replica{cfg: cfg, cl: cl, srv: a.Server, certs: crt, parts: a, leader: lead, objs: objs, started: started}
 	return r.run(ctx)
 }
 
@@ -116,7 +109,7 @@ type replica struct {
 	cl     *session.Cluster
 	srv    *server.Server
 	certs  certs.Certs
-	comps  *session.Components
+	parts  *session.Assembly
 	leader *leader
 	objs   []*unstructured.Unstructured
 	// started is when Serve began, for the ready line.
@@ -166,7 +159,7 @@ func (r *replica) loop(ctx context.Context, changed <-chan struct{}, errs *lifec
 	defer tick.Stop()
 	announced := false
 	for {
-		ready := !r.leader.leading.Load() || r.comps.Synced()
+		ready := !r.leader.leading.Load() || r.parts.Synced()
 		r.srv.SetReady(ready)
 		if ready && !announced {
 			announced = true

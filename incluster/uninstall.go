@@ -209,7 +209,7 @@ func (u *uninstaller) delete(ctx context.Context, steps []uninstallStep) error {
 func (u *uninstaller) occupant(ctx context.Context) string {
 	install := labels.SelectorFromSet(Labels())
 	automatic := map[string]string{"ConfigMap": "kube-root-ca.crt", "ServiceAccount": "default"}
-	return session.Occupant(ctx, u.dyn, u.ns, []schema.GroupVersionResource{
+	return registration.Occupant(ctx, u.dyn, u.ns, []schema.GroupVersionResource{
 		gvr("apps", "v1", "deployments"), gvr("", "v1", "pods"), gvr("", "v1", "services"),
 		gvr("", "v1", "secrets"), gvr("", "v1", "configmaps"), gvr("", "v1", "serviceaccounts"),
 	}, func(o *unstructured.Unstructured) bool {

@@ -40,6 +40,9 @@ type AuditConfig struct {
 // it, named, before anything is listed.
 func Audit(ctx context.Context, cfg Config, ac AuditConfig) ([]audit.Result, error) {
 	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	if cfg.Project != nil && cfg.User.UpstreamCA == "" && !cfg.User.UpstreamInsecure {
 		// The manager serves the certificate start wrote, signed by
 		// hookback's local CA.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/tunnel"
 	"github.com/hookback/hookback/webhook"
 )
 
@@ -26,7 +27,7 @@ func (r *run) banner(reg *registration.Registration, took, rtt time.Duration, ve
 	fmt.Fprintf(w, "  url:      %s\n  session:  %s\n  health:   http://%s/readyz\n", r.url, r.cfg.Session, r.server.HealthAddr())
 	if r.tunnel != nil {
 		fmt.Fprintf(w, "  tunnel:   relay %s/%s, through the apiserver's port-forward to %s\n",
-			r.tunnel.spec.Namespace, r.tunnel.spec.Name, r.server.Addr())
+			r.tunnel.Spec().Namespace, r.tunnel.Spec().Name, r.server.Addr())
 	}
 	if r.inspector != nil {
 		fmt.Fprintf(w, "  inspect:  %s\n", r.inspector.URL())
@@ -46,8 +47,8 @@ func (r *run) banner(reg *registration.Registration, took, rtt time.Duration, ve
 // cleanupCommand removes what this session leaves behind after a crash.
 func (r *run) cleanupCommand() string {
 	cmd := "hookback cleanup --session " + r.cfg.Session
-	if r.tunnel != nil && r.tunnel.spec.Namespace != DefaultTunnelNamespace {
-		cmd += " --tunnel-namespace " + r.tunnel.spec.Namespace
+	if r.tunnel != nil && r.tunnel.Spec().Namespace != tunnel.DefaultNamespace {
+		cmd += " --tunnel-namespace " + r.tunnel.Spec().Namespace
 	}
 	return cmd
 }

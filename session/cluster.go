@@ -74,7 +74,7 @@ func Connect(ctx context.Context, opts kubeconfig.Options, log *slog.Logger, per
 	return &Cluster{Config: cfg, Client: cs, Watch: watch, Dynamic: dyn}, nil
 }
 
-// Advertise decides the host the apiserver dials, with tunnel's default
+// Advertise decides the host the apiserver dials, with advertise's default
 // strategies on the kubeconfig, and logs which one chose it and why the
 // others were skipped. start, render and check all decide it this way.
 func Advertise(ctx context.Context, log *slog.Logger, explicit string, cfg *kubeconfig.Config) (advertise.Decision, error) {
@@ -98,8 +98,8 @@ func Advertise(ctx context.Context, log *slog.Logger, explicit string, cfg *kube
 
 // clusterAddresses lists the addresses the apiserver advertises (the
 // EndpointSlices of the default/kubernetes Service). For kind that is the
-// control-plane container's address on the kind network, from which tunnel
-// finds the local bridge when docker cannot tell; tunnel asks only then.
+// control-plane container's address on the kind network, from which advertise
+// finds the local bridge when docker cannot tell; advertise asks only then.
 func clusterAddresses(ctx context.Context, cfg *kubeconfig.Config) ([]net.IP, error) {
 	cs, err := cfg.Clientset(10 * time.Second)
 	if err != nil {

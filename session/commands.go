@@ -14,6 +14,7 @@ import (
 	"github.com/hookback/hookback/controller"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/tunnel"
 	"github.com/hookback/hookback/webhook"
 )
 
@@ -88,7 +89,7 @@ type CleanupConfig struct {
 	All            bool
 	LeaseNamespace string
 	// TunnelNamespace is where `start --tunnel` deploys relays; empty:
-	// DefaultTunnelNamespace.
+	// tunnel.DefaultNamespace.
 	TunnelNamespace string
 	Log             *slog.Logger
 }
@@ -116,10 +117,10 @@ func Cleanup(ctx context.Context, cfg CleanupConfig) ([]string, error) {
 	opts := registration.CleanupOptions{All: cfg.All, Sessions: cfg.Sessions, Stale: true, DefaultLeaseNamespace: cfg.LeaseNamespace, Now: kc.Clock.Now}
 	removed, err := r.Cleanup(ctx, opts)
 	if cfg.TunnelNamespace == "" {
-		cfg.TunnelNamespace = DefaultTunnelNamespace
+		cfg.TunnelNamespace = tunnel.DefaultNamespace
 	}
 	cl := &Cluster{Config: kc, Client: cs, Dynamic: dyn}
-	relays, rerr := cleanupRelays(ctx, cl, cfg.TunnelNamespace, "", opts, cfg.Log)
+	relays, rerr := tunnel.Cleanup(ctx, tunnel.Clients{Client: cl.Client, Dynamic: cl.Dynamic}, cfg.TunnelNamespace, "", opts, cfg.Log)
 	for _, s := range relays {
 		if !slices.Contains(removed, s) {
 			removed = append(removed, s)

@@ -129,24 +129,30 @@ func TestCleanupShared(t *testing.T) {
 	}
 }
 
-// TestComponents: the in-cluster serve mode gets the same built-ins start
-// builds, its informers sync, and Events its parts record reach the
-// cluster with their action.
-func TestComponents(t *testing.T) {
+// TestAssembly: the in-cluster serve mode gets the same built-ins start
+// assembles, its listeners are bound, its informers sync, and Events its
+// parts record reach the cluster with their action.
+func TestAssembly(t *testing.T) {
 	cs := fake.NewClientset()
-	cfg := Config{Webhooks: []string{webhook.NamePodEviction, webhook.NameNodeStatus}, Controllers: []string{controller.ExecRBACName},
-		WebhookOptions: webhook.DefaultOptions()}
-	c, err := NewComponents(cfg, cs, nil)
+	c, err := Assemble(context.Background(), AssemblyOptions{Webhooks: []string{webhook.NamePodEviction, webhook.NameNodeStatus},
+		Controllers: []string{controller.ExecRBACName}, WebhookOptions: webhook.DefaultOptions(), Watch: cs,
+		Address: "127.0.0.1:0", HealthAddress: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Shutdown()
-	if got := names(c.Webhooks); strings.Join(got, ",") != webhook.NamePodEviction+","+webhook.NameNodeStatus &&
-		strings.Join(got, ",") != webhook.NameNodeStatus+","+webhook.NamePodEviction {
-		t.Errorf("webhooks = %v", got)
+	if got := c.Server.Paths(); len(got) != 2 {
+		t.Errorf("served paths = %v, want pod-eviction's and node-status'", got)
+	}
+	if got := c.parts.names(); strings.Join(got, ",") != webhook.NamePodEviction+","+webhook.NameNodeStatus+","+controller.ExecRBACName &&
+		strings.Join(got, ",") != webhook.NameNodeStatus+","+webhook.NamePodEviction+","+controller.ExecRBACName {
+		t.Errorf("parts = %v", got)
 	}
 	if n := len(c.Controllers()); n != 1 {
 		t.Errorf("%d controllers, want 1", n)
+	}
+	if c.Inspector != nil {
+		t.Error("serve has no inspector, yet one was assembled")
 	}
 	c.Start()
 	waitFor(t, "the informers to sync", c.Synced)

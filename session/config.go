@@ -3,10 +3,10 @@ package session
 import (
 	"errors"
 	"fmt"
-	"github.com/hookback/hookback/project"
 	"io"
 	"log/slog"
 	"net"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,8 +15,11 @@ import (
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/internal/errkind"
 	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/project"
 	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/tunnel"
 	"github.com/hookback/hookback/webhook"
 )
 
@@ -27,7 +30,7 @@ type Config struct {
 	// Session names the run; every object it writes is suffixed with it.
 	Session string
 	// AdvertiseAddress is the IP or DNS name the apiserver dials; empty:
-	// decided from the kubeconfig (see tunnel.Decide).
+	// decided from the kubeconfig (see advertise.Decide).
 	AdvertiseAddress string
 	// BindAddress is where the webhooks listen; empty: the advertised host
 	// when this machine owns it, else every interface.
@@ -38,7 +41,7 @@ type Config struct {
 	Template      registration.Template
 	// Tunnel, when enabled, has the apiserver reach this process through a
 	// relay in the cluster instead of at AdvertiseAddress.
-	Tunnel TunnelConfig
+	Tunnel tunnel.Config
 	// Certs chooses the serving certificate; Run fills in Host.
 	Certs          certs.Options
 	LeaseNamespace string
@@ -81,17 +84,40 @@ type Config struct {
 	Kubectl string
 }
 
-// Validate reports every problem at once.
+// ErrInvalidConfig marks what Config.Validate reports: the CLI shows it as
+// a usage error, and errors.Is finds it in what Run, Render and Audit return.
+var ErrInvalidConfig = errors.New("session: invalid configuration")
+
+// validSession is a session name: it suffixes the names of what the session
+// writes, so it must stay a DNS label with room for the prefixes.
+var validSession = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$`)
+
+// Validate reports every problem at once, each naming the flag that sets
+// it. Run, Render and Audit run it once; a program that embeds hookback gets
+// the same errors as the CLI.
 func (c Config) Validate() error {
 	var errs []error
-	if c.Session == "" {
+	switch {
+	case c.Session == "":
 		errs = append(errs, errors.New("the session name is empty"))
+	case !validSession.MatchString(c.Session):
+		errs = append(errs, fmt.Errorf("--session %q: use lowercase letters, digits and '-', at most 40 characters", c.Session))
 	}
-	if c.Port < 0 || c.Port > 65535 {
-		errs = append(errs, fmt.Errorf("port %d is not a TCP port", c.Port))
+	if c.Port < 1 || c.Port > 65535 {
+		errs = append(errs, fmt.Errorf("--port %d: want a TCP port, 1 to 65535", c.Port))
 	}
 	if c.LeaseNamespace == "" {
 		errs = append(errs, errors.New("the lease namespace is empty"))
+	}
+	if c.User.LateAnswerTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--late-answer-timeout %s: want 0 (off) or more", c.User.LateAnswerTimeout))
+	}
+	// Zero durations take their defaults (withDefaults).
+	if c.VerifyTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--verify-timeout %s: want more than 0", c.VerifyTimeout))
+	}
+	if c.LeaseDuration != 0 && c.LeaseDuration < time.Second {
+		errs = append(errs, fmt.Errorf("--lease-duration %s: want at least 1s", c.LeaseDuration))
 	}
 	if err := c.Tunnel.Validate(c.AdvertiseAddress, c.Certs.Mode); err != nil {
 		errs = append(errs, err)
@@ -99,7 +125,7 @@ func (c Config) Validate() error {
 	if err := c.Certs.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := c.WebhookOptions.Validate(); err != nil {
+	if err := ValidateWebhookOptions(c.WebhookOptions); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.User.Validate(); err != nil {
@@ -120,6 +146,35 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("extra webhooks %s and %s both use path %s", prev, w.Name, w.Path))
 		}
 		paths[w.Path] = w.Name
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errkind.New(ErrInvalidConfig, errors.Join(errs...))
+}
+
+// webhookOptionFlags spells each webhook option as the flag that sets it.
+var webhookOptionFlags = map[string]string{
+	webhook.OptionBannedWords:       "--banned-words",
+	webhook.OptionSidecarImage:      "--sidecar-image",
+	webhook.OptionCPUOversellFactor: "--cpu-oversell-factor",
+}
+
+// ValidateWebhookOptions is o.Validate with each problem naming its flag,
+// as the rest of Validate does.
+func ValidateWebhookOptions(o webhook.Options) error {
+	err := o.Validate()
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return err
+	}
+	var errs []error
+	for _, e := range joined.Unwrap() {
+		var oe *webhook.OptionError
+		if errors.As(e, &oe) && webhookOptionFlags[oe.Option] != "" {
+			e = fmt.Errorf("%s %s: want %s", webhookOptionFlags[oe.Option], oe.Value, oe.Want)
+		}
+		errs = append(errs, e)
 	}
 	return errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -100,7 +101,7 @@ func TestConfigValidate(t *testing.T) {
 		{name: "valid", change: func(*Config) {}},
 		{name: "no session, port out of range, no lease namespace", change: func(c *Config) {
 			c.Session, c.Port, c.LeaseNamespace = "", 70000, ""
-		}, want: []string{"the session name is empty", "port 70000 is not a TCP port", "the lease namespace is empty"}},
+		}, want: []string{"the session name is empty", "--port 70000: want a TCP port, 1 to 65535", "the lease namespace is empty"}},
 		{name: "extra webhooks without a handler, on one path", change: func(c *Config) {
 			c.Extra = []admission.Webhook{{Name: "a", Path: "/x", Handler: allow}, {Name: "b", Path: "/x"}}
 		}, want: []string{`extra webhook "b" needs a name, a path starting with / and a handler`, "extra webhooks a and b both use path /x"}},
@@ -117,6 +118,14 @@ func TestConfigValidate(t *testing.T) {
 		}, want: []string{"--inspector-keep -1", "pass --inspector-expose"}},
 		{name: "files mode without files", change: func(c *Config) { c.Certs.Mode = certs.ModeFiles },
 			want: []string{"--tls-mode files needs --tls-cert-file and --tls-key-file"}},
+		{name: "a session name that is no DNS label", change: func(c *Config) { c.Session = "Not_Valid" },
+			want: []string{`--session "Not_Valid": use lowercase letters, digits and '-', at most 40 characters`}},
+		{name: "negative durations, a lease shorter than a second", change: func(c *Config) {
+			c.VerifyTimeout, c.LeaseDuration, c.User.LateAnswerTimeout = -time.Second, time.Millisecond, -time.Second
+		}, want: []string{"--verify-timeout -1s: want more than 0", "--lease-duration 1ms: want at least 1s",
+			"--late-answer-timeout -1s: want 0 (off) or more"}},
+		{name: "built-in options, each naming its flag", change: func(c *Config) { c.WebhookOptions.CPUOversellFactor = 0.5 },
+			want: []string{"--cpu-oversell-factor 0.5: want a finite number >= 1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -129,8 +138,8 @@ func TestConfigValidate(t *testing.T) {
 				}
 				return
 			}
-			if err == nil {
-				t.Fatalf("Validate = nil, want %q", tt.want)
+			if !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("Validate = %v, want an ErrInvalidConfig saying %q", err, tt.want)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {

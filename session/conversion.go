@@ -103,7 +103,7 @@ func (r *run) ensureCRDs(ctx context.Context, bundle string) error {
 	to := registration.Target{URL: r.url, CABundle: bundle}
 	if r.tunnel != nil {
 		// The apiserver reaches hookback only through the relay's Service.
-		svc := r.tunnel.service()
+		svc := r.tunnel.Service()
 		to.Service = &svc
 	}
 	installed, redirected, err := r.crds().Ensure(ctx, c.crds, redirect, to)

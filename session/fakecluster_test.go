@@ -59,8 +59,9 @@ func newFakeClients(t *testing.T, j *journal, objects ...runtime.Object) (*fake.
 	})
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		mutatingGVR: "MutatingWebhookConfigurationList", validatingGVR: "ValidatingWebhookConfigurationList",
-		registration.CRDResource: "CustomResourceDefinitionList",
-		relayResources[0].gvr:    "ServiceList", relayResources[1].gvr: "DeploymentList", relayResources[2].gvr: "SecretList", {Version: "v1", Resource: "pods"}: "PodList",
+		registration.CRDResource:              "CustomResourceDefinitionList",
+		{Version: "v1", Resource: "services"}: "ServiceList", {Group: "apps", Version: "v1", Resource: "deployments"}: "DeploymentList",
+		{Version: "v1", Resource: "secrets"}: "SecretList", {Version: "v1", Resource: "pods"}: "PodList",
 	})
 	dyn.PrependReactor("patch", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		p := a.(k8stesting.PatchAction)

@@ -24,11 +24,11 @@ import (
 // without an answer (drain).
 type lateReport struct {
 	log *slog.Logger
-	// store, dir and timeout are set before the server serves (attach).
-	store *inspector.Store
-	dir   *record.Recorder
 	// timeout is --late-answer-timeout: drain never waits longer.
 	timeout time.Duration
+	// store and dir are set before the server serves (attach).
+	store *inspector.Store
+	dir   *record.Recorder
 
 	mu sync.Mutex
 	// awaiting are the reviews whose late answer has not come, by webhook
@@ -52,14 +52,14 @@ type awaited struct {
 // handler that is about to answer, short enough not to hold up a stop.
 const lateDrain = 3 * time.Second
 
-func newLateReport(log *slog.Logger) *lateReport {
-	return &lateReport{log: log, awaiting: map[string][]awaited{}, answered: make(chan struct{}, 1)}
+func newLateReport(log *slog.Logger, timeout time.Duration) *lateReport {
+	return &lateReport{log: log, timeout: timeout, awaiting: map[string][]awaited{}, answered: make(chan struct{}, 1)}
 }
 
 // attach adds the inspector's store and the --record-dir recorder, once
 // they exist; either may be nil.
 func (l *lateReport) attach(cfg Config, store *inspector.Store) error {
-	l.store, l.timeout = store, cfg.User.LateAnswerTimeout
+	l.store = store
 	if cfg.RecordDir != "" {
 		dir, err := record.NewRecorder(cfg.RecordDir, cfg.Log)
 		if err != nil {
@@ -129,6 +129,9 @@ func (l *lateReport) report(webhook, path, instead string, a upstream.LateAnswer
 // then gets a log line and a --record-dir record marked late without an
 // answer, which hookback replay sends again.
 func (l *lateReport) drain() {
+	if l == nil {
+		return
+	}
 	l.drainWithin(min(lateDrain, l.timeout))
 }
 

@@ -72,10 +72,10 @@ func TestLateDrain(t *testing.T) {
 	// Before the server closes, which waits for its handlers.
 	t.Cleanup(func() { close(release) })
 	var logs syncBuffer
-	l := newLateReport(slog.New(slog.NewTextHandler(&logs, nil)))
+	l := newLateReport(slog.New(slog.NewTextHandler(&logs, nil)), time.Minute)
 	dir := t.TempDir()
-	cfg := Config{RecordDir: dir, User: UserWebhooks{LateAnswerTimeout: time.Minute}}
-	if err := l.attach(cfg, nil); err != nil {
+	// As the assembly attaches it: the record directory alone.
+	if err := l.attach(Config{RecordDir: dir}, nil); err != nil {
 		t.Fatal(err)
 	}
 	base, _ := url.Parse(srv.URL)
@@ -161,10 +161,7 @@ func TestLateDrainBound(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := newLateReport(slog.New(slog.DiscardHandler))
-			if err := l.attach(Config{User: UserWebhooks{LateAnswerTimeout: tt.timeout}}, nil); err != nil {
-				t.Fatal(err)
-			}
+			l := newLateReport(slog.New(slog.DiscardHandler), tt.timeout)
 			var opts upstream.Options
 			l.forward(&opts, "w", "/w", nil)
 			if tt.await {

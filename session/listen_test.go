@@ -9,12 +9,12 @@ import (
 )
 
 func TestListenHostAndCertOptions(t *testing.T) {
-	tun := &reverseTunnel{spec: tunnel.Spec{Name: "hookback-relay-s1", Namespace: "hookback-system"}}
+	tun := newTestTunnel(t, tunnel.Clients{}, "s1", "hookback-system")
 	cases := []struct {
 		name       string
 		configured string
 		host       string
-		tun        *reverseTunnel
+		tun        *tunnel.Session
 		wantBind   string
 	}{
 		{"bind address wins", "0.0.0.0", "127.0.0.1", nil, "0.0.0.0"},
@@ -33,8 +33,8 @@ func TestListenHostAndCertOptions(t *testing.T) {
 			if co.Host != c.host || co.ACME.ListenHost != bind {
 				t.Fatalf("certOptions: Host %q, ACME.ListenHost %q; want %q, %q", co.Host, co.ACME.ListenHost, c.host, bind)
 			}
-			if c.tun != nil && !slices.Equal(co.Names, c.tun.spec.DNSNames()[1:]) {
-				t.Fatalf("certOptions: Names %v, want the relay Service's other names %v", co.Names, c.tun.spec.DNSNames()[1:])
+			if c.tun != nil && !slices.Equal(co.Names, c.tun.Spec().DNSNames()[1:]) {
+				t.Fatalf("certOptions: Names %v, want the relay Service's other names %v", co.Names, c.tun.Spec().DNSNames()[1:])
 			}
 			if c.tun == nil && len(co.Names) != 0 {
 				t.Fatalf("certOptions: Names %v without a tunnel", co.Names)

@@ -22,12 +22,7 @@ func (c Config) withDefaults() Config {
 	if c.ReloadInterval == 0 {
 		c.ReloadInterval = 2 * time.Second
 	}
-	if c.Tunnel.Namespace == "" {
-		c.Tunnel.Namespace = DefaultTunnelNamespace
-	}
-	if c.Tunnel.AttachTimeout == 0 {
-		c.Tunnel.AttachTimeout = 2 * time.Minute
-	}
+	c.Tunnel = c.Tunnel.WithDefaults()
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
@@ -59,7 +54,7 @@ func (r *run) render(bundle string) (*registration.Registration, error) {
 		return nil, err
 	}
 	if r.tunnel != nil {
-		if err := registration.PointAtService(reg.Objects, r.tunnel.service()); err != nil {
+		if err := registration.PointAtService(reg.Objects, r.tunnel.Service()); err != nil {
 			return nil, err
 		}
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/controller"
 	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/tunnel"
 	"github.com/hookback/hookback/webhook"
 )
 
@@ -197,7 +198,7 @@ func TestStartTunnelNeverAttaches(t *testing.T) {
 	cs, dyn := newFakeClients(t, j)
 	cfg := startConfig(t, &syncBuffer{})
 	cfg.AdvertiseAddress = ""
-	cfg.Tunnel = TunnelConfig{Enabled: true, Namespace: "tun", Image: "relay:test", AttachTimeout: 300 * time.Millisecond}
+	cfg.Tunnel = tunnel.Config{Enabled: true, Namespace: "tun", Image: "relay:test", AttachTimeout: 300 * time.Millisecond}
 	// Nothing listens at port 1: the port-forward to the relay is refused.
 	kc := localConfig()
 	kc.Rest = &rest.Config{Host: "https://127.0.0.1:1"}
@@ -205,7 +206,7 @@ func TestStartTunnelNeverAttaches(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "did not attach within 300ms") || !strings.Contains(err.Error(), "kubectl -n tun describe pod") {
 		t.Fatalf("runOn = %v, want the attach timeout and how to look at the relay", err)
 	}
-	relay := relayName("unit")
+	relay := tunnel.RelayName("unit")
 	order := []string{"create lease", "apply " + relay, "delete " + relay, "delete lease"}
 	last := -1
 	for _, want := range order {

@@ -11,7 +11,6 @@ package session
 import (
 	"context"
 	"errors"
-	"github.com/hookback/hookback/internal/portholder"
 	"net"
 	"strconv"
 	"strings"
@@ -19,15 +18,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/informers"
 
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/certs"
-	"github.com/hookback/hookback/controller"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/internal/lifecycle"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/server"
+	"github.com/hookback/hookback/tunnel"
 )
 
 // Run runs one session until ctx is done. A clean stop returns nil.
@@ -69,72 +67,63 @@ func runOn(ctx context.Context, cfg Config, cl *Cluster, started time.Time) (err
 		return err
 	}
 	defer crt.Stop()
-
-	// Informers and the event sink outlive ctx: controllers and handlers may
-	// still use them while the session deregisters.
-	infCtx, stopInformers := context.WithCancel(context.WithoutCancel(ctx))
-	factory := controller.NewInformerFactory(cl.Watch, 0)
-	recorders := newEventRecorders(infCtx, cl.Watch)
-	defer func() {
-		stopInformers()
-		recorders.Shutdown()
-		factory.Shutdown()
-	}()
-	metrics := server.NewMetrics()
+	// Your webhooks and CRD conversions, forwarded to your server, with the
+	// serving certificate start writes for it.
 	pair, err := cfg.User.upstreamCert(cfg.Certs.StateDir, cfg.Log)
 	if err != nil {
 		return err
 	}
-	user, err := loadUserWebhooks(cfg.User, cfg)
+	y, err := loadYours(&cfg)
 	if err != nil {
 		return err
 	}
-	conv, err := loadConversions(user, cfg)
-	if err != nil {
-		return err
-	}
-	cfg.RedirectConversion = scopeConversions(cfg, conv)
-	store := newInspectorStore(cfg)
-	if err := user.late.attach(cfg, store); err != nil {
-		return err
-	}
-	defer user.late.drain()
-	if err := user.shadow.attach(cfg, store); err != nil {
-		return err
-	}
-	if err := user.shadow.register(metrics.Registry); err != nil {
-		return err
-	}
-	defer user.shadow.summary()
-	p, err := buildParts(cfg, cl, factory, recorders, metrics.Registry, store)
-	if err != nil {
-		return err
-	}
+	defer y.user.shadow.summary()
+	defer y.user.late.drain()
+	// 4. The parts assembled, as serve assembles them, and the listeners
+	// bound: a busy port fails before anything is written to the cluster.
 	canary := registration.NewCanary()
-	hooks := append(append(p.webhooks, user.hooks...), admission.Webhook{Name: "canary", Path: registration.CanaryPath, Handler: canary})
-	// 4. The listeners, bound now: a busy port fails before anything is
-	// written to the cluster.
-	srv, insp, err := newServers(cfg, net.JoinHostPort(bind, strconv.Itoa(cfg.Port)), crt, hooks, metrics, store, user, conv, factory)
+	y.probes = []admission.Webhook{{Name: "canary", Path: registration.CanaryPath, Handler: canary}}
+	a, err := Assemble(ctx, AssemblyOptions{Webhooks: cfg.Webhooks, Controllers: cfg.Controllers,
+		WebhookOptions: cfg.WebhookOptions, Extra: cfg.Extra, Watch: cl.Watch, TLS: crt.TLSConfig(),
+		Address: net.JoinHostPort(bind, strconv.Itoa(cfg.Port)), HealthAddress: cfg.HealthAddress, Log: cfg.Log, yours: y})
 	if err != nil {
 		return err
 	}
-	recorders.Start()
-	factory.Start(infCtx.Done())
+	defer a.Shutdown()
+	a.Start()
 
+	// 5. to 10. The run: the Lease, the controllers, the tunnel, the
+	// configurations and their drift watch, the canary, ready; at the end
+	// deregistration first (steps, shutdown).
 	url := URL(decision.Host, cfg.Port)
 	if tun != nil {
 		url = "https://" + decision.Host // the relay's Service port, 443
 	}
-	r := newRun(cfg, cl, srv, canary, crt, p, url)
-	r.user, r.inspector, r.tunnel, r.metrics, r.upstreamPair, r.conversions = user, insp, tun, metrics.Registry, pair, conv
+	r := newRun(cfg, cl, a.Server, canary, crt, a.parts, url)
+	r.user, r.inspector, r.tunnel, r.metrics, r.upstreamPair, r.conversions = y.user, a.Inspector, tun, a.Metrics.Registry, pair, y.conversions
 	r.drift = newDrift(cfg, cl, r.registrar, r.kubectl())
 	return r.run(ctx, started)
+}
+
+// loadYours reads your webhooks and CRDs and builds their forwarders, and
+// sets which conversions the session redirects (the scope's).
+func loadYours(cfg *Config) (*yours, error) {
+	user, err := loadUserWebhooks(cfg.User, *cfg)
+	if err != nil {
+		return nil, err
+	}
+	conv, err := loadConversions(user, *cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg.RedirectConversion = scopeConversions(*cfg, conv)
+	return &yours{user: user, conversions: conv, inspector: cfg.Inspector, recordDir: cfg.RecordDir}, nil
 }
 
 // listenHost is the host the webhook server binds: --bind-address; else,
 // with --tunnel, loopback (only the tunnel needs to reach the server); else
 // the advertised host when it is this machine's own.
-func listenHost(configured, host string, tun *reverseTunnel) string {
+func listenHost(configured, host string, tun *tunnel.Session) string {
 	if configured == "" && tun != nil {
 		return "127.0.0.1"
 	}
@@ -143,50 +132,15 @@ func listenHost(configured, host string, tun *reverseTunnel) string {
 
 // certOptions are the configured certificate options for the advertised
 // host; with --tunnel they also cover the relay Service's names.
-func certOptions(co certs.Options, host, bind string, tun *reverseTunnel) certs.Options {
+func certOptions(co certs.Options, host, bind string, tun *tunnel.Session) certs.Options {
 	co.Host = host
 	if tun != nil {
-		co.Names = tun.spec.DNSNames()[1:]
+		co.Names = tun.Spec().DNSNames()[1:]
 	}
 	if co.ACME.ListenHost == "" {
 		co.ACME.ListenHost = bind
 	}
 	return co
-}
-
-// newServers binds the webhook server on addr, and the inspector's page
-// when it is enabled.
-func newServers(cfg Config, addr string, crt certs.Certs, hooks []admission.Webhook, metrics *server.Metrics,
-	store *inspector.Store, user *userWebhooks, conv *conversions, factory informers.SharedInformerFactory) (*server.Server, *inspector.Server, error) {
-	rec, err := newRecorder(cfg, store)
-	if err != nil {
-		return nil, nil, err
-	}
-	handlers, err := conv.handlers(cfg, rec, metrics.Registry)
-	if err != nil {
-		return nil, nil, err
-	}
-	insp, err := newInspector(cfg, store, hooks, user, conv, factory)
-	if err != nil {
-		return nil, nil, portholder.Explain(err)
-	}
-	srv, err := server.NewServer(server.ServerOptions{
-		Address:       addr,
-		HealthAddress: cfg.HealthAddress,
-		TLS:           crt.TLSConfig(),
-		Webhooks:      hooks,
-		Log:           cfg.Log,
-		Metrics:       metrics,
-		Recorder:      rec,
-		Handlers:      handlers,
-	})
-	if err != nil {
-		if insp != nil {
-			_ = insp.Close()
-		}
-		return nil, nil, portholder.Explain(err)
-	}
-	return srv, insp, nil
 }
 
 // run is the part of a session that writes to the cluster, from the Lease
@@ -208,7 +162,7 @@ type run struct {
 	url         string
 	inspector   *inspector.Server
 	// tunnel is the session's relay, with --tunnel; metrics gets its gauges.
-	tunnel    *reverseTunnel
+	tunnel    *tunnel.Session
 	metrics   prometheus.Registerer
 	registrar *registration.Registrar
 	drift     *registration.Drift
@@ -270,7 +224,7 @@ func (r *run) steps(started time.Time) []step {
 		// The webhook configurations (and the CRDs, conversion redirected),
 		// then the watch that re-applies them if someone else reverts them.
 		{"register", func(ctx context.Context) (err error) { reg, err = r.register(ctx); return err }},
-		{"drift", r.startDrift},
+		{"drift", func(context.Context) error { return r.startDrift(reg) }},
 		// Proof that the apiserver calls back.
 		{"verify", func(ctx context.Context) error { rtt, verr = r.verify(ctx); return r.verified(verr) }},
 		// Ready, once the banner is out: whoever waits on /readyz then finds
@@ -328,8 +282,13 @@ func (r *run) keepUpstreamCert() {
 	}
 }
 
-// startDrift watches the configurations just applied.
-func (r *run) startDrift(context.Context) error {
+// startDrift watches reg, the configurations register just applied. Later
+// re-applies (loop) tell drift theirs before they apply.
+func (r *run) startDrift(reg *registration.Registration) error {
+	if reg == nil {
+		return errors.New("drift: nothing registered to watch yet")
+	}
+	r.drift.Set(reg.Objects)
 	r.working.Go(func(ctx context.Context) error {
 		r.drift.Run(ctx)
 		return nil
@@ -357,7 +316,7 @@ func (r *run) acquire(ctx context.Context) error {
 		r.cfg.Log.Warn("could not clean up every stale session", "error", err)
 	}
 	if r.tunnel != nil {
-		relays, err := cleanupRelays(ctx, r.cluster, r.tunnel.spec.Namespace, r.tunnel.spec.Namespace, opts, r.cfg.Log)
+		relays, err := r.tunnel.CleanupStale(ctx, opts)
 		if err != nil {
 			r.cfg.Log.Warn("could not clean up every stale relay", "error", err)
 		}
@@ -383,7 +342,6 @@ func (r *run) register(ctx context.Context) (*registration.Registration, error) 
 	if err != nil {
 		return nil, err
 	}
-	r.drift.Set(reg.Objects)
 	if err := r.registrar.Apply(ctx, reg, r.canaryKey()); err != nil {
 		return nil, err
 	}
@@ -402,7 +360,7 @@ func (r *run) register(ctx context.Context) (*registration.Registration, error) 
 func (r *run) verify(ctx context.Context) (time.Duration, error) {
 	canary := registration.CanaryConfiguration(r.cfg.Session, r.url, r.certs.CABundle(), r.leaseRef)
 	if r.tunnel != nil {
-		if err := registration.PointAtService([]*unstructured.Unstructured{canary}, r.tunnel.service()); err != nil {
+		if err := registration.PointAtService([]*unstructured.Unstructured{canary}, r.tunnel.Service()); err != nil {
 			return 0, err
 		}
 	}
@@ -440,7 +398,7 @@ func (r *run) shutdown() {
 	// that would undo the cleanup (a restored node oversold again).
 	r.serving.Stop()
 	if r.tunnel != nil {
-		errs = append(errs, r.tunnel.remove(ctx))
+		errs = append(errs, r.tunnel.Remove(ctx))
 	}
 	errs = append(errs, r.cleanupShared(ctx), r.heartbeat.Release(ctx))
 	if err := errors.Join(errs...); err != nil {

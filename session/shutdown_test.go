@@ -84,7 +84,8 @@ func TestShutdownInOrder(t *testing.T) {
 	r, j, cs := newTestRun(t, testTemplate)
 	dyn := r.cluster.Dynamic.(*dynamicfake.FakeDynamicClient)
 	addDynamic(t, dyn, registration.CRDResource, redirectedCRD())
-	addDynamic(t, dyn, schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, relayObjects("unit", "tun")[1])
+	addDynamic(t, dyn, schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
+		tunnel.Manifests(tunnel.Spec{Name: tunnel.RelayName("unit"), Namespace: "tun", Session: "unit"}).Deployment)
 	r.cfg.Webhooks = []string{webhook.NameNodeStatus} // a part with a shared cleanup
 	r.parts.controllers = []controller.Controller{probingController{j, r.server.Addr()}}
 	r.errs = lifecycle.NewErrors()
@@ -102,7 +103,7 @@ func TestShutdownInOrder(t *testing.T) {
 	// What register and startTunnel would have set, had they redirected
 	// a CRD and deployed a relay.
 	r.conversions = &conversions{crds: []registration.CRD{{Name: "widgets.example.com"}}}
-	r.tunnel = &reverseTunnel{spec: tunnel.Spec{Name: relayName("unit"), Namespace: "tun", Session: "unit"}, cluster: r.cluster, log: r.cfg.Log}
+	r.tunnel = newTestTunnel(t, tunnel.Clients{Client: r.cluster.Client, Dynamic: r.cluster.Dynamic}, "unit", "tun")
 	waitFor(t, "the controller to start", func() bool { return j.index("controller started") >= 0 })
 	servingAt(j, cs, dyn, r.server.Addr())
 
@@ -112,7 +113,7 @@ func TestShutdownInOrder(t *testing.T) {
 		"patch widgets.example.com",
 		"serving=true at delete test-unit", "delete test-unit",
 		"serving=true at controller stop",
-		"serving=false at delete " + relayName("unit"),
+		"serving=false at delete " + tunnel.RelayName("unit"),
 		"list nodes",
 		"serving=false at delete hookback-unit", "delete lease",
 	}

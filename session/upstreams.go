@@ -236,7 +236,7 @@ type userWebhooks struct {
 
 func loadUserWebhooks(spec UserWebhooks, cfg Config) (*userWebhooks, error) {
 	if len(spec.Manifests) == 0 {
-		return &userWebhooks{spec: spec, late: newLateReport(cfg.Log), shadow: newShadowReport(cfg.Log, false)}, nil
+		return &userWebhooks{spec: spec, late: newLateReport(cfg.Log, spec.LateAnswerTimeout), shadow: newShadowReport(cfg.Log, false)}, nil
 	}
 	if cfg.Project != nil && cfg.Log != nil {
 		cfg.Project.Log(cfg.Log)
@@ -251,7 +251,7 @@ func loadUserWebhooks(spec UserWebhooks, cfg Config) (*userWebhooks, error) {
 	if err := spec.checkMapped(m); err != nil {
 		return nil, err
 	}
-	u := &userWebhooks{spec: spec, manifests: m, docs: m.Webhooks, late: newLateReport(cfg.Log), shadow: newShadowReport(cfg.Log, spec.Shadow.Target != "")}
+	u := &userWebhooks{spec: spec, manifests: m, docs: m.Webhooks, late: newLateReport(cfg.Log, spec.LateAnswerTimeout), shadow: newShadowReport(cfg.Log, spec.Shadow.Target != "")}
 	if len(m.Webhooks) == 0 && len(m.CRDs) > 0 {
 		return u, nil // conversion webhooks only
 	}

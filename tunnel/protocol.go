@@ -8,6 +8,11 @@
 // relay accepts the apiserver's TCP connection on its service port and
 // opens a stream to the laptop, which hands it to its local TLS server. TLS
 // ends on the laptop, so the relay only ever sees ciphertext.
+//
+// A Session is that tunnel's lifecycle for one hookback session: it deploys
+// the relay (namespace when missing, Secret, Deployment, Service, all with
+// the session's labels and Lease), keeps this process attached, and removes
+// the relay again; Cleanup removes the relays crashed sessions left.
 package tunnel
 
 import (

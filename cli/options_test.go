@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/incluster"
+	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/session"
+	"github.com/hookback/hookback/tunnel"
+	"github.com/hookback/hookback/webhook"
+)
+
+// TestInvalidConfigSameErrorFromLibraryAndCLI: a rule of the Config lives
+// once, in the library. A program that embeds hookback and passes the
+// invalid values to session.Run (or incluster.Serve, InCluster) gets, before anything
+// is dialled, the error the CLI prints for the same flags, as a usage
+// error; and the CLI says each problem once, so nothing validates it twice.
+func TestInvalidConfigSameErrorFromLibraryAndCLI(t *testing.T) {
+	nowhere := kubeconfig.Options{Path: "/nonexistent/kubeconfig"}
+	start := func(change func(*session.Config)) func() error {
+		return func() error {
+			cfg := session.Config{Kubeconfig: nowhere, Session: "dev", AdvertiseAddress: "127.0.0.1", Port: DefaultPort,
+				LeaseNamespace: "default", Certs: certs.Options{Mode: certs.ModeSelfSigned, StateDir: t.TempDir()},
+				WebhookOptions: webhook.DefaultOptions()}
+			change(&cfg)
+			return session.Run(context.Background(), cfg)
+		}
+	}
+	state := t.TempDir()
+	startArgs := func(args ...string) []string {
+		return append([]string{"start", "--state-dir", state, "--kubeconfig", nowhere.Path}, args...)
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		library func() error
+	}{{
+		name: "start: port, session, inspector keep, verify timeout",
+		args: startArgs("--advertise-address", "127.0.0.1", "--port", "0", "--session", "Not_Valid", "--inspector-keep", "-1", "--verify-timeout", "-1s"),
+		library: start(func(c *session.Config) {
+			c.Port, c.Session, c.Inspector.Keep, c.VerifyTimeout = 0, "Not_Valid", -1, -time.Second
+		}),
+	}, {
+		name: "start: files mode without files, a built-in's option",
+		args: startArgs("--advertise-address", "127.0.0.1", "--tls-mode", "files", "--cpu-oversell-factor", "0.5"),
+		library: start(func(c *session.Config) {
+			c.Certs.Mode, c.WebhookOptions.CPUOversellFactor = certs.ModeFiles, 0.5
+		}),
+	}, {
+		name: "start: a tunnel in acme mode, a late-answer timeout below 0",
+		args: startArgs("--tunnel", "--relay-image", "relay:test", "--tls-mode", "acme", "--late-answer-timeout", "-1s"),
+		library: start(func(c *session.Config) {
+			c.AdvertiseAddress, c.Certs.Mode, c.User.LateAnswerTimeout = "", certs.ModeACME, -time.Second
+			c.Tunnel = tunnel.Config{Enabled: true, Namespace: tunnel.DefaultNamespace, Image: "relay:test"}
+		}),
+	}, {
+		name: "serve: port, lease duration",
+		args: []string{"serve", "--kubeconfig", nowhere.Path, "--port", "0", "--lease-duration", "1500ms"},
+		library: func() error {
+			return incluster.Serve(context.Background(), incluster.ServeConfig{Kubeconfig: nowhere, Namespace: incluster.DefaultNamespace,
+				Port: 0, LeaseDuration: 1500 * time.Millisecond, Template: []byte("x"), WebhookOptions: webhook.DefaultOptions()})
+		},
+	}, {
+		name: "render --in-cluster: replicas, image",
+		args: []string{"render", "--in-cluster", "--replicas", "0", "--image", "a b"},
+		library: func() error {
+			_, err := incluster.InCluster(incluster.Options{Namespace: incluster.DefaultNamespace, Image: "a b", Template: []byte("x")})
+			return err
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, cliErr := run(t, tt.args...)
+			libErr := tt.library()
+			if !errors.Is(libErr, session.ErrInvalidConfig) && !errors.Is(libErr, incluster.ErrInvalidConfig) {
+				t.Fatalf("the library returned %v, want an invalid configuration", libErr)
+			}
+			if want := "exit 2: Error: " + libErr.Error(); cliErr == nil || cliErr.Error() != want {
+				t.Fatalf("the CLI said\n%v\nthe library\n%s", cliErr, want)
+			}
+			for _, line := range strings.Split(libErr.Error(), "\n") {
+				if n := strings.Count(cliErr.Error(), line); n != 1 {
+					t.Errorf("the CLI says %q %d times, want once", line, n)
+				}
+			}
+		})
+	}
+}
