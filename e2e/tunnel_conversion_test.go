@@ -6,11 +6,9 @@ import (
 	"net"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -28,38 +26,26 @@ import (
 // manifests' stanza back. The relay pod is stood in for as in
 // TestTunnelStart.
 func TestTunnelConversion(t *testing.T) {
-	requireLocal(t, "needs kwok's PortForward resource and kube-apiserver's --enable-aggregator-routing=true; installs a CRD of its own")
-	requireNetns(t)
-	ctx := context.Background()
+	requireLocal(t, "it deletes and installs a cluster-scoped CRD of its own")
+	lab := newTunnelLab(t)
+	n := lab.n
 	dyn := dynamicClient(t)
 	deleteTestCRD(t, dyn)
-	n := newNetnsAt(t, 2, 1)
-	relayNode(t, n)
 	work := namespace(t)
-	tunnelNS := "hookback-tunnel-" + strconv.FormatInt(time.Now().UnixNano()%1e8, 36)
-	session := sessionFor(t)
-	name := "hookback-relay-" + session
-	kubeconfig := filepath.Join(t.TempDir(), "admin.kubeconfig")
-	writeAdminKubeconfig(t, kubeconfig, forwardToAPIServer(t, n.hostIP))
 
 	// The manager on the namespace's loopback, as `make run` on a laptop.
 	certDir := crManagerCert(t)
 	const mgrPort = "9444"
-	n.run(t, "/usr/bin/env", "KUBECONFIG="+kubeconfig, env.crManager, "--port", mgrPort, "--cert-dir", certDir)
+	n.run(t, "/usr/bin/env", "KUBECONFIG="+lab.kubeconfig, env.crManager, "--port", mgrPort, "--cert-dir", certDir)
 	health := "http://" + net.JoinHostPort(n.nsIP, "8081")
-	hb := n.run(t, env.binary, "start", "--kubeconfig", kubeconfig, "--session", session, "--state-dir", t.TempDir(),
+	hb := n.run(t, env.binary, "start", "--kubeconfig", lab.kubeconfig, "--session", lab.session, "--state-dir", t.TempDir(),
 		"--port", "7443", "--health-address", net.JoinHostPort(n.nsIP, "8081"), "--inspector-address", "",
 		"--webhooks", "none", "--controllers", "none", "--verify-timeout", "30s",
 		"--webhook-config", crManifests(t), "--upstream", "https://127.0.0.1:"+mgrPort, "--upstream-ca", filepath.Join(certDir, "tls.crt"),
-		"--tunnel", "--tunnel-namespace", tunnelNS, "--relay-image", "registry.invalid/hookback:e2e")
-	pod := waitRelayPod(t, tunnelNS, name, hb)
-	sec, err := env.client.CoreV1().Secrets(tunnelNS).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("the relay's Secret: %v", err)
-	}
-	n.run(t, "/usr/bin/env", "HOOKBACK_RELAY_SECRET="+string(sec.Data[tunnel.SecretKey]), env.binary, "relay",
-		"--listen", net.JoinHostPort(n.nsIP, "8443"), "--control", net.JoinHostPort(n.nsIP, "9443"))
-	forwardRelayPod(t, tunnelNS, pod.Name, n.nsIP, tunnel.DefaultControlPort)
+		"--tunnel", "--tunnel-namespace", lab.ns, "--relay-image", "registry.invalid/hookback:e2e")
+	pod, secret := lab.relayPod(t, hb)
+	lab.relayProcess(t, secret)
+	forwardRelayPod(t, lab.ns, pod.Name, n.nsIP, tunnel.DefaultControlPort)
 	waitLog(t, hb, "hookback is ready", "the session ready")
 	if line := logLine(readFile(t, hb.log), "hookback is ready"); !strings.Contains(line, "verified: the apiserver called back") {
 		t.Fatalf("not verified through the tunnel: %s", line)
@@ -68,8 +54,8 @@ func TestTunnelConversion(t *testing.T) {
 	// The conversion calls the relay's Service, with hookback's path.
 	stanza, crd := conversionJSON(t, dyn)
 	svc, _, _ := unstructured.NestedMap(crd.Object, "spec", "conversion", "webhook", "clientConfig", "service")
-	if svc["namespace"] != tunnelNS || svc["name"] != name || svc["path"] != registration.ConversionPath(widgetCRD, "/convert") || svc["port"] != int64(443) {
-		t.Fatalf("conversion %s: want the relay's Service %s/%s:443 with hookback's path", stanza, tunnelNS, name)
+	if svc["namespace"] != lab.ns || svc["name"] != lab.relay || svc["path"] != registration.ConversionPath(widgetCRD, "/convert") || svc["port"] != int64(443) {
+		t.Fatalf("conversion %s: want the relay's Service %s/%s:443 with hookback's path", stanza, lab.ns, lab.relay)
 	}
 	if url, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "webhook", "clientConfig", "url"); url != "" {
 		t.Fatalf("conversion %s: a url as well as the Service", stanza)
@@ -107,5 +93,5 @@ func TestTunnelConversion(t *testing.T) {
 	if err := json.Unmarshal([]byte(got), &restored); err != nil || !reflect.DeepEqual(restored, want) {
 		t.Errorf("conversion after exit %s, want the manifests' %v", got, want)
 	}
-	checkRelayGone(t, tunnelNS, name)
+	checkRelayGone(t, lab.ns, lab.relay)
 }

@@ -43,19 +43,10 @@ import (
 // dead run left, the relay removed when the session stops, and a crashed
 // session's relay removed by cleanup.
 func TestTunnelStart(t *testing.T) {
-	requireLocal(t, "needs kwok's PortForward resource and kube-apiserver's --enable-aggregator-routing=true")
-	requireNetns(t)
 	ctx := context.Background()
-	// The namespace end is .1: the first address kwok gives a pod from the
-	// node's pod CIDR 10.203.X.0/30.
-	n := newNetnsAt(t, 2, 1)
-	relayNode(t, n)
+	lab := newTunnelLab(t)
+	n, tunnelNS, session, name, kubeconfig := lab.n, lab.ns, lab.session, lab.relay, lab.kubeconfig
 	work := namespace(t)
-	tunnelNS := "hookback-tunnel-" + strconv.FormatInt(time.Now().UnixNano()%1e8, 36)
-	session := sessionFor(t)
-	name := "hookback-relay-" + session
-	kubeconfig := filepath.Join(t.TempDir(), "admin.kubeconfig")
-	writeAdminKubeconfig(t, kubeconfig, forwardToAPIServer(t, n.hostIP))
 	health := "http://" + net.JoinHostPort(n.nsIP, "8081")
 	// hookback and the relay share the namespace, where a pod would have
 	// one of its own: hookback's port is not the relay's 8443, which the
@@ -84,23 +75,14 @@ func TestTunnelStart(t *testing.T) {
 	hb := startHookback()
 
 	// The relay pod, where the session deployed it, at the namespace's address.
-	pod := waitRelayPod(t, tunnelNS, name, hb)
-	if pod.Status.PodIP != n.nsIP {
-		t.Fatalf("relay pod %s has IP %s, want %s (kwok gives the first address of node %s's pod CIDR)", pod.Name, pod.Status.PodIP, n.nsIP, pod.Spec.NodeName)
-	}
-	sec, err := env.client.CoreV1().Secrets(tunnelNS).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("the relay's Secret: %v", err)
-	}
-	secret := string(sec.Data[tunnel.SecretKey])
+	pod, secret := lab.relayPod(t, hb)
 	relays := 0
 	startRelay := func() *nsProc {
 		if image != "" {
 			relays++
 			return relayContainer(t, engine, image, n, pod, secret, relays)
 		}
-		return n.run(t, "/usr/bin/env", "HOOKBACK_RELAY_SECRET="+secret, env.binary, "relay",
-			"--listen", net.JoinHostPort(n.nsIP, "8443"), "--control", net.JoinHostPort(n.nsIP, "9443"))
+		return lab.relayProcess(t, secret)
 	}
 	relayProc := startRelay()
 	forwardRelayPod(t, tunnelNS, pod.Name, n.nsIP, tunnel.DefaultControlPort)
@@ -199,6 +181,53 @@ func TestTunnelStart(t *testing.T) {
 		t.Fatalf("hookback cleanup exit %d:\n%s\n%s", code, out, errOut)
 	}
 	checkRelayGone(t, crashNS, name)
+}
+
+// tunnelLab is the stage of a --tunnel e2e: hookback's network namespace
+// (a laptop the apiserver cannot reach) whose end is the relay pod's
+// address on a node of its own, the tunnel namespace, the session and its
+// relay's name, and an admin kubeconfig that reaches the apiserver from
+// the namespace.
+type tunnelLab struct {
+	n                              *netns
+	ns, session, relay, kubeconfig string
+}
+
+func newTunnelLab(t *testing.T) *tunnelLab {
+	t.Helper()
+	requireLocal(t, "needs kwok's PortForward resource and kube-apiserver's --enable-aggregator-routing=true")
+	requireNetns(t)
+	// The namespace end is .1: the first address kwok gives a pod from the
+	// node's pod CIDR 10.203.X.0/30.
+	l := &tunnelLab{n: newNetnsAt(t, 2, 1), ns: "hookback-tunnel-" + strconv.FormatInt(time.Now().UnixNano()%1e8, 36), session: sessionFor(t)}
+	relayNode(t, l.n)
+	l.relay = "hookback-relay-" + l.session
+	l.kubeconfig = filepath.Join(t.TempDir(), "admin.kubeconfig")
+	writeAdminKubeconfig(t, l.kubeconfig, forwardToAPIServer(t, l.n.hostIP))
+	return l
+}
+
+// relayPod waits for the session's relay pod, at the namespace's address,
+// and returns it with the secret the session gave its relay.
+func (l *tunnelLab) relayPod(t *testing.T, hb *nsProc) (*corev1.Pod, string) {
+	t.Helper()
+	pod := waitRelayPod(t, l.ns, l.relay, hb)
+	if pod.Status.PodIP != l.n.nsIP {
+		t.Fatalf("relay pod %s has IP %s, want %s (kwok gives the first address of node %s's pod CIDR)", pod.Name, pod.Status.PodIP, l.n.nsIP, pod.Spec.NodeName)
+	}
+	sec, err := env.client.CoreV1().Secrets(l.ns).Get(context.Background(), l.relay, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the relay's Secret: %v", err)
+	}
+	return pod, string(sec.Data[tunnel.SecretKey])
+}
+
+// relayProcess runs `hookback relay` in the namespace, where the relay pod
+// would, with the session's secret.
+func (l *tunnelLab) relayProcess(t *testing.T, secret string) *nsProc {
+	t.Helper()
+	return l.n.run(t, "/usr/bin/env", "HOOKBACK_RELAY_SECRET="+secret, env.binary, "relay",
+		"--listen", net.JoinHostPort(l.n.nsIP, "8443"), "--control", net.JoinHostPort(l.n.nsIP, "9443"))
 }
 
 // relayNode adds a kwok node whose pod CIDR starts at n's namespace end and
