@@ -150,8 +150,9 @@ func TestYourWebhookThroughHookback(t *testing.T) {
 	ns := namespace(t)
 	up := testUpstream(t, false)
 	session := sessionFor(t)
+	manifests := userManifests(t, session)
 	p := startEnv(t, append(os.Environ(), "KUBECONFIG="+env.kubeconfig), "--session", session,
-		"--webhooks", "none", "--controllers", "none", "--webhook-config", userManifests(t, session), "--upstream", up.URL)
+		"--webhooks", "none", "--controllers", "none", "--webhook-config", manifests, "--upstream", up.URL)
 	p.ready(t)
 	ctx := context.Background()
 
@@ -170,6 +171,29 @@ func TestYourWebhookThroughHookback(t *testing.T) {
 	if !strings.Contains(line, " own=") {
 		t.Errorf("admission line lacks hookback's own time: %s", line)
 	}
+
+	// The manifests are edited while start runs (as `make manifests` does):
+	// the validating webhook no longer selects pods. hookback re-applies,
+	// and a pod the upstream would deny is admitted, patched by the
+	// mutating webhook, so the upstream was still called.
+	b, err := os.ReadFile(manifests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(b), `resources: ["pods", "secrets"]`, `resources: ["secrets"]`, 1)
+	if err := os.WriteFile(manifests+".tmp", []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(manifests+".tmp", manifests); err != nil {
+		t.Fatal(err)
+	}
+	p.whWaitLogLine(t, "your manifests changed: re-applying")
+	n := 0
+	eventually(t, "deny-me admitted once the edited rules are live", func(ctx context.Context) (bool, error) {
+		n++
+		pod, err := upstreamPod(ctx, ns, fmt.Sprintf("deny-me-%d", n), session, nil)
+		return err == nil && pod.Labels["upstream-seen"] == "yes", nil
+	})
 }
 
 // TestYourWebhookBadUpstreams: every way an upstream can answer wrongly is

@@ -1,6 +1,6 @@
 // Package reload tells hookback when a file it serves from has changed (the
-// webhook template, certificate files), so the session re-renders and
-// re-applies within milliseconds of a save.
+// webhook template, certificate files, your manifests), so the session
+// re-renders and re-applies within milliseconds of a save.
 package reload
 
 import (

@@ -91,6 +91,8 @@ func (r *run) loop(ctx context.Context) error {
 			r.working.Wait(wait)
 		}
 	}
+	manifests := make(chan struct{}, 1)
+	r.watchManifests(bg, manifests)
 	wait, err := r.certs.Watch(bg, reapply)
 	if err != nil {
 		r.cfg.Log.Warn("certificate hot reload disabled", "error", err)
@@ -111,6 +113,8 @@ func (r *run) loop(ctx context.Context) error {
 			return fmt.Errorf("%w: stopped without deregistering, the webhook configurations are the other run's now", err)
 		case <-reapply:
 			r.reapply(ctx)
+		case <-manifests:
+			r.reloadManifests(ctx)
 		case why := <-r.regained:
 			// The configurations, and a relay, may have been removed
 			// meanwhile (a stale cleanup by another run), and the apiserver
