@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/reload"
 )
@@ -60,6 +62,11 @@ func (r *run) reloadManifests(ctx context.Context) {
 	m, routes, crds, err := u.reread(r.cfg.Session)
 	if err != nil {
 		r.cfg.Log.Error("your manifests changed but cannot be read; the previous configuration stays live", "error", err)
+		return
+	}
+	if sameObjects(u.manifests, m) {
+		// A generator rewrote what was there (`make manifests` does).
+		r.cfg.Log.Debug("your manifests were rewritten with the same objects: nothing to apply")
 		return
 	}
 	if missing := unserved(u.routes, routes, r.conversions, crds); len(missing) > 0 {
@@ -121,4 +128,23 @@ func unserved(served, routes []registration.Route, conv *conversions, crds []reg
 		}
 	}
 	return out
+}
+
+// sameObjects reports whether a and b hold the same webhook configurations
+// and CRDs, wherever they were read from.
+func sameObjects(a, b *registration.Manifests) bool {
+	if a == nil || b == nil || len(a.Webhooks) != len(b.Webhooks) || len(a.CRDs) != len(b.CRDs) {
+		return false
+	}
+	for i := range a.Webhooks {
+		if !equality.Semantic.DeepEqual(a.Webhooks[i].Object, b.Webhooks[i].Object) {
+			return false
+		}
+	}
+	for i := range a.CRDs {
+		if !equality.Semantic.DeepEqual(a.CRDs[i], b.CRDs[i]) {
+			return false
+		}
+	}
+	return true
 }

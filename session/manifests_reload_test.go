@@ -40,13 +40,19 @@ func TestStartReloadsYourManifests(t *testing.T) {
 	callsBack(t, j, cs, dyn)
 	out, logs := &syncBuffer{}, &syncBuffer{}
 	cfg := startConfig(t, out)
-	cfg.Log = slog.New(slog.NewTextHandler(logs, nil))
+	cfg.Log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg.User = UserWebhooks{Manifests: []string{file}, Upstreams: []Upstream{{URL: upstreamServer(t).URL}}, UpstreamInsecure: true}
 	stop := startUntilReady(t, cfg, &Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, out)
 	if got := yourOperations(t, dyn); got != "CREATE" {
 		t.Fatalf("registered operations %q, want CREATE", got)
 	}
 
+	// Rewritten as it was, as a generator does: nothing to apply.
+	save(string(orig))
+	waitFor(t, "the same objects seen", func() bool { return strings.Contains(logs.String(), "rewritten with the same objects") })
+	if strings.Contains(logs.String(), "re-applying") {
+		t.Errorf("the same objects were re-applied:\n%s", logs.String())
+	}
 	save(strings.Replace(string(orig), `operations: ["CREATE"]`, `operations: ["CREATE", "UPDATE"]`, 1))
 	waitFor(t, "the edited rules applied", func() bool { return yourOperations(t, dyn) == "CREATE,UPDATE" })
 	// The configuration as re-applied still reaches your server.
