@@ -54,38 +54,52 @@ func (w *FileWatcher) Watch(ctx context.Context, changed chan<- struct{}) (wait 
 }
 
 func (w *FileWatcher) loop(ctx context.Context, fw *fsnotify.Watcher, last []byte, changed chan<- struct{}) {
-	tick := time.NewTicker(w.Interval)
-	defer tick.Stop()
-	var debounce <-chan time.Time
-	check := func() {
+	base := filepath.Clean(w.Path)
+	relevant := func(ev fsnotify.Event) bool {
+		return filepath.Clean(ev.Name) == base || strings.HasPrefix(filepath.Base(ev.Name), "..")
+	}
+	poll(ctx, fw, w.Interval, w.Debounce, w.Log, relevant, func() {
 		cur, err := os.ReadFile(w.Path)
 		if err != nil || bytes.Equal(cur, last) {
 			return
 		}
 		last = cur
-		select {
-		case changed <- struct{}{}:
-		default:
-		}
-	}
-	base := filepath.Clean(w.Path)
+		notify(changed)
+	})
+}
+
+// poll runs until ctx is done: check runs once a burst of relevant events
+// has been quiet for debounce, and every interval whatever the events (they
+// are lost on network filesystems and full queues).
+func poll(ctx context.Context, fw *fsnotify.Watcher, interval, debounce time.Duration, log *slog.Logger, relevant func(fsnotify.Event) bool, check func()) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	var quiet <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case ev, ok := <-fw.Events:
-			if ok && debounce == nil && (filepath.Clean(ev.Name) == base || strings.HasPrefix(filepath.Base(ev.Name), "..")) {
-				debounce = time.After(w.Debounce)
+			if ok && quiet == nil && relevant(ev) {
+				quiet = time.After(debounce)
 			}
 		case err, ok := <-fw.Errors:
 			if ok {
-				w.Log.Warn("file watch error; relying on periodic re-read", "error", err)
+				log.Warn("file watch error; relying on periodic re-reads", "error", err)
 			}
-		case <-debounce:
-			debounce = nil
+		case <-quiet:
+			quiet = nil
 			check()
 		case <-tick.C:
 			check()
 		}
+	}
+}
+
+// notify sends on changed without blocking: one pending change is enough.
+func notify(changed chan<- struct{}) {
+	select {
+	case changed <- struct{}{}:
+	default:
 	}
 }

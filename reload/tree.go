@@ -57,10 +57,7 @@ func (w *TreeWatcher) Watch(ctx context.Context, changed chan<- struct{}) (wait 
 }
 
 func (w *TreeWatcher) loop(ctx context.Context, fw *fsnotify.Watcher, last string, changed chan<- struct{}) {
-	tick := time.NewTicker(w.Interval)
-	defer tick.Stop()
-	var debounce <-chan time.Time
-	check := func() {
+	poll(ctx, fw, w.Interval, w.Debounce, w.Log, func(fsnotify.Event) bool { return true }, func() {
 		// A directory created since is watched from now on; what was
 		// written into it before is in the fingerprint.
 		for _, dir := range w.dirs() {
@@ -68,31 +65,9 @@ func (w *TreeWatcher) loop(ctx context.Context, fw *fsnotify.Watcher, last strin
 		}
 		if cur := w.fingerprint(); cur != last {
 			last = cur
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
+			notify(changed)
 		}
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case _, ok := <-fw.Events:
-			if ok && debounce == nil {
-				debounce = time.After(w.Debounce)
-			}
-		case err, ok := <-fw.Errors:
-			if ok {
-				w.Log.Warn("manifests watch error; relying on periodic scans", "error", err)
-			}
-		case <-debounce:
-			debounce = nil
-			check()
-		case <-tick.C:
-			check()
-		}
-	}
+	})
 }
 
 // dirs are the directories to watch: each root's tree, or a file root's
