@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,13 +20,7 @@ import (
 func lateUpstream(t *testing.T, delay time.Duration) (*httptest.Server, *atomic.Int32) {
 	t.Helper()
 	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var rv review
-		if err := json.NewDecoder(io.LimitReader(r.Body, 8<<20)).Decode(&rv); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		resp := map[string]any{"uid": rv.Request.UID, "allowed": true}
+	srv := answerReviews(t, func(w http.ResponseWriter, r *http.Request, rv review, resp map[string]any) bool {
 		if strings.HasPrefix(r.URL.Path, "/validate") {
 			if calls.Add(1) == 1 {
 				time.Sleep(delay)
@@ -35,10 +28,8 @@ func lateUpstream(t *testing.T, delay time.Duration) (*httptest.Server, *atomic.
 			resp["allowed"] = false
 			resp["status"] = map[string]any{"code": 403, "message": "late upstream says no to " + rv.Request.Name}
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"apiVersion": rv.APIVersion, "kind": "AdmissionReview", "response": resp})
-	}))
-	t.Cleanup(srv.Close)
+		return true
+	})
 	return srv, &calls
 }
 
@@ -103,27 +94,18 @@ func TestLateAnswer(t *testing.T) {
 // (or its caller hangs up); /mutate-pods allows at once.
 func stuckUpstream(t *testing.T, release <-chan struct{}) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var rv review
-		if err := json.NewDecoder(io.LimitReader(r.Body, 8<<20)).Decode(&rv); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		resp := map[string]any{"uid": rv.Request.UID, "allowed": true}
+	return answerReviews(t, func(w http.ResponseWriter, r *http.Request, rv review, resp map[string]any) bool {
 		if strings.HasPrefix(r.URL.Path, "/validate") {
 			select {
 			case <-release:
 			case <-r.Context().Done():
-				return
+				return false
 			}
 			resp["allowed"] = false
 			resp["status"] = map[string]any{"code": 403, "message": "stuck upstream says no to " + rv.Request.Name}
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"apiVersion": rv.APIVersion, "kind": "AdmissionReview", "response": resp})
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+		return true
+	})
 }
 
 // TestLateAnswerAtStop: hookback is stopped while your upstream has still

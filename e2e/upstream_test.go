@@ -82,10 +82,11 @@ type review struct {
 	} `json:"request"`
 }
 
-// testUpstream is a plain-HTTP webhook server on loopback, in any language
-// a user might write one: it denies pods whose name starts with "deny-",
-// labels the rest, and misbehaves as the pod's "behaviour" label asks.
-func testUpstream(t *testing.T, denyAll bool) *httptest.Server {
+// answerReviews is a plain-HTTP webhook server on loopback: it decodes each
+// AdmissionReview and replies with resp (allowed, the request's uid) as
+// answer leaves it; answer returns false when it replied itself, or means
+// to send nothing.
+func answerReviews(t *testing.T, answer func(w http.ResponseWriter, r *http.Request, rv review, resp map[string]any) bool) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var rv review
@@ -94,21 +95,37 @@ func testUpstream(t *testing.T, denyAll bool) *httptest.Server {
 			return
 		}
 		resp := map[string]any{"uid": rv.Request.UID, "allowed": true}
+		if !answer(w, r, rv, resp) {
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"apiVersion": rv.APIVersion, "kind": "AdmissionReview", "response": resp})
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// testUpstream is a plain-HTTP webhook server on loopback, in any language
+// a user might write one: it denies pods whose name starts with "deny-",
+// labels the rest, and misbehaves as the pod's "behaviour" label asks.
+func testUpstream(t *testing.T, denyAll bool) *httptest.Server {
+	t.Helper()
+	return answerReviews(t, func(w http.ResponseWriter, r *http.Request, rv review, resp map[string]any) bool {
 		switch rv.Request.Object.Metadata.Labels["behaviour"] {
 		case "wrong-uid":
 			resp["uid"] = "not-" + rv.Request.UID
 		case "not-json":
 			_, _ = w.Write([]byte("<html>oops</html>"))
-			return
+			return false
 		case "http-500":
 			http.Error(w, "boom", http.StatusInternalServerError)
-			return
+			return false
 		case "slow":
 			select {
 			case <-r.Context().Done():
 			case <-time.After(5 * time.Second):
 			}
-			return
+			return false
 		case "bad-patch":
 			resp["patchType"] = "JSONPatch"
 			resp["patch"] = base64.StdEncoding.EncodeToString([]byte(`[{"op":"add","path":"/metadata/labels/a","value":"b"},{"op":"add","path":"/spec/containers/99","value":{}}]`))
@@ -125,11 +142,8 @@ func testUpstream(t *testing.T, denyAll bool) *httptest.Server {
 			resp["patchType"] = "JSONPatch"
 			resp["patch"] = base64.StdEncoding.EncodeToString([]byte(`[{"op":"add","path":"/metadata/labels/upstream-seen","value":"yes"}]`))
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"apiVersion": rv.APIVersion, "kind": "AdmissionReview", "response": resp})
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+		return true
+	})
 }
 
 func upstreamPod(ctx context.Context, ns, name, session string, labels map[string]string) (*corev1.Pod, error) {
