@@ -153,7 +153,9 @@ func TestRunSkipsWhatTheValidatingWebhookDenies(t *testing.T) {
 		t.Errorf("losses %+v: objects with a color were denied, so nothing can lose it", rep.Losses)
 	}
 	_, err = Run(context.Background(), Options{CRD: crd, Converter: conv, N: 1, Seed: 3,
-		Admit: func(context.Context, string, map[string]any) (bool, string, error) { return false, "", fmt.Errorf("connection refused") }})
+		Admit: func(context.Context, string, map[string]any) (bool, string, error) {
+			return false, "", fmt.Errorf("connection refused")
+		}})
 	if err == nil || !strings.Contains(err.Error(), "ask the validating webhook") {
 		t.Errorf("an admitter that cannot be asked: %v, want the run stopped naming it", err)
 	}
