@@ -137,12 +137,9 @@ func loadFile(path string, named bool) (*File, error) {
 	case KindSuite:
 		return f, f.loadSuite(root)
 	case KindCase:
-		c, err := f.loadCase(root, nil, 0)
+		c, err := f.loadCase(root, nil, 0, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
 		if err != nil {
 			return nil, err
-		}
-		if c.Name == "" {
-			c.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 		}
 		f.Cases = []*Loaded{c}
 		return f, nil
@@ -172,7 +169,7 @@ func (f *File) loadSuite(root *yaml.Node) error {
 		if i+1 < len(cases.Content) {
 			next = cases.Content[i+1].Line
 		}
-		c, err := f.loadCase(n, ignore, next)
+		c, err := f.loadCase(n, ignore, next, "")
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -187,7 +184,7 @@ func (f *File) loadSuite(root *yaml.Node) error {
 
 // loadCase decodes one case's mapping strictly, naming the line of what is
 // wrong.
-func (f *File) loadCase(n *yaml.Node, ignore []string, next int) (*Loaded, error) {
+func (f *File) loadCase(n *yaml.Node, ignore []string, next int, name string) (*Loaded, error) {
 	if n.Kind != yaml.MappingNode {
 		return nil, posError(f.Path, n.Line, "a case is a mapping (name, input, expect)")
 	}
@@ -206,6 +203,9 @@ func (f *File) loadCase(n *yaml.Node, ignore []string, next int) (*Loaded, error
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&l.Case); err != nil {
 		return nil, decodeError(f.Path, n, err)
+	}
+	if l.Name == "" {
+		l.Name = name
 	}
 	l.ignore = append(slices.Clone(ignore), l.Case.Ignore...)
 	l.expectK, l.expect, l.caseNode = key(n, "expect"), value(n, "expect"), n
