@@ -78,7 +78,7 @@ func writeTable(w io.Writer, rows []Row) error {
 			fmt.Fprintln(w, r.Detail)
 		}
 		if r.ServerOutput != "" {
-			fmt.Fprintf(w, "server output meanwhile:\n%s\n", indent(strings.TrimRight(r.ServerOutput, "\n")))
+			fmt.Fprintf(w, "server output:\n%s\n", indent(strings.TrimRight(r.ServerOutput, "\n")))
 		}
 	}
 	return nil

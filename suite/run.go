@@ -95,10 +95,23 @@ func runCase(ctx context.Context, m *matcher, l *Loaded, opts Options) []Row {
 	for i := range rows {
 		rows[i].File, rows[i].Case, rows[i].Line, rows[i].loaded = l.File.Path, l.Name, l.Line, l
 		if rows[i].Status != Pass && opts.Server != nil {
-			rows[i].ServerOutput = opts.Server.Since(start)
+			rows[i].ServerOutput = serverOutput(opts.Server, start)
 		}
 	}
 	return rows
+}
+
+// serverOutput is what the server wrote while the case ran, else the last
+// lines it wrote before, marked as such.
+func serverOutput(out Output, start int) string {
+	if s := out.Since(start); s != "" {
+		return s
+	}
+	all := strings.Split(strings.TrimRight(out.Since(0), "\n"), "\n")
+	if len(all) == 1 && all[0] == "" {
+		return "(nothing written)"
+	}
+	return "(nothing written while the case ran; its last lines before:)\n" + strings.Join(all[max(len(all)-20, 0):], "\n")
 }
 
 func caseRows(ctx context.Context, m *matcher, l *Loaded, opts Options) []Row {
