@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
@@ -142,4 +143,13 @@ func served(crd *apiextensionsv1.CustomResourceDefinition) ([]version, error) {
 	}
 	slices.SortStableFunc(out[1:], func(a, b version) int { return strings.Compare(a.name, b.name) })
 	return out, nil
+}
+
+// FromUnstructured reads a CRD as the manifests' intake gives it.
+func FromUnstructured(obj map[string]any) (*apiextensionsv1.CustomResourceDefinition, error) {
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &crd); err != nil {
+		return nil, fmt.Errorf("read CustomResourceDefinition: %w", err)
+	}
+	return &crd, nil
 }

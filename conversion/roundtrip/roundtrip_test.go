@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -178,7 +176,7 @@ func TestRunReportsARefusedConversion(t *testing.T) {
 	}
 }
 
-func TestLossCaseIsMinimalAndReproduces(t *testing.T) {
+func TestLossObjectIsMinimal(t *testing.T) {
 	lossy := &gadgetServer{dropColor: true}
 	conv, crd := gadgets(t, lossy)
 	rep, err := Run(context.Background(), Options{CRD: crd, Converter: conv, N: 10, Seed: 11})
@@ -201,29 +199,8 @@ func TestLossCaseIsMinimalAndReproduces(t *testing.T) {
 	if !slices.Equal(keys, []string{"color", "size"}) || l.Object["status"] != nil {
 		t.Errorf("minimal object %v: want spec.color and the required spec.size only", l.Object)
 	}
-	dir := t.TempDir()
-	files, err := WriteCases(dir, rep, crd.Spec.Group)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) != len(rep.Losses) || filepath.Base(files[0]) != "convert-gadgets.test.hookback.dev-v1-v2-spec.color.yaml" {
-		t.Fatalf("files %v: want one per loss, named by CRD, versions and path", files)
-	}
-	b, _ := os.ReadFile(files[0])
-	if !strings.Contains(string(b), "--seed 11") {
-		t.Errorf("case file:\n%s\nwant the seed named", b)
-	}
-	c, err := ReadCase(files[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	changes, err := c.Conversion.Check(context.Background(), conv, "apiextensions.k8s.io/v1")
-	if err != nil || len(changes) != 1 || changes[0].Path != "spec.color" {
-		t.Errorf("the case against the lossy webhook: %v %+v, want spec.color lost", err, changes)
-	}
-	fixed, _ := gadgets(t, &gadgetServer{})
-	if changes, err := c.Conversion.Check(context.Background(), fixed, "apiextensions.k8s.io/v1"); err != nil || len(changes) != 0 {
-		t.Errorf("the case against the fixed webhook: %v %+v, want it to pass", err, changes)
+	if !rep.Clean() && l.Count < 1 {
+		t.Errorf("loss %+v counts no round trip", l)
 	}
 }
 
