@@ -65,14 +65,15 @@ func (r *runner) trip(ctx context.Context, m made, raw []byte, via string) ([]au
 	return meaningful(audit.Diff(deepCopy(m.obj), after)), nil
 }
 
-// meaningful drops the changes between a missing field and an empty
-// object or list: a converter in Go writes "spec": {} for a struct field
-// whatever omitempty says, and no reader tells the two apart.
+// meaningful drops the changes between a missing field and a zero value
+// ("", 0, false, {} or []): a converter in Go drops zero values with
+// omitempty and writes "spec": {} for a struct field whatever omitempty
+// says, and Kubernetes clients read a missing field as its zero value.
 func meaningful(changes []audit.FieldChange) []audit.FieldChange {
-	empty := func(s string) bool { return s == "{}" || s == "[]" }
+	zero := func(s string) bool { return s == "{}" || s == "[]" || s == `""` || s == "0" || s == "false" }
 	out := changes[:0]
 	for _, c := range changes {
-		if (c.Before == audit.Missing && empty(c.After)) || (c.After == audit.Missing && empty(c.Before)) {
+		if (c.Before == audit.Missing && zero(c.After)) || (c.After == audit.Missing && zero(c.Before)) {
 			continue
 		}
 		out = append(out, c)
