@@ -8,8 +8,12 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/conversion/roundtrip"
 	"github.com/hookback/hookback/upstream"
 )
@@ -106,5 +110,45 @@ func TestFuzzLossCases(t *testing.T) {
 	again, err := WriteLossCases(dir, rep, crd.Spec.Group)
 	if err != nil || len(again) != 0 {
 		t.Errorf("a second write: %v, %v: want the existing cases left as they are", again, err)
+	}
+}
+
+// TestFuzzAdmitter: the fuzzer's objects go to the validating webhooks
+// whose rules match them (the v1 webhook for a v1 gadget, not the v2 one,
+// nor a mutating one), and a denial is the answer.
+func TestFuzzAdmitter(t *testing.T) {
+	var calls []string
+	var mu sync.Mutex
+	deny := admission.HandlerFunc(func(_ context.Context, req admission.Request) admission.Response {
+		mu.Lock()
+		calls = append(calls, req.Kind.Version+" "+req.Name)
+		mu.Unlock()
+		if strings.Contains(string(req.Object.Raw), `"color":"red"`) {
+			return admission.Denied("no red gadgets")
+		}
+		return admission.Allowed("")
+	})
+	rules := func(version string) []admissionregistrationv1.RuleWithOperations {
+		return []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			Rule: admissionregistrationv1.Rule{APIGroups: []string{"test.hookback.dev"}, APIVersions: []string{version}, Resources: []string{"gadgets"}}}}
+	}
+	hooks := []*Webhook{
+		{Configuration: "v", Path: "/v1", Handler: deny, Validating: &admissionregistrationv1.ValidatingWebhook{Name: "v1.example.com", Rules: rules("v1"), AdmissionReviewVersions: []string{"v1"}}},
+		{Configuration: "v", Path: "/v2", Handler: deny, Validating: &admissionregistrationv1.ValidatingWebhook{Name: "v2.example.com", Rules: rules("v2"), AdmissionReviewVersions: []string{"v1"}}},
+		{Configuration: "m", Path: "/m", Handler: deny, Mutating: &admissionregistrationv1.MutatingWebhook{Name: "m.example.com", Rules: rules("v1"), AdmissionReviewVersions: []string{"v1"}}},
+	}
+	admit := FuzzAdmitter(hooks, "gadgets")
+	gadget := func(name, color string) map[string]any {
+		return map[string]any{"apiVersion": "test.hookback.dev/v1", "kind": "Gadget", "metadata": map[string]any{"name": name, "namespace": "default"},
+			"spec": map[string]any{"size": 1, "color": color}}
+	}
+	if ok, msg, err := admit(context.Background(), "v1", gadget("red", "red")); ok || err != nil || msg != "no red gadgets" {
+		t.Errorf("a red gadget: %v %q %v, want denied with the webhook's message", ok, msg, err)
+	}
+	if ok, _, err := admit(context.Background(), "v1", gadget("blue", "blue")); !ok || err != nil {
+		t.Errorf("a blue gadget: %v %v, want admitted", ok, err)
+	}
+	if strings.Join(calls, ",") != "v1 red,v1 blue" {
+		t.Errorf("calls %v: want the v1 validating webhook only, once per object", calls)
 	}
 }
