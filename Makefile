@@ -4,7 +4,7 @@ BIN := bin/hookback
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/hookback/hookback/cli.Version=$(VERSION)
 
-.PHONY: all build run test vet unit fuzz-short fuzz e2e bench cluster-up cluster-down clean image image-check e2e-image e2e-external release-check
+.PHONY: all build run test vet unit fuzz-short fuzz e2e bench cluster-up cluster-down clean image image-check e2e-image e2e-external e2e-external-smoke release-check release-check-host
 
 all: build
 
@@ -48,6 +48,11 @@ e2e:
 e2e-external:
 	hack/e2e-external
 
+## e2e-external-smoke: the external-cluster path of the harness (what CI runs: the suite
+## itself already ran in make test): a start that registers, verifies and cleans up, and check.
+e2e-external-smoke:
+	hack/e2e-external -run '^(TestStartRegistersServesAndCleansUp|TestCheckAsAdmin)$$'
+
 bench:
 	hack/bench
 
@@ -82,6 +87,10 @@ image-check:
 ## krew plugin through kubectl, the cask, go install (hack/release-check; docs/install.md).
 release-check:
 	hack/release-check
+
+## release-check-host: the same for this machine's platform only (what CI runs).
+release-check-host:
+	hack/release-check --host
 
 cluster-up:
 	hack/cluster/up
