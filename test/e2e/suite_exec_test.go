@@ -61,7 +61,7 @@ cases:
 			t.Fatal(err)
 		}
 	}
-	if err := os.CopyFS(filepath.Join(dir, "config"), os.DirFS(repoPath("e2e", "crmanager", "config"))); err != nil {
+	if err := os.CopyFS(filepath.Join(dir, "config"), os.DirFS(repoPath("test", "e2e", "crmanager", "config"))); err != nil {
 		t.Fatal(err)
 	}
 	environ := append(os.Environ(), "KUBECONFIG="+env.kubeconfig, "TMPDIR="+tmp, "HOOKBACK_STATE_DIR="+t.TempDir())
