@@ -34,6 +34,7 @@ type TestOptions struct {
 	Output          string
 	Update          bool
 	Concurrency     int
+	Fuzz            fuzzOptions
 }
 
 func defaultTestOptions() TestOptions {
@@ -57,11 +58,12 @@ func (o *TestOptions) bind(b *binder) {
 	bind(b, &o.Output, "output", catOutput, "table, json or junit (a testsuite per suite file, a testcase per case and webhook)", alias("o"))
 	bind(b, &o.Update, "update", catOutput, "rewrite the expectations of failing cases to the current answers and print what changed; passing cases stay byte for byte")
 	bind(b, &o.Concurrency, "concurrency", catOutput, "cases in flight at once")
+	o.Fuzz.bind(b)
 }
 
 // Validate reports every problem at once.
 func (o TestOptions) Validate() error {
-	errs := []error{o.Serve.Validate()}
+	errs := []error{o.Serve.Validate(), o.Fuzz.Validate()}
 	if !slices.Contains(suite.Formats, o.Output) {
 		errs = append(errs, fmt.Errorf("--output %q: want %s", o.Output, strings.Join(suite.Formats, ", ")))
 	}
@@ -117,10 +119,10 @@ func runTest(c *cli.Context, ext Extension, o TestOptions) error {
 	if len(paths) == 0 && o.Serve.project != nil {
 		paths = []string{filepath.Join(o.Serve.project.Dir, "test", "hookback")}
 	}
-	if len(paths) == 0 {
+	if len(paths) == 0 && o.Fuzz.N == 0 {
 		return usage(errors.New("test takes the suite: directories or files of cases (hookback test init writes them from recordings)"))
 	}
-	files, err := suite.Load(paths)
+	files, err := loadSuite(paths, o.Fuzz.N > 0)
 	if err != nil {
 		return usage(err)
 	}
@@ -152,6 +154,17 @@ func runTest(c *cli.Context, ext Extension, o TestOptions) error {
 		return cli.Exit(err.Error(), exitUsage)
 	}
 	rows := suite.Run(c.Context, files, opts)
+	if o.Fuzz.N > 0 {
+		samples := ""
+		if o.Serve.project != nil {
+			samples = filepath.Join(o.Serve.project.Dir, "config", "samples")
+		}
+		fuzzed, err := runFuzz(c.Context, o.Fuzz, setup, files, samples, fuzzCaseDir(paths), c.App.ErrWriter, log)
+		if err != nil {
+			return cli.Exit(err.Error(), exitUsage)
+		}
+		rows = append(rows, fuzzed...)
+	}
 	return reportTest(c, o, rows)
 }
 

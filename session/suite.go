@@ -108,14 +108,23 @@ func TestTargets(cfg Config) (*TestSetup, error) {
 		}
 		out = append(out, hooks...)
 	}
-	return &TestSetup{Webhooks: out, Conversions: convs.hooks, user: cfg.User}, nil
+	setup := &TestSetup{Webhooks: out, Conversions: convs.hooks, user: cfg.User}
+	for _, c := range convs.crds {
+		if c.Conversion != nil {
+			setup.CRDs = append(setup.CRDs, c.Object)
+		}
+	}
+	return setup, nil
 }
 
 // TestSetup is what TestTargets found.
 type TestSetup struct {
 	Webhooks    []TestWebhook
 	Conversions []conversion.Webhook
-	user        UserWebhooks
+	// CRDs are the manifests' CRDs whose conversion is a webhook, in the
+	// order of Conversions: what the conversion fuzzer reads the schemas of.
+	CRDs []*unstructured.Unstructured
+	user UserWebhooks
 }
 
 // Probe reports every upstream that does not accept connections (a TLS

@@ -33,7 +33,7 @@ func conversionCase(l *Loaded) (*input, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &input{conversion: &conversionInput{crd: cv.CRD, review: review, group: groupOf(cv.DesiredAPIVersion)}}, nil
+	return &input{conversion: &conversionInput{crd: cv.CRD, review: review, group: groupOf(cv.DesiredAPIVersion), via: cv.Via, object: obj}}, nil
 }
 
 func groupOf(apiVersion string) string {

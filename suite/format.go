@@ -102,6 +102,11 @@ type Conversion struct {
 	ObjectFile string          `json:"objectFile,omitempty"`
 	// DesiredAPIVersion is the version to convert to, group/version.
 	DesiredAPIVersion string `json:"desiredAPIVersion"`
+	// Via, when set (group/version), makes the case a round trip: the
+	// object is first converted to Via, and the result to
+	// DesiredAPIVersion (the object's own version, for the cases the
+	// conversion fuzzer writes: a round trip must lose nothing).
+	Via string `json:"via,omitempty"`
 }
 
 // Results a case can expect.

@@ -42,6 +42,9 @@ type conversionInput struct {
 	crd    string
 	review []byte
 	group  string
+	// via and object: a round trip's first hop (Conversion.Via).
+	via    string
+	object []byte
 }
 
 // readInput builds the request a case describes.

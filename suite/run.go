@@ -234,7 +234,16 @@ func conversionRows(ctx context.Context, l *Loaded, in *input, opts Options) []R
 		}
 		recorded = &o
 	}
-	got, err := convert(ctx, h, in.conversion.review)
+	review, failed, err := in.conversion.viaFirst(ctx, h)
+	if err != nil {
+		return []Row{{Webhook: h.CRD, Status: Erred, Detail: err.Error()}}
+	}
+	if failed != nil {
+		row := Row{Webhook: h.CRD, Got: failed}
+		row.Status, row.Detail, row.Diff = judge(l, *failed, recorded)
+		return []Row{row}
+	}
+	got, err := convert(ctx, h, review)
 	if err != nil {
 		return []Row{{Webhook: h.CRD, Status: Erred, Detail: err.Error()}}
 	}
