@@ -87,7 +87,7 @@ func NewRequest(review []byte) (Request, error) {
 // Review returns the AdmissionReview exactly as received, for a handler
 // that forwards it unchanged. The transport serves it from a pooled buffer:
 // the bytes are valid until Handle returns, and after that Review returns
-// nil. Copy them (bytes.Clone) to keep them longer.
+// nil. Call Keep to keep them longer.
 func (r *Request) Review() []byte {
 	if r.owned != nil {
 		return r.owned
@@ -96,6 +96,19 @@ func (r *Request) Review() []byte {
 		return nil
 	}
 	return r.body.buf.Bytes()
+}
+
+// Keep copies the review out of the transport's buffer into r, so that r
+// (and every copy of it made afterwards) keeps returning it from Review
+// after Handle returns: for a handler that holds on to requests (a
+// recorder of its own, a queue of reviews to look at later). Call it
+// before Handle returns; later, there is nothing left to keep.
+func (r *Request) Keep() {
+	if r.owned == nil {
+		if b := r.Review(); b != nil {
+			r.owned = bytes.Clone(b)
+		}
+	}
 }
 
 // ReportWait tells the transport that the handler spent d waiting on

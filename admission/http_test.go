@@ -158,9 +158,11 @@ func TestAdmissionHTTPRawRecordAndUpstream(t *testing.T) {
 		t.Run(fixtureName, func(t *testing.T) {
 			body := fixture(t, fixtureName)
 			var sawRaw, sawVersion string
-			var kept Request
+			var kept, keeping Request
 			h := HandlerFunc(func(_ context.Context, req Request) Response {
 				sawRaw, sawVersion, kept = string(req.Review()), req.ReviewVersion, req
+				keeping = req
+				keeping.Keep()
 				req.ReportWait(3 * time.Millisecond)
 				r := Allowed("")
 				r.AuditAnnotations = map[string]string{"k": "v"}
@@ -185,6 +187,10 @@ func TestAdmissionHTTPRawRecordAndUpstream(t *testing.T) {
 			// The pooled bytes are the next request's: a kept Request has none.
 			if b := kept.Review(); b != nil {
 				t.Errorf("Review after Handle returned %d bytes, want nil", len(b))
+			}
+			// Unless the handler kept them.
+			if b := keeping.Review(); string(b) != string(body) {
+				t.Errorf("a kept Request's Review after Handle returned: %d bytes, want the review's %d", len(b), len(body))
 			}
 			if len(rec.got) != 1 || rec.got[0].webhook != "up" || rec.got[0].review != string(body) || rec.got[0].answer != w.Body.String() {
 				t.Errorf("recorder got %+v", rec.got)

@@ -114,8 +114,12 @@ func runAudit(c *cli.Context, ext Extension, o AuditOptions) error {
 		return usage(errors.Join(err, o.Serve.config(ext, discardLog).Validate()))
 	}
 	log := o.Serve.logger(c.App.ErrWriter)
-	cfg := o.Serve.config(ext, log)
-	cfg.Controllers = nil
+	opts := o.Serve.config(ext, log)
+	opts.Controllers = nil
+	cfg, err := session.Complete(opts)
+	if err != nil {
+		return cli.Exit(err.Error(), exitUsage)
+	}
 	progress, done := newProgress(c.App.ErrWriter, progressEvery)
 	results, err := session.Audit(c.Context, cfg, session.AuditConfig{Operation: o.operation(), Concurrency: o.Concurrency, Progress: progress})
 	done()

@@ -115,7 +115,11 @@ func runCheck(c *cli.Context, o CheckOptions) error {
 	}
 	fmt.Fprintln(out)
 	printChecking(out, sc)
-	perms, err := session.Permissions(sc)
+	completed, err := session.CompleteWhatRuns(sc)
+	if err != nil {
+		return err
+	}
+	perms, err := session.Permissions(completed)
 	if err != nil {
 		return err
 	}
@@ -200,17 +204,17 @@ func checkUpstreams(c *cli.Context, o ServeOptions) error {
 
 // checkConfig is what start would run with the same flags, as far as
 // permissions go.
-func checkConfig(o CheckOptions) (session.Config, error) {
+func checkConfig(o CheckOptions) (session.Options, error) {
 	user, userErr := o.Serve.user()
 	hooks, _ := session.SelectWebhooks(splitList(o.Serve.Webhooks))
 	ctls, _ := session.SelectControllers(splitList(o.Serve.Controllers))
 	err := errors.Join(validateSelection(o.Serve.Webhooks, o.Serve.Controllers), userErr, o.Serve.projectErr)
-	return session.Config{LeaseNamespace: o.LeaseNamespace, Webhooks: hooks, Controllers: ctls, Tunnel: o.Tunnel,
+	return session.Options{LeaseNamespace: o.LeaseNamespace, Webhooks: hooks, Controllers: ctls, Tunnel: o.Tunnel,
 		User: user, Project: o.Serve.project}, err
 }
 
 // printChecking says what the permissions below are checked for.
-func printChecking(w io.Writer, cfg session.Config) {
+func printChecking(w io.Writer, cfg session.Options) {
 	list := func(names []string) string {
 		if len(names) == 0 {
 			return "none"

@@ -1,10 +1,9 @@
 package cli
 
 import (
-	"os"
-	"path/filepath"
-
 	"github.com/urfave/cli/v2"
+
+	"github.com/hookback/hookback/session"
 )
 
 // withGlobal returns a command's flags with the global ones added, so they
@@ -16,15 +15,7 @@ func withGlobal(g *GlobalOptions, b *binder) []cli.Flag {
 }
 
 // defaultStateDir is $XDG_STATE_HOME/hookback, else ~/.local/state/hookback.
-func defaultStateDir() string {
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "hookback")
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(home, ".local", "state", "hookback")
-	}
-	return filepath.Join(os.TempDir(), "hookback-state")
-}
+func defaultStateDir() string { return session.DefaultStateDir() }
 
 // globalFlagNames are the flags of GlobalOptions.
 var globalFlagNames = []string{"kubeconfig", "context", "log-format", "log-level"}

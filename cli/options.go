@@ -6,8 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/user"
-	"regexp"
 	"strings"
 	"time"
 
@@ -22,7 +20,6 @@ import (
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/session"
 	"github.com/hookback/hookback/tunnel"
-	"github.com/hookback/hookback/upstream"
 	"github.com/hookback/hookback/webhook"
 )
 
@@ -81,8 +78,8 @@ func (o GlobalOptions) logger(w io.Writer) *slog.Logger {
 // (webhooks 9443, probes 8081, metrics 8080 or 8443) so that both run side
 // by side with their defaults; the inspector's is inspector.DefaultAddress.
 const (
-	DefaultPort          = 8643
-	DefaultHealthAddress = "127.0.0.1:8681"
+	DefaultPort          = session.DefaultPort
+	DefaultHealthAddress = session.DefaultHealthAddress
 )
 
 // ServeOptions are the flags of start and render: what decides the URL and
@@ -114,7 +111,7 @@ type ServeOptions struct {
 }
 
 func defaultServeOptions() ServeOptions {
-	return ServeOptions{GlobalOptions: defaultGlobalOptions(), StateDir: defaultStateDir(), LeaseNamespace: "default",
+	return ServeOptions{GlobalOptions: defaultGlobalOptions(), StateDir: defaultStateDir(), LeaseNamespace: session.DefaultLeaseNamespace,
 		Port: DefaultPort, TLSMode: certs.ModeSelfSigned, Webhooks: "all", Controllers: "all", Webhook: webhook.DefaultOptions(),
 		ACME: certs.ACMEOptions{CA: certs.LetsEncryptCA, Profile: "shortlived", HTTPPort: 80, RenewCheckInterval: 10 * time.Minute}}
 }
@@ -198,7 +195,7 @@ func (o ServeOptions) user() (session.UserWebhooks, error) {
 
 // Validate reports the flags' own problems: their syntax (lists, upstream
 // specs, the log settings) and the project. Every rule of the Config itself
-// lives once in the library (session.Config.Validate), which Run, Render
+// lives once in the library (session.Options.Validate), which Run, Render
 // and Audit run.
 func (o ServeOptions) Validate() error {
 	_, userErr := o.user()
@@ -245,7 +242,7 @@ func (o ServeOptions) certs() certs.Options {
 }
 
 // config is the session Config of these options; call after Validate.
-func (o ServeOptions) config(ext Extension, log *slog.Logger) session.Config {
+func (o ServeOptions) config(ext Extension, log *slog.Logger) session.Options {
 	hooks, _ := session.SelectWebhooks(splitList(o.Webhooks))
 	ctls, _ := session.SelectControllers(splitList(o.Controllers))
 	user, _ := o.user()
@@ -255,7 +252,7 @@ func (o ServeOptions) config(ext Extension, log *slog.Logger) session.Config {
 	}
 	co := o.certs()
 	co.Log = log
-	return session.Config{
+	return session.Options{
 		Kubeconfig: o.kubeconfig(), Session: name, AdvertiseAddress: o.AdvertiseAddress, Port: o.Port,
 		Template: registration.Template{Path: o.Template, Default: ext.Template}, Certs: co,
 		LeaseNamespace: o.LeaseNamespace, Webhooks: hooks, Controllers: ctls, WebhookOptions: o.Webhook,
@@ -282,7 +279,7 @@ type StartOptions struct {
 
 func defaultStartOptions() StartOptions {
 	return StartOptions{ServeOptions: defaultServeOptions(), HealthAddress: DefaultHealthAddress,
-		VerifyTimeout: 15 * time.Second, LeaseDuration: 30 * time.Second, LateAnswerTimeout: upstream.DefaultLateAnswerTimeout,
+		VerifyTimeout: session.DefaultVerifyTimeout, LeaseDuration: session.DefaultLeaseDuration, LateAnswerTimeout: session.DefaultLateAnswerTimeout,
 		Inspector: session.InspectorConfig{Address: inspector.DefaultAddress, Keep: inspector.DefaultKeep},
 		Tunnel:    tunnel.Config{Namespace: tunnel.DefaultNamespace, Image: defaultImage(version())}}
 }
@@ -307,6 +304,15 @@ func (o *StartOptions) bind(b *binder) {
 	bind(b, &o.Tunnel.Image, "relay-image", catTunnel, "tunnel: image that runs the relay (hookback relay); a dev build defaults to :latest")
 }
 
+// Validate is ServeOptions.Validate and start's own flags' syntax.
+func (o StartOptions) Validate() error {
+	var late error
+	if o.LateAnswerTimeout < 0 {
+		late = fmt.Errorf("--late-answer-timeout %s: want 0 (off) or more", o.LateAnswerTimeout)
+	}
+	return errors.Join(o.ServeOptions.Validate(), late)
+}
+
 // check is ServeOptions.check over start's whole Config.
 func (o StartOptions) check(ext Extension) error {
 	if err := o.Validate(); err != nil {
@@ -315,13 +321,16 @@ func (o StartOptions) check(ext Extension) error {
 	return nil
 }
 
-func (o StartOptions) config(ext Extension, log *slog.Logger, out io.Writer, inspectorDefault bool) session.Config {
+func (o StartOptions) config(ext Extension, log *slog.Logger, out io.Writer, inspectorDefault bool) session.Options {
 	cfg := o.ServeOptions.config(ext, log)
 	cfg.BindAddress, cfg.HealthAddress = o.BindAddress, o.HealthAddress
 	cfg.RequireVerified, cfg.VerifyTimeout, cfg.LeaseDuration = !o.NoVerify, o.VerifyTimeout, o.LeaseDuration
 	cfg.Out, cfg.RecordDir, cfg.Inspector, cfg.Tunnel = out, o.RecordDir, o.Inspector, o.Tunnel
 	cfg.User.CertDir = o.UpstreamCertDir
 	cfg.User.LateAnswerTimeout, cfg.User.Shadow = o.LateAnswerTimeout, o.shadow()
+	if o.LateAnswerTimeout == 0 {
+		cfg.User.LateAnswerTimeout = session.LateAnswersOff // the flag's 0; the library's 0 is the default
+	}
 	if o.project != nil && cfg.User.CertDir == "" {
 		cfg.User.CertDir = certs.ControllerRuntimeCertDir()
 	}
@@ -338,24 +347,7 @@ func (o StartOptions) shadow() session.ShadowConfig {
 	return session.ShadowConfig{Target: o.Shadow, CAFile: o.ShadowCA}
 }
 
-var notDNSLabel = regexp.MustCompile(`[^a-z0-9-]+`)
-
 // defaultSession derives <user>-<host> as a DNS label, so names stay valid.
-func defaultSession() string {
-	name := "hookback"
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		name = u.Username
-	}
-	if h, err := os.Hostname(); err == nil && h != "" {
-		name += "-" + strings.SplitN(h, ".", 2)[0]
-	}
-	return sanitizeSession(name)
-}
+func defaultSession() string { return session.DefaultSession() }
 
-func sanitizeSession(s string) string {
-	s = notDNSLabel.ReplaceAllString(strings.ToLower(s), "-")
-	if len(s) > 40 {
-		s = s[:40]
-	}
-	return strings.Trim(s, "-")
-}
+func sanitizeSession(s string) string { return session.SanitizeSession(s) }

@@ -22,13 +22,17 @@ import (
 // error; and the CLI says each problem once, so nothing validates it twice.
 func TestInvalidConfigSameErrorFromLibraryAndCLI(t *testing.T) {
 	nowhere := kubeconfig.Options{Path: "/nonexistent/kubeconfig"}
-	start := func(change func(*session.Config)) func() error {
+	start := func(change func(*session.Options)) func() error {
 		return func() error {
-			cfg := session.Config{Kubeconfig: nowhere, Session: "dev", AdvertiseAddress: "127.0.0.1", Port: DefaultPort,
+			cfg := session.Options{Kubeconfig: nowhere, Session: "dev", AdvertiseAddress: "127.0.0.1", Port: DefaultPort,
 				LeaseNamespace: "default", Certs: certs.Options{Mode: certs.ModeSelfSigned, StateDir: t.TempDir()},
 				WebhookOptions: webhook.DefaultOptions()}
 			change(&cfg)
-			return session.Run(context.Background(), cfg)
+			c, err := session.Complete(cfg)
+			if err != nil {
+				return err
+			}
+			return session.Run(context.Background(), c)
 		}
 	}
 	state := t.TempDir()
@@ -42,20 +46,20 @@ func TestInvalidConfigSameErrorFromLibraryAndCLI(t *testing.T) {
 	}{{
 		name: "start: port, session, inspector keep, verify timeout",
 		args: startArgs("--advertise-address", "127.0.0.1", "--port", "0", "--session", "Not_Valid", "--inspector-keep", "-1", "--verify-timeout", "-1s"),
-		library: start(func(c *session.Config) {
+		library: start(func(c *session.Options) {
 			c.Port, c.Session, c.Inspector.Keep, c.VerifyTimeout = 0, "Not_Valid", -1, -time.Second
 		}),
 	}, {
 		name: "start: files mode without files, a built-in's option",
 		args: startArgs("--advertise-address", "127.0.0.1", "--tls-mode", "files", "--cpu-oversell-factor", "0.5"),
-		library: start(func(c *session.Config) {
+		library: start(func(c *session.Options) {
 			c.Certs.Mode, c.WebhookOptions.CPUOversellFactor = certs.ModeFiles, 0.5
 		}),
 	}, {
-		name: "start: a tunnel in acme mode, a late-answer timeout below 0",
-		args: startArgs("--tunnel", "--relay-image", "relay:test", "--tls-mode", "acme", "--late-answer-timeout", "-1s"),
-		library: start(func(c *session.Config) {
-			c.AdvertiseAddress, c.Certs.Mode, c.User.LateAnswerTimeout = "", certs.ModeACME, -time.Second
+		name: "start: a tunnel in acme mode",
+		args: startArgs("--tunnel", "--relay-image", "relay:test", "--tls-mode", "acme"),
+		library: start(func(c *session.Options) {
+			c.AdvertiseAddress, c.Certs.Mode = "", certs.ModeACME
 			c.Tunnel = tunnel.Config{Enabled: true, Namespace: tunnel.DefaultNamespace, Image: "relay:test"}
 		}),
 	}, {

@@ -78,9 +78,13 @@ func runRBAC(c *cli.Context, o RBACOptions) error {
 	if err != nil {
 		return usage(err)
 	}
-	cfg := session.Config{LeaseNamespace: o.LeaseNamespace, Webhooks: hooks, Controllers: ctls, Tunnel: o.Tunnel,
+	cfg := session.Options{LeaseNamespace: o.LeaseNamespace, Webhooks: hooks, Controllers: ctls, Tunnel: o.Tunnel,
 		User: user, Project: o.Serve.project}
-	out, err := session.RBACYAML(cfg, o.Name, []rbacv1.Subject{subject})
+	completed, err := session.CompleteWhatRuns(cfg)
+	if err != nil {
+		return err
+	}
+	out, err := session.RBACYAML(completed, o.Name, []rbacv1.Subject{subject})
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,11 @@ writes for it, and prints the command that starts the manager (docs/your-webhook
 				return usage(err)
 			}
 			log := o.logger(c.App.ErrWriter)
-			return configUsage(session.Run(c.Context, o.config(ext, log, c.App.Writer, !c.IsSet("inspector-address"))))
+			cfg, err := session.Complete(o.config(ext, log, c.App.Writer, !c.IsSet("inspector-address")))
+			if err != nil {
+				return configUsage(err)
+			}
+			return configUsage(session.Run(c.Context, cfg))
 		},
 	}
 	return cmd, b
@@ -85,7 +89,11 @@ Service, and the same webhook configurations with clientConfig.service reference
 			if err := o.check(ext); err != nil {
 				return usage(err)
 			}
-			out, err := session.Render(c.Context, o.config(ext, o.logger(c.App.ErrWriter)))
+			cfg, err := session.Complete(o.config(ext, o.logger(c.App.ErrWriter)))
+			if err != nil {
+				return configUsage(err)
+			}
+			out, err := session.Render(c.Context, cfg)
 			if err != nil {
 				return configUsage(err)
 			}

@@ -135,7 +135,11 @@ func runTest(c *cli.Context, ext Extension, o TestOptions) error {
 			cfg.User.CertDir = certs.ControllerRuntimeCertDir()
 		}
 	}
-	setup, err := session.TestTargets(cfg)
+	completed, err := session.Complete(cfg)
+	if err != nil {
+		return cli.Exit(err.Error(), exitUsage)
+	}
+	setup, err := session.TestTargets(completed)
 	if err != nil {
 		return cli.Exit(err.Error(), exitUsage)
 	}

@@ -129,9 +129,9 @@ func serviceAccount(o Options) *corev1.ServiceAccount {
 
 // sessionConfig is the run the pods make, for the declarations: the Lease
 // of leader election lives in the install's namespace.
-func sessionConfig(o Options) session.Config {
+func sessionConfig(o Options) session.Options {
 	// Webhook options change what a handler does, never its name or path.
-	return session.Config{LeaseNamespace: o.Namespace, Webhooks: o.Webhooks, Controllers: o.Controllers,
+	return session.Options{LeaseNamespace: o.Namespace, Webhooks: o.Webhooks, Controllers: o.Controllers,
 		WebhookOptions: webhook.DefaultOptions()}
 }
 

@@ -121,8 +121,8 @@ func Assemble(ctx context.Context, o AssemblyOptions) (_ *Assembly, err error) {
 }
 
 // config is the view of o the part builders read.
-func (o AssemblyOptions) config() Config {
-	cfg := Config{Webhooks: o.Webhooks, Controllers: o.Controllers, WebhookOptions: o.WebhookOptions, Extra: o.Extra, Log: o.Log}
+func (o AssemblyOptions) config() Options {
+	cfg := Options{Webhooks: o.Webhooks, Controllers: o.Controllers, WebhookOptions: o.WebhookOptions, Extra: o.Extra, Log: o.Log}
 	if o.yours != nil {
 		cfg.Inspector, cfg.RecordDir = o.yours.inspector, o.yours.recordDir
 	}
@@ -131,7 +131,7 @@ func (o AssemblyOptions) config() Config {
 
 // attach gives your webhooks' late-answer and shadow reports the
 // inspector's store, the record directory and the metrics.
-func (y *yours) attach(cfg Config, store *inspector.Store, m *server.Metrics) error {
+func (y *yours) attach(cfg Options, store *inspector.Store, m *server.Metrics) error {
 	if y.user.late != nil {
 		if err := y.user.late.attach(cfg, store); err != nil {
 			return err
@@ -168,8 +168,16 @@ func (a *Assembly) Synced() bool {
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// Shutdown stops the informers and Event recording.
+// Shutdown stops the informers and Event recording, and releases the
+// listeners: whoever assembled fails after Assemble bound them, before or
+// after serving, calls only Shutdown, and the ports are free again.
 func (a *Assembly) Shutdown() {
+	if a.Server != nil {
+		_ = a.Server.Close()
+	}
+	if a.Inspector != nil {
+		_ = a.Inspector.Close()
+	}
 	a.stop()
 	a.recorders.Shutdown()
 	a.factory.Shutdown()

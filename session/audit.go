@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,11 +39,8 @@ type AuditConfig struct {
 // cfg would register, as dry-run reviews, and returns what each did. It
 // registers and writes nothing. An upstream that cannot be reached stops
 // it, named, before anything is listed.
-func Audit(ctx context.Context, cfg Config, ac AuditConfig) ([]audit.Result, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
+func Audit(ctx context.Context, c *Config, ac AuditConfig) ([]audit.Result, error) {
+	cfg := c.opts
 	if cfg.Project != nil && cfg.User.UpstreamCA == "" && !cfg.User.UpstreamInsecure {
 		// The manager serves the certificate start wrote, signed by
 		// hookback's local CA.
@@ -56,7 +54,7 @@ func Audit(ctx context.Context, cfg Config, ac AuditConfig) ([]audit.Result, err
 	if cfg.Scope, err = renderScope(ctx, cfg); err != nil {
 		return nil, err
 	}
-	hooks, convs, err := auditInputs(cfg)
+	hooks, convs, err := auditInputs(c, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -104,24 +102,21 @@ func Audit(ctx context.Context, cfg Config, ac AuditConfig) ([]audit.Result, err
 // AuditWebhooks are the webhooks a run of cfg would register, each with the
 // handler that answers it: a built-in called in process, or a forwarder to
 // your upstream with start's answer checks.
-func AuditWebhooks(cfg Config) ([]audit.Webhook, error) {
-	hooks, _, err := auditInputs(cfg)
+func AuditWebhooks(c *Config) ([]audit.Webhook, error) {
+	hooks, _, err := auditInputs(c, c.opts)
 	return hooks, err
 }
 
 // auditInputs are the webhooks of AuditWebhooks and the conversion
-// webhooks of the manifests' CRDs, each narrowed by the scope.
-func auditInputs(cfg Config) ([]audit.Webhook, []audit.Conversion, error) {
-	cfg = cfg.withDefaults()
+// webhooks of the manifests' CRDs, each narrowed by the scope: c's
+// Objects, with cfg, c's options as the audit resolved them (the scope,
+// the upstream CA).
+func auditInputs(c *Config, cfg Options) ([]audit.Webhook, []audit.Conversion, error) {
 	served, err := ServedWebhooks(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	name, text, err := cfg.Template.Load()
-	if err != nil {
-		return nil, nil, err
-	}
-	user, err := loadUserWebhooks(cfg.User, cfg)
+	user, err := loadUserWebhooks(cfg.User, cfg, c.manifests)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -129,30 +124,21 @@ func auditInputs(cfg Config) ([]audit.Webhook, []audit.Conversion, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	reg, err := registration.Render(name, text, registration.TemplateData{URL: auditBase, Session: cfg.Session, Enabled: names(served), Namespaces: cfg.Scope.Namespaces},
-		registration.RenderOptions{Paths: append(paths(served), paths(user.hooks)...)})
-	if err != nil {
-		return nil, nil, err
-	}
-	mine, err := user.render(auditBase, "", cfg.Session, "")
-	if err != nil {
-		return nil, nil, err
-	}
 	// The scope narrows every webhook as start registers it (ANDed
 	// selectors), so the audit matches what start would send.
-	objs, notes, err := cfg.Scope.Apply(append(reg.Objects, mine.Objects...))
+	objs, err := c.Objects(Placement{Target: registration.Target{URL: auditBase}, Scope: cfg.Scope})
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, n := range notes {
+	for _, n := range objs.Notes {
 		cfg.Log.Info(n)
 	}
 	handlers := map[string]admission.Handler{}
-	for _, h := range append(served, user.hooks...) {
+	for _, h := range slices.Concat(served, observerWebhooks(cfg.Observers), user.hooks) {
 		handlers[h.Path] = h.Handler
 	}
 	var out []audit.Webhook
-	for _, o := range objs {
+	for _, o := range objs.Configurations.Objects {
 		hooks, err := auditHooks(o, handlers)
 		if err != nil {
 			return nil, nil, err
@@ -213,7 +199,7 @@ func auditHooks(o *unstructured.Unstructured, handlers map[string]admission.Hand
 // auditConversions are the conversion webhooks of the manifests' CRDs,
 // forwarding to the user's upstreams with start's checks, and the scope as
 // selectors on the objects.
-func auditConversions(user *userWebhooks, cfg Config) ([]audit.Conversion, error) {
+func auditConversions(user *userWebhooks, cfg Options) ([]audit.Conversion, error) {
 	c, err := loadConversions(user, cfg)
 	if err != nil || len(c.hooks) == 0 {
 		return nil, err

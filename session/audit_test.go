@@ -30,8 +30,8 @@ func TestAuditWebhooks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := Config{Session: "s", Webhooks: []string{"pod-name", "node-status"}, Template: registration.Template{Default: tmpl}, Scope: tt.scope, WebhookOptions: webhook.DefaultOptions()}
-			hooks, err := AuditWebhooks(cfg)
+			cfg := Options{Session: "s", Webhooks: []string{"pod-name", "node-status"}, Template: registration.Template{Default: tmpl}, Scope: tt.scope, WebhookOptions: webhook.DefaultOptions()}
+			hooks, err := AuditWebhooks(completed(t, cfg))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -18,20 +18,14 @@ import (
 	"github.com/hookback/hookback/webhook"
 )
 
-// Render renders the webhook configurations a run of cfg would apply,
-// without serving or writing anything: the caBundle is the one the run's
-// certificate would need, and without an advertise address the kubeconfig
-// decides it as Run would.
-func Render(ctx context.Context, cfg Config) ([]byte, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	served, err := ServedWebhooks(cfg)
+// Render renders the webhook configurations a run of c would apply
+// (Config.Objects), without serving or writing anything: the caBundle is
+// the one the run's certificate would need, and without an advertise
+// address the kubeconfig decides it as Run would.
+func Render(ctx context.Context, c *Config) ([]byte, error) {
+	cfg := c.opts
+	sc, err := renderScope(ctx, cfg)
 	if err != nil {
-		return nil, err
-	}
-	if cfg.Scope, err = renderScope(ctx, cfg); err != nil {
 		return nil, err
 	}
 	host := cfg.AdvertiseAddress
@@ -50,34 +44,19 @@ func Render(ctx context.Context, cfg Config) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	name, text, err := cfg.Template.Load()
+	// Your webhooks as start loads them: the same checks, the same log.
+	if _, err := loadUserWebhooks(cfg.User, cfg, c.manifests); err != nil {
+		return nil, err
+	}
+	objs, err := c.Objects(Placement{Target: registration.Target{URL: URL(host, cfg.Port), CABundle: bundle},
+		LeaseRef: cfg.LeaseNamespace + "/" + registration.LeaseName(cfg.Session), Scope: sc})
 	if err != nil {
 		return nil, err
 	}
-	user, err := loadUserWebhooks(cfg.User, cfg)
-	if err != nil {
-		return nil, err
-	}
-	leaseRef := cfg.LeaseNamespace + "/" + registration.LeaseName(cfg.Session)
-	reg, err := registration.Render(name, text, registration.TemplateData{
-		URL: URL(host, cfg.Port), CABundle: bundle, Session: cfg.Session, Enabled: names(served), Namespaces: cfg.Scope.Namespaces,
-	}, registration.RenderOptions{Paths: append(paths(served), paths(user.hooks)...), LeaseRef: leaseRef})
-	if err != nil {
-		return nil, err
-	}
-	mine, err := user.render(URL(host, cfg.Port), bundle, cfg.Session, leaseRef)
-	if err != nil {
-		return nil, err
-	}
-	reg.Objects = append(reg.Objects, mine.Objects...)
-	var notes []string
-	if reg.Objects, notes, err = cfg.Scope.Apply(reg.Objects); err != nil {
-		return nil, err
-	}
-	for _, n := range notes {
+	for _, n := range objs.Notes {
 		cfg.Log.Info(n)
 	}
-	return reg.YAML()
+	return objs.Configurations.YAML()
 }
 
 // CleanupConfig says what Cleanup removes.

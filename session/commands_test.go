@@ -47,7 +47,7 @@ func TestRender(t *testing.T) {
 			cfg := startConfig(t, nil)
 			cfg.Port = 8443
 			cfg.Template = registration.Template{Default: []byte(tt.template)}
-			out, err := Render(context.Background(), cfg)
+			out, err := render(context.Background(), cfg)
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("Render = %v, want %v", err, tt.wantErr)
 			}

@@ -23,9 +23,22 @@ import (
 	"github.com/hookback/hookback/webhook"
 )
 
-// Config is everything one run needs, already parsed: the CLI builds it from
-// flags, and a Go program that embeds hookback builds it itself.
-type Config struct {
+// Options is everything one run needs, already parsed: the CLI builds it
+// from flags, and a Go program that embeds hookback builds it itself, then
+// Complete turns it into the Config every command takes. A zero field
+// takes its default there: HealthAddress DefaultHealthAddress (loopback),
+// LeaseDuration DefaultLeaseDuration, VerifyTimeout DefaultVerifyTimeout,
+// ReloadInterval DefaultReloadInterval, User.LateAnswerTimeout
+// DefaultLateAnswerTimeout, the tunnel's tunnel.Config.WithDefaults; Log
+// discards, Out is io.Discard, Inspector is off. Session, Port,
+// LeaseNamespace and Certs.Mode have no default: zero is an error
+// (DefaultSession, DefaultPort, DefaultLeaseNamespace and DefaultStateDir
+// are what the CLI passes). Nothing listens on every
+// interface unless asked: health is on loopback, and an empty BindAddress
+// binds the advertised host when this machine owns it; every interface
+// only when the apiserver is to dial an address this machine does not own
+// (NAT, a forwarded port), where no single local address would do.
+type Options struct {
 	Kubeconfig kubeconfig.Options
 	// Session names the run; every object it writes is suffixed with it.
 	Session string
@@ -58,6 +71,10 @@ type Config struct {
 	// Extra are webhooks of a program that embeds hookback, served beside
 	// the built-ins; the template registers them like any other.
 	Extra []admission.Webhook
+	// Observers are webhooks that watch rather than decide (the policies
+	// and the chain view add them): each served at its path and registered
+	// by the configurations of its own template (Config.Objects).
+	Observers []Observer
 	// User are the user's own webhook manifests and upstream servers.
 	User UserWebhooks
 	// Project is the kubebuilder or Operator SDK project whose manifests
@@ -84,7 +101,7 @@ type Config struct {
 	Kubectl string
 }
 
-// ErrInvalidConfig marks what Config.Validate reports: the CLI shows it as
+// ErrInvalidConfig marks what Options.Validate reports: the CLI shows it as
 // a usage error, and errors.Is finds it in what Run, Render and Audit return.
 var ErrInvalidConfig = errors.New("session: invalid configuration")
 
@@ -95,7 +112,7 @@ var validSession = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$`)
 // Validate reports every problem at once, each naming the flag that sets
 // it. Run, Render and Audit run it once; a program that embeds hookback gets
 // the same errors as the CLI.
-func (c Config) Validate() error {
+func (c Options) Validate() error {
 	var errs []error
 	switch {
 	case c.Session == "":
@@ -109,10 +126,7 @@ func (c Config) Validate() error {
 	if c.LeaseNamespace == "" {
 		errs = append(errs, errors.New("the lease namespace is empty"))
 	}
-	if c.User.LateAnswerTimeout < 0 {
-		errs = append(errs, fmt.Errorf("--late-answer-timeout %s: want 0 (off) or more", c.User.LateAnswerTimeout))
-	}
-	// Zero durations take their defaults (withDefaults).
+	// Zero durations take their defaults (Complete).
 	if c.VerifyTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--verify-timeout %s: want more than 0", c.VerifyTimeout))
 	}
@@ -147,6 +161,7 @@ func (c Config) Validate() error {
 		}
 		paths[w.Path] = w.Name
 	}
+	errs = append(errs, validateObservers(c.Observers, c.Extra)...)
 	if len(errs) == 0 {
 		return nil
 	}

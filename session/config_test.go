@@ -85,46 +85,45 @@ func TestShellQuote(t *testing.T) {
 	}
 }
 
-// TestConfigValidate: every problem of a Config is reported at once, each
+// TestConfigValidate: every problem of a Options is reported at once, each
 // naming what to fix.
 func TestConfigValidate(t *testing.T) {
 	allow := admission.HandlerFunc(func(context.Context, admission.Request) admission.Response { return admission.Allowed("") })
-	valid := func() Config {
-		return Config{Session: "s", LeaseNamespace: "default", Port: 8443, Certs: certs.Options{Mode: certs.ModeSelfSigned},
+	valid := func() Options {
+		return Options{Session: "s", LeaseNamespace: "default", Port: 8443, Certs: certs.Options{Mode: certs.ModeSelfSigned},
 			WebhookOptions: webhook.DefaultOptions()}
 	}
 	tests := []struct {
 		name   string
-		change func(c *Config)
+		change func(c *Options)
 		want   []string
 	}{
-		{name: "valid", change: func(*Config) {}},
-		{name: "no session, port out of range, no lease namespace", change: func(c *Config) {
+		{name: "valid", change: func(*Options) {}},
+		{name: "no session, port out of range, no lease namespace", change: func(c *Options) {
 			c.Session, c.Port, c.LeaseNamespace = "", 70000, ""
 		}, want: []string{"the session name is empty", "--port 70000: want a TCP port, 1 to 65535", "the lease namespace is empty"}},
-		{name: "extra webhooks without a handler, on one path", change: func(c *Config) {
+		{name: "extra webhooks without a handler, on one path", change: func(c *Options) {
 			c.Extra = []admission.Webhook{{Name: "a", Path: "/x", Handler: allow}, {Name: "b", Path: "/x"}}
 		}, want: []string{`extra webhook "b" needs a name, a path starting with / and a handler`, "extra webhooks a and b both use path /x"}},
-		{name: "upstream without manifests, a timeout beyond the apiserver's", change: func(c *Config) {
+		{name: "upstream without manifests, a timeout beyond the apiserver's", change: func(c *Options) {
 			c.User = UserWebhooks{Upstreams: []Upstream{{URL: "https://127.0.0.1:9443"}}, Timeout: time.Minute}
 		}, want: []string{"--upstream needs --webhook-config", "--timeout 1m0s: want 1s to 30s"}},
-		{name: "manifests without upstream", change: func(c *Config) {
+		{name: "manifests without upstream", change: func(c *Options) {
 			c.User = UserWebhooks{Manifests: []string{"m.yaml"}}
 		}, want: []string{"--webhook-config needs --upstream"}},
-		{name: "a cert dir without manifests", change: func(c *Config) { c.User = UserWebhooks{CertDir: "d"} },
+		{name: "a cert dir without manifests", change: func(c *Options) { c.User = UserWebhooks{CertDir: "d"} },
 			want: []string{"--upstream-cert-dir needs --webhook-config"}},
-		{name: "the inspector beyond loopback, a negative keep", change: func(c *Config) {
+		{name: "the inspector beyond loopback, a negative keep", change: func(c *Options) {
 			c.Inspector = InspectorConfig{Address: "0.0.0.0:8080", Keep: -1}
 		}, want: []string{"--inspector-keep -1", "pass --inspector-expose"}},
-		{name: "files mode without files", change: func(c *Config) { c.Certs.Mode = certs.ModeFiles },
+		{name: "files mode without files", change: func(c *Options) { c.Certs.Mode = certs.ModeFiles },
 			want: []string{"--tls-mode files needs --tls-cert-file and --tls-key-file"}},
-		{name: "a session name that is no DNS label", change: func(c *Config) { c.Session = "Not_Valid" },
+		{name: "a session name that is no DNS label", change: func(c *Options) { c.Session = "Not_Valid" },
 			want: []string{`--session "Not_Valid": use lowercase letters, digits and '-', at most 40 characters`}},
-		{name: "negative durations, a lease shorter than a second", change: func(c *Config) {
-			c.VerifyTimeout, c.LeaseDuration, c.User.LateAnswerTimeout = -time.Second, time.Millisecond, -time.Second
-		}, want: []string{"--verify-timeout -1s: want more than 0", "--lease-duration 1ms: want at least 1s",
-			"--late-answer-timeout -1s: want 0 (off) or more"}},
-		{name: "built-in options, each naming its flag", change: func(c *Config) { c.WebhookOptions.CPUOversellFactor = 0.5 },
+		{name: "negative durations, a lease shorter than a second", change: func(c *Options) {
+			c.VerifyTimeout, c.LeaseDuration = -time.Second, time.Millisecond
+		}, want: []string{"--verify-timeout -1s: want more than 0", "--lease-duration 1ms: want at least 1s"}},
+		{name: "built-in options, each naming its flag", change: func(c *Options) { c.WebhookOptions.CPUOversellFactor = 0.5 },
 			want: []string{"--cpu-oversell-factor 0.5: want a finite number >= 1"}},
 	}
 	for _, tt := range tests {

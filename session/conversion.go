@@ -27,7 +27,7 @@ type conversions struct {
 
 // loadConversions reads the CRDs the intake found and builds a forwarding
 // converter for each conversion webhook, to the upstream its target maps to.
-func loadConversions(u *userWebhooks, cfg Config) (*conversions, error) {
+func loadConversions(u *userWebhooks, cfg Options) (*conversions, error) {
 	c := &conversions{}
 	if u.manifests == nil {
 		return c, nil
@@ -58,7 +58,7 @@ func loadConversions(u *userWebhooks, cfg Config) (*conversions, error) {
 
 // handlers are the conversion webhooks' HTTP handlers by path, recorded
 // with the admissions (rec may be nil) and counted in reg.
-func (c *conversions) handlers(cfg Config, rec admission.Recorder, reg prometheus.Registerer) (map[string]http.Handler, error) {
+func (c *conversions) handlers(cfg Options, rec admission.Recorder, reg prometheus.Registerer) (map[string]http.Handler, error) {
 	if c == nil || len(c.hooks) == 0 {
 		return nil, nil
 	}
@@ -89,16 +89,9 @@ func (r *run) crds() *registration.CRDs {
 
 // ensureCRDs installs the missing CRDs and points the selected conversion
 // webhooks at hookback with the current caBundle.
-func (r *run) ensureCRDs(ctx context.Context, bundle string) error {
-	c := r.conversions
-	if c == nil || len(c.crds) == 0 {
+func (r *run) ensureCRDs(ctx context.Context, objs *Objects, bundle string) error {
+	if r.conversions == nil || len(objs.CRDs) == 0 {
 		return nil
-	}
-	// Run set the filter from the scope (scopeConversions), saying once
-	// which CRDs it leaves alone; nil (a Config built by hand) selects all.
-	redirect := r.cfg.RedirectConversion
-	if redirect == nil {
-		redirect = func(string) bool { return true }
 	}
 	to := registration.Target{URL: r.url, CABundle: bundle}
 	if r.tunnel != nil {
@@ -106,7 +99,7 @@ func (r *run) ensureCRDs(ctx context.Context, bundle string) error {
 		svc := r.tunnel.Service()
 		to.Service = &svc
 	}
-	installed, redirected, err := r.crds().Ensure(ctx, c.crds, redirect, to)
+	installed, redirected, err := r.crds().Ensure(ctx, objs.CRDs, objs.Redirect, to)
 	r.conversions.installed = appendNew(r.conversions.installed, installed...)
 	r.conversions.redirected = appendNew(r.conversions.redirected, redirected...)
 	return err
@@ -143,7 +136,7 @@ func appendNew(s []string, vs ...string) []string {
 // replayTarget extends the inspector's replay to the conversion webhooks
 // (each replayed to its upstream, through the same checks) and names them
 // as upstream webhooks in sources.
-func (c *conversions) replayTarget(admissions record.Target, sources map[string]string, cfg Config) record.Target {
+func (c *conversions) replayTarget(admissions record.Target, sources map[string]string, cfg Options) record.Target {
 	if c == nil || len(c.hooks) == 0 {
 		return admissions
 	}

@@ -67,8 +67,8 @@ func TestLoadConversions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := Config{Session: "s"}.withDefaults()
-			u, err := loadUserWebhooks(UserWebhooks{Manifests: []string{dir}, Upstreams: tt.upstreams}, cfg)
+			cfg := Options{Session: "s"}.withDefaults()
+			u, err := loadUser(UserWebhooks{Manifests: []string{dir}, Upstreams: tt.upstreams}, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +100,7 @@ func TestConversionReplayTarget(t *testing.T) {
 	c := &conversions{hooks: []conversion.Webhook{{CRD: "widgets.shop.io", Path: "/convert/widgets.shop.io/convert", Converter: answerConverter{body}}}}
 	sources := map[string]string{}
 	fallback := func(e record.Entry) (http.Handler, error) { return nil, errors.New("admission: " + e.Path) }
-	target := c.replayTarget(fallback, sources, Config{}.withDefaults())
+	target := c.replayTarget(fallback, sources, Options{}.withDefaults())
 	if sources["convert/widgets.shop.io"] != inspector.SourceUpstream {
 		t.Errorf("sources %v", sources)
 	}

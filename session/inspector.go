@@ -43,7 +43,7 @@ func (c InspectorConfig) Validate() error {
 
 // newInspectorStore is the store the inspector reads, or nil when it is
 // disabled.
-func newInspectorStore(cfg Config) *inspector.Store {
+func newInspectorStore(cfg Options) *inspector.Store {
 	if cfg.Inspector.Address == "" {
 		return nil
 	}
@@ -55,7 +55,7 @@ func newInspectorStore(cfg Config) *inspector.Store {
 // alone under --shadow; extra
 // webhooks), except the built-ins: they are built again with an events
 // recorder that drops Events, so a replay leaves no trace in the cluster.
-func newInspector(cfg Config, store *inspector.Store, hooks []admission.Webhook, user *userWebhooks, conv *conversions, factory informers.SharedInformerFactory) (*inspector.Server, error) {
+func newInspector(cfg Options, store *inspector.Store, hooks []admission.Webhook, user *userWebhooks, conv *conversions, factory informers.SharedInformerFactory) (*inspector.Server, error) {
 	if store == nil {
 		return nil, nil
 	}
@@ -85,7 +85,7 @@ func newInspector(cfg Config, store *inspector.Store, hooks []admission.Webhook,
 }
 
 // replayWebhooks are the handlers a replay goes to, by path.
-func replayWebhooks(cfg Config, hooks []admission.Webhook, factory informers.SharedInformerFactory) (map[string]admission.Webhook, error) {
+func replayWebhooks(cfg Options, hooks []admission.Webhook, factory informers.SharedInformerFactory) (map[string]admission.Webhook, error) {
 	deps := webhook.Deps{Log: cfg.Log, Recorder: func(string) events.EventRecorder { return &events.FakeRecorder{} }}
 	if slices.Contains(cfg.Webhooks, webhook.NamePodEviction) {
 		deps.Pods = factory.Core().V1().Pods().Lister()
@@ -107,7 +107,7 @@ func replayWebhooks(cfg Config, hooks []admission.Webhook, factory informers.Sha
 
 // replayTarget serves a replayed review through hookback's transport, as
 // `hookback replay` does, recording nothing.
-func replayTarget(hooks map[string]admission.Webhook, cfg Config) record.Target {
+func replayTarget(hooks map[string]admission.Webhook, cfg Options) record.Target {
 	return func(e record.Entry) (http.Handler, error) {
 		h, ok := hooks[e.Path]
 		if !ok {

@@ -58,7 +58,7 @@ func newLateReport(log *slog.Logger, timeout time.Duration) *lateReport {
 
 // attach adds the inspector's store and the --record-dir recorder, once
 // they exist; either may be nil.
-func (l *lateReport) attach(cfg Config, store *inspector.Store) error {
+func (l *lateReport) attach(cfg Options, store *inspector.Store) error {
 	l.store = store
 	if cfg.RecordDir != "" {
 		dir, err := record.NewRecorder(cfg.RecordDir, cfg.Log)

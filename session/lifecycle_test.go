@@ -193,6 +193,7 @@ func TestRunReappliesAChangedTemplate(t *testing.T) {
 	r.cfg.ReloadInterval = 50 * time.Millisecond
 	out := &syncBuffer{}
 	r.cfg.Out = out
+	r.config = &Config{opts: r.cfg} // the run's Config, with the template file
 	h := startRun(t, r)
 	waitFor(t, "the ready banner", func() bool { return strings.Contains(out.String(), "Stop with Ctrl-C") })
 	changed := strings.Replace(testTemplate, "failurePolicy: Ignore", "failurePolicy: Fail", 1)

@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/hookback/hookback/certs"
@@ -11,54 +10,22 @@ import (
 	"github.com/hookback/hookback/reload"
 )
 
-// withDefaults fills what a zero Config leaves open.
-func (c Config) withDefaults() Config {
-	if c.LeaseDuration == 0 {
-		c.LeaseDuration = 30 * time.Second
-	}
-	if c.VerifyTimeout == 0 {
-		c.VerifyTimeout = 15 * time.Second
-	}
-	if c.ReloadInterval == 0 {
-		c.ReloadInterval = 2 * time.Second
-	}
-	c.Tunnel = c.Tunnel.WithDefaults()
-	if c.Log == nil {
-		c.Log = slog.New(slog.DiscardHandler)
-	}
-	if c.Certs.Log == nil {
-		c.Certs.Log = c.Log
-	}
-	return c
-}
-
-// render renders the current template for this session with bundle, the
-// current caBundle (user-provided certificate files may change it).
-func (r *run) render(bundle string) (*registration.Registration, error) {
-	name, text, err := r.cfg.Template.Load()
-	if err != nil {
-		return nil, err
-	}
-	data := registration.TemplateData{URL: r.url, CABundle: bundle, Session: r.cfg.Session, Enabled: names(r.parts.webhooks),
-		Namespaces: r.cfg.Scope.Namespaces}
-	reg, err := registration.Render(name, text, data, registration.RenderOptions{Paths: r.server.Paths(), LeaseRef: r.leaseRef})
-	if err != nil {
-		return nil, err
-	}
-	mine, err := r.user.render(r.url, bundle, r.cfg.Session, r.leaseRef)
-	if err != nil {
-		return nil, err
-	}
-	reg.Objects = append(reg.Objects, mine.Objects...)
-	if reg.Objects, r.scopeNotes, err = r.cfg.Scope.Apply(reg.Objects); err != nil {
-		return nil, err
-	}
+// render is what the session registers now, with bundle, the current
+// caBundle (user-provided certificate files may change it), and your
+// manifests as last read: Config.Objects, as render prints it.
+func (r *run) render(bundle string) (*Objects, error) {
+	to := registration.Target{URL: r.url, CABundle: bundle}
 	if r.tunnel != nil {
-		if err := registration.PointAtService(reg.Objects, r.tunnel.Service()); err != nil {
-			return nil, err
-		}
+		// The apiserver reaches hookback only through the relay's Service.
+		svc := r.tunnel.Service()
+		to.Service = &svc
 	}
-	return reg, nil
+	objs, err := r.config.Objects(Placement{Target: to, LeaseRef: r.leaseRef, Scope: r.cfg.Scope, Manifests: r.user.manifests})
+	if err != nil {
+		return nil, err
+	}
+	r.scopeNotes = objs.Notes
+	return objs, nil
 }
 
 // applied tells a staged certificate source which caBundle the cluster's
@@ -140,17 +107,18 @@ func (r *run) reverify(ctx context.Context, why string) {
 func (r *run) reapply(ctx context.Context) {
 	start := time.Now()
 	bundle := r.certs.CABundle()
-	reg, err := r.render(bundle)
+	objs, err := r.render(bundle)
 	if err != nil {
 		r.cfg.Log.Error("template not applied; the previous configuration stays live", "error", err)
 		return
 	}
+	reg := objs.Configurations
 	r.drift.Set(reg.Objects)
-	if err := r.registrar.Apply(ctx, reg); err != nil {
+	if err := r.drift.Own(func() error { return r.registrar.Apply(ctx, reg) }); err != nil {
 		r.cfg.Log.Error("re-apply failed; will retry on the next change", "error", err)
 		return
 	}
-	if err := r.ensureCRDs(ctx, bundle); err != nil {
+	if err := r.ensureCRDs(ctx, objs, bundle); err != nil {
 		r.cfg.Log.Error("CRD conversion not re-applied; will retry on the next change", "error", err)
 	}
 	r.applied(bundle)

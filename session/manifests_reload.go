@@ -74,7 +74,7 @@ func (r *run) reloadManifests(ctx context.Context) {
 			"new", strings.Join(missing, ","))
 		return
 	}
-	u.manifests, u.docs = m, m.Webhooks
+	u.manifests = m
 	if r.conversions != nil {
 		r.conversions.crds = crds
 	}

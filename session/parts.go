@@ -24,23 +24,21 @@ import (
 	"github.com/hookback/hookback/webhook"
 )
 
-// Permissions lists what a run of cfg needs: registration's own, Events,
-// and what the selected webhooks and controllers declare.
-func Permissions(cfg Config) ([]admission.Permission, error) {
+// Permissions lists what a run of c needs: registration's own, Events,
+// what the selected webhooks and controllers declare, the tunnel's, and
+// your CRDs'.
+func Permissions(c *Config) ([]admission.Permission, error) {
+	cfg := c.opts
 	ctl, err := controller.Permissions(cfg.Controllers)
 	if err != nil {
 		return nil, err
 	}
 	var tun []admission.Permission
 	if cfg.Tunnel.Enabled {
-		tun = tunnel.Permissions(cfg.withDefaults().Tunnel.Namespace)
-	}
-	crd, err := cfg.User.permissions()
-	if err != nil {
-		return nil, err
+		tun = tunnel.Permissions(cfg.Tunnel.Namespace)
 	}
 	return admission.MergePermissions(registration.Permissions(cfg.LeaseNamespace), eventPermissions(),
-		webhook.Permissions(cfg.Webhooks), ctl, tun, crd), nil
+		webhook.Permissions(cfg.Webhooks), ctl, tun, manifestPermissions(c.manifests)), nil
 }
 
 // parts are the webhooks and controllers one run serves and runs.
@@ -51,7 +49,7 @@ type parts struct {
 
 // buildParts builds the selected built-ins and the extra webhooks on the
 // shared informer factory and event recorders.
-func buildParts(cfg Config, cl *Cluster, factory informers.SharedInformerFactory, recorders *eventRecorders, reg prometheus.Registerer, store *inspector.Store) (*parts, error) {
+func buildParts(cfg Options, cl *Cluster, factory informers.SharedInformerFactory, recorders *eventRecorders, reg prometheus.Registerer, store *inspector.Store) (*parts, error) {
 	deps := webhook.Deps{Log: cfg.Log, Recorder: recorders.For}
 	if store != nil {
 		// The inspector shows, with each review, the Events it caused.
@@ -77,7 +75,7 @@ func buildParts(cfg Config, cl *Cluster, factory informers.SharedInformerFactory
 
 // ServedWebhooks are the webhooks a run of cfg would serve, built only to
 // learn their names and paths: render serves nothing.
-func ServedWebhooks(cfg Config) ([]admission.Webhook, error) {
+func ServedWebhooks(cfg Options) ([]admission.Webhook, error) {
 	pods := corev1listers.NewPodLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))
 	discard := func(string) events.EventRecorder { return &events.FakeRecorder{} }
 	hooks, err := webhook.Build(cfg.Webhooks, cfg.WebhookOptions, webhook.Deps{Recorder: discard, Pods: pods})
@@ -150,10 +148,10 @@ func paths(hooks []admission.Webhook) []string {
 }
 
 // RBAC is the least-privilege ClusterRole (and lease-namespace Role) for a
-// run of cfg, bound to subjects: the same declarations Permissions returns
+// run of c, bound to subjects: the same declarations Permissions returns
 // and check verifies.
-func RBAC(cfg Config, name string, subjects []rbacv1.Subject) (*registration.RBAC, error) {
-	perms, err := Permissions(cfg)
+func RBAC(c *Config, name string, subjects []rbacv1.Subject) (*registration.RBAC, error) {
+	perms, err := Permissions(c)
 	if err != nil {
 		return nil, err
 	}
@@ -161,11 +159,12 @@ func RBAC(cfg Config, name string, subjects []rbacv1.Subject) (*registration.RBA
 }
 
 // RBACYAML is RBAC as YAML, with a header saying how it was made.
-func RBACYAML(cfg Config, name string, subjects []rbacv1.Subject) ([]byte, error) {
-	r, err := RBAC(cfg, name, subjects)
+func RBACYAML(c *Config, name string, subjects []rbacv1.Subject) ([]byte, error) {
+	r, err := RBAC(c, name, subjects)
 	if err != nil {
 		return nil, err
 	}
+	cfg := c.opts
 	list := func(names []string) string { return cmp.Or(strings.Join(names, " "), "none") }
 	yours := ""
 	if len(cfg.User.Manifests) > 0 {

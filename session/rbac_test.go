@@ -21,7 +21,7 @@ func docsRBAC(t *testing.T) []byte {
 	t.Helper()
 	hooks, _ := SelectWebhooks([]string{"all"})
 	ctls, _ := SelectControllers([]string{"all"})
-	out, err := RBACYAML(Config{LeaseNamespace: "default", Webhooks: hooks, Controllers: ctls}, "hookback-developer",
+	out, err := RBACYAML(completed(t, Options{LeaseNamespace: "default", Webhooks: hooks, Controllers: ctls}), "hookback-developer",
 		[]rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "hookback-developers"}})
 	if err != nil {
 		t.Fatal(err)
@@ -55,12 +55,12 @@ func TestRBACDocMatchesDeclarations(t *testing.T) {
 func TestRBACGrantsEveryDeclaredPermission(t *testing.T) {
 	hooks, _ := SelectWebhooks([]string{"all"})
 	ctls, _ := SelectControllers([]string{"all"})
-	cfg := Config{LeaseNamespace: "hookback-leases", Webhooks: hooks, Controllers: ctls}
-	perms, err := Permissions(cfg)
+	cfg := Options{LeaseNamespace: "hookback-leases", Webhooks: hooks, Controllers: ctls}
+	perms, err := Permissions(completed(t, cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := RBAC(cfg, "x", nil)
+	r, err := RBAC(completed(t, cfg), "x", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 // newRecorder composes what keeps reviews and answers: files in
 // cfg.RecordDir and the inspector's store. It returns nil when neither is
 // on.
-func newRecorder(cfg Config, store *inspector.Store) (admission.Recorder, error) {
+func newRecorder(cfg Options, store *inspector.Store) (admission.Recorder, error) {
 	rec := sessionRecorder{}
 	if cfg.RecordDir != "" {
 		dir, err := record.NewRecorder(cfg.RecordDir, cfg.Log)

@@ -34,10 +34,10 @@ import (
 
 // startConfig is a start on a local cluster at 127.0.0.1 with one extra
 // webhook the test template registers; its banner goes to out.
-func startConfig(t *testing.T, out *syncBuffer) Config {
+func startConfig(t *testing.T, out *syncBuffer) Options {
 	t.Helper()
 	allow := admission.HandlerFunc(func(context.Context, admission.Request) admission.Response { return admission.Allowed("") })
-	return Config{Session: "unit", AdvertiseAddress: "127.0.0.1", Port: freePort(t), HealthAddress: "127.0.0.1:0",
+	return Options{Session: "unit", AdvertiseAddress: "127.0.0.1", Port: freePort(t), HealthAddress: "127.0.0.1:0",
 		LeaseNamespace: "default", RequireVerified: true, VerifyTimeout: 5 * time.Second,
 		Template:       registration.Template{Default: []byte(testTemplate)},
 		Certs:          certs.Options{Mode: certs.ModeSelfSigned, StateDir: t.TempDir()},
@@ -49,11 +49,12 @@ func startConfig(t *testing.T, out *syncBuffer) Config {
 
 // startUntilReady runs cfg on cl until the banner is out, and returns a stop that
 // cancels the run and returns what it returned.
-func startUntilReady(t *testing.T, cfg Config, cl *Cluster, out *syncBuffer) func() error {
+func startUntilReady(t *testing.T, cfg Options, cl *Cluster, out *syncBuffer) func() error {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- runOn(ctx, cfg, cl, time.Now()) }()
+	c := completed(t, cfg)
+	go func() { done <- runOn(ctx, c, cl, time.Now()) }()
 	stop := func() error {
 		cancel()
 		select {
@@ -88,17 +89,17 @@ func startUntilReady(t *testing.T, cfg Config, cl *Cluster, out *syncBuffer) fun
 func TestStartWritesInOrder(t *testing.T) {
 	tests := []struct {
 		name   string
-		change func(t *testing.T, cfg *Config)
+		change func(t *testing.T, cfg *Options)
 		banner []string
 		// ready acts on the ready run; after checks what the stopped run left.
 		ready func(t *testing.T, dyn *dynamicfake.FakeDynamicClient)
-		after func(t *testing.T, cfg Config)
+		after func(t *testing.T, cfg Options)
 	}{{
 		name:   "the test webhook alone",
-		change: func(*testing.T, *Config) {},
+		change: func(*testing.T, *Options) {},
 	}, {
 		name: "built-ins, the inspector and a record directory",
-		change: func(t *testing.T, cfg *Config) {
+		change: func(t *testing.T, cfg *Options) {
 			cfg.Webhooks = []string{webhook.NamePodEviction, webhook.NameNodeStatus}
 			cfg.Controllers = []string{controller.ExecRBACName}
 			cfg.Inspector = InspectorConfig{Address: "127.0.0.1:0"}
@@ -115,7 +116,7 @@ func TestStartWritesInOrder(t *testing.T) {
 				t.Fatalf("the apiserver's call of the test webhook: %v", err)
 			}
 		},
-		after: func(t *testing.T, cfg Config) {
+		after: func(t *testing.T, cfg Options) {
 			files, err := os.ReadDir(cfg.RecordDir)
 			if err != nil || len(files) == 0 {
 				t.Errorf("the review was not recorded in %s: %v", cfg.RecordDir, err)
@@ -123,7 +124,7 @@ func TestStartWritesInOrder(t *testing.T) {
 		},
 	}, {
 		name: "your webhook, from its manifest, forwarded to your server",
-		change: func(t *testing.T, cfg *Config) {
+		change: func(t *testing.T, cfg *Options) {
 			up := upstreamServer(t)
 			cfg.User = UserWebhooks{Manifests: []string{filepath.Join("testdata", "user", "webhooks.yaml")},
 				Upstreams: []Upstream{{URL: up.URL}}, UpstreamInsecure: true}
@@ -202,7 +203,7 @@ func TestStartTunnelNeverAttaches(t *testing.T) {
 	// Nothing listens at port 1: the port-forward to the relay is refused.
 	kc := localConfig()
 	kc.Rest = &rest.Config{Host: "https://127.0.0.1:1"}
-	err := runOn(context.Background(), cfg, &Cluster{Config: kc, Client: cs, Watch: cs, Dynamic: dyn}, time.Now())
+	err := runOn(context.Background(), completed(t, cfg), &Cluster{Config: kc, Client: cs, Watch: cs, Dynamic: dyn}, time.Now())
 	if err == nil || !strings.Contains(err.Error(), "did not attach within 300ms") || !strings.Contains(err.Error(), "kubectl -n tun describe pod") {
 		t.Fatalf("runOn = %v, want the attach timeout and how to look at the relay", err)
 	}

@@ -12,7 +12,7 @@ import (
 
 // resolveScope resolves the configured scope against the connected cluster
 // and refuses to register cluster-wide on a cluster that is not local.
-func resolveScope(ctx context.Context, cfg Config, cl *Cluster) (registration.Scope, error) {
+func resolveScope(ctx context.Context, cfg Options, cl *Cluster) (registration.Scope, error) {
 	sc := cfg.Scope
 	if err := sc.Resolve(ctx, cl.Client, cl.Config.Server, cl.Config.Context); err != nil {
 		return sc, err
@@ -27,7 +27,7 @@ func resolveScope(ctx context.Context, cfg Config, cl *Cluster) (registration.Sc
 
 // renderScope resolves the scope for render, which writes nothing: it asks
 // the cluster only what --only-mine needs (who you are).
-func renderScope(ctx context.Context, cfg Config) (registration.Scope, error) {
+func renderScope(ctx context.Context, cfg Options) (registration.Scope, error) {
 	sc := cfg.Scope
 	if !sc.OnlyMine {
 		return sc, nil
@@ -45,7 +45,7 @@ func renderScope(ctx context.Context, cfg Config) (registration.Scope, error) {
 }
 
 // newDrift watches what the session registers for changes by others.
-func newDrift(cfg Config, cl *Cluster, reg *registration.Registrar, kubectl string) *registration.Drift {
+func newDrift(cfg Options, cl *Cluster, reg *registration.Registrar, kubectl string) *registration.Drift {
 	dir := cfg.Certs.StateDir
 	if dir == "" {
 		dir = os.TempDir()
@@ -58,7 +58,7 @@ func newDrift(cfg Config, cl *Cluster, reg *registration.Registrar, kubectl stri
 // else the scope's (every CRD on a local cluster; on another only those
 // named with --convert, or all with --all-namespaces), saying once which
 // conversions it leaves alone.
-func scopeConversions(cfg Config, conv *conversions) func(string) bool {
+func scopeConversions(cfg Options, conv *conversions) func(string) bool {
 	if cfg.RedirectConversion != nil {
 		return cfg.RedirectConversion
 	}

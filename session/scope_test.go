@@ -13,7 +13,7 @@ import (
 // with --convert are redirected, and one line names those left alone.
 func TestScopeConversions(t *testing.T) {
 	var log bytes.Buffer
-	cfg := Config{Log: slog.New(slog.NewTextHandler(&log, nil)),
+	cfg := Options{Log: slog.New(slog.NewTextHandler(&log, nil)),
 		Scope: registration.Scope{Namespaces: []string{"a"}, ConvertCRDs: []string{"widgets.example.com"}}}
 	conv := &conversions{crds: []registration.CRD{
 		{Name: "widgets.example.com", Conversion: &registration.Route{}},

@@ -1,4 +1,4 @@
-// Package session is one run of `hookback start`. From a Config, Run
+// Package session is one run of `hookback start`. From a Options, Run
 // connects and checks every permission, decides the address the apiserver
 // dials, obtains a certificate for it, serves, takes the session Lease,
 // starts the controllers, registers the webhooks, proves with a canary that
@@ -28,29 +28,27 @@ import (
 	"github.com/hookback/hookback/tunnel"
 )
 
-// Run runs one session until ctx is done. A clean stop returns nil.
-func Run(ctx context.Context, cfg Config) error {
+// Run runs one session of c until ctx is done. A clean stop returns nil.
+// It does not change c.
+func Run(ctx context.Context, c *Config) error {
 	started := time.Now()
-	cfg = cfg.withDefaults()
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	cfg.User = cfg.User.readOnce()
-	perms, err := Permissions(cfg)
+	perms, err := Permissions(c)
 	if err != nil {
 		return err
 	}
 	// 1. The cluster, and every permission the enabled parts declare.
-	cl, err := Connect(ctx, cfg.Kubeconfig, cfg.Log, perms)
+	cl, err := Connect(ctx, c.opts.Kubeconfig, c.opts.Log, perms)
 	if err != nil {
 		return err
 	}
-	return runOn(ctx, cfg, cl, started)
+	return runOn(ctx, c, cl, started)
 }
 
 // runOn is the rest of Run, on a connected cluster (tests pass fake
-// clients here).
-func runOn(ctx context.Context, cfg Config, cl *Cluster, started time.Time) (err error) {
+// clients here). cfg is the run's own copy of c's options: what the run
+// resolves (the scope) it sets there.
+func runOn(ctx context.Context, c *Config, cl *Cluster, started time.Time) (err error) {
+	cfg := c.opts
 	if cfg.Scope, err = resolveScope(ctx, cfg, cl); err != nil {
 		return err
 	}
@@ -73,7 +71,7 @@ func runOn(ctx context.Context, cfg Config, cl *Cluster, started time.Time) (err
 	if err != nil {
 		return err
 	}
-	y, err := loadYours(&cfg)
+	y, err := loadYours(&cfg, c.manifests)
 	if err != nil {
 		return err
 	}
@@ -100,15 +98,17 @@ func runOn(ctx context.Context, cfg Config, cl *Cluster, started time.Time) (err
 		url = "https://" + decision.Host // the relay's Service port, 443
 	}
 	r := newRun(cfg, cl, a.Server, canary, crt, a.parts, url)
+	r.config = c
 	r.user, r.inspector, r.tunnel, r.metrics, r.upstreamPair, r.conversions = y.user, a.Inspector, tun, a.Metrics.Registry, pair, y.conversions
 	r.drift = newDrift(cfg, cl, r.registrar, r.kubectl())
+	r.registrar.Wrote = r.drift.Wrote
 	return r.run(ctx, started)
 }
 
 // loadYours reads your webhooks and CRDs and builds their forwarders, and
 // sets which conversions the session redirects (the scope's).
-func loadYours(cfg *Config) (*yours, error) {
-	user, err := loadUserWebhooks(cfg.User, *cfg)
+func loadYours(cfg *Options, m *registration.Manifests) (*yours, error) {
+	user, err := loadUserWebhooks(cfg.User, *cfg, m)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +146,10 @@ func certOptions(co certs.Options, host, bind string, tun *tunnel.Session) certs
 // run is the part of a session that writes to the cluster, from the Lease
 // to deregistration.
 type run struct {
-	cfg     Config
+	// config is the completed Config; cfg its options as this run
+	// resolved them (the scope).
+	config  *Config
+	cfg     Options
 	cluster *Cluster
 	server  *server.Server
 	canary  *registration.Canary
@@ -187,9 +190,12 @@ type run struct {
 	errs             *lifecycle.Errors
 }
 
-func newRun(cfg Config, cl *Cluster, srv *server.Server, canary *registration.Canary, crt certs.Certs, p *parts, url string) *run {
+func newRun(cfg Options, cl *Cluster, srv *server.Server, canary *registration.Canary, crt certs.Certs, p *parts, url string) *run {
 	return &run{
-		cfg: cfg, cluster: cl, server: srv, canary: canary, certs: crt, parts: p, url: url, user: &userWebhooks{},
+		// runOn sets the completed Config; a run built by hand (tests) has
+		// its options and no manifests.
+		config: &Config{opts: cfg},
+		cfg:    cfg, cluster: cl, server: srv, canary: canary, certs: crt, parts: p, url: url, user: &userWebhooks{},
 		registrar: &registration.Registrar{Client: cl.Client, Dynamic: cl.Dynamic, Session: cfg.Session, Log: cfg.Log},
 		heartbeat: &registration.Heartbeat{Client: cl.Client, Namespace: cfg.LeaseNamespace, Session: cfg.Session,
 			Holder: holderIdentity(), Duration: cfg.LeaseDuration, Parts: p.names(), Now: cl.Now, Meanwhile: ", webhooks fail open meanwhile", Log: cfg.Log},
@@ -338,14 +344,15 @@ func (r *run) acquire(ctx context.Context) error {
 // a request's deadline if an eviction comes first.
 func (r *run) register(ctx context.Context) (*registration.Registration, error) {
 	bundle := r.certs.CABundle()
-	reg, err := r.render(bundle)
+	objs, err := r.render(bundle)
 	if err != nil {
 		return nil, err
 	}
+	reg := objs.Configurations
 	if err := r.registrar.Apply(ctx, reg, r.canaryKey()); err != nil {
 		return nil, err
 	}
-	if err := r.ensureCRDs(ctx, bundle); err != nil {
+	if err := r.ensureCRDs(ctx, objs, bundle); err != nil {
 		return nil, err
 	}
 	r.applied(bundle)

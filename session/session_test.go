@@ -23,6 +23,7 @@ import (
 	"github.com/hookback/hookback/controller"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/server"
+	"github.com/hookback/hookback/webhook"
 )
 
 // journal records what happened, in order, across the fake clients and the
@@ -109,8 +110,9 @@ func newTestRun(t *testing.T, tmpl string, objects ...runtime.Object) (*run, *jo
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Session: "unit", LeaseNamespace: "default", LeaseDuration: 30 * time.Second, RequireVerified: true,
-		VerifyTimeout: 300 * time.Millisecond, Template: registration.Template{Default: []byte(tmpl)}, Log: log}.withDefaults()
+	cfg := Options{Session: "unit", LeaseNamespace: "default", LeaseDuration: 30 * time.Second, RequireVerified: true,
+		VerifyTimeout: 300 * time.Millisecond, Template: registration.Template{Default: []byte(tmpl)}, Log: log,
+		Extra: hooks[:1], WebhookOptions: webhook.DefaultOptions()}.withDefaults()
 	p := &parts{webhooks: hooks[:1], controllers: []controller.Controller{fakeController{j}}}
 	r := newRun(cfg, &Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, srv, canary, crt, p, "https://"+srv.Addr().String())
 	return r, j, cs

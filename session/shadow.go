@@ -84,7 +84,7 @@ const serviceCheckTimeout = 30 * time.Second
 
 // wrap puts the deployed webhook beside each route's forwarder, or returns
 // the hooks as they are without --shadow.
-func (s ShadowConfig) wrap(cfg Config, routes []registration.Route, hooks []admission.Webhook, rep *shadowReport) ([]admission.Webhook, error) {
+func (s ShadowConfig) wrap(cfg Options, routes []registration.Route, hooks []admission.Webhook, rep *shadowReport) ([]admission.Webhook, error) {
 	if s.Target == "" {
 		return hooks, nil
 	}
@@ -169,7 +169,7 @@ func (r *shadowReport) register(reg prometheus.Registerer) error {
 
 // attach adds the inspector's store and the --record-dir recorder, once
 // they exist; either may be nil.
-func (r *shadowReport) attach(cfg Config, store *inspector.Store) error {
+func (r *shadowReport) attach(cfg Options, store *inspector.Store) error {
 	if !r.enabled {
 		return nil
 	}

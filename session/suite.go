@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -41,24 +42,18 @@ func (w TestWebhook) Name() string {
 }
 
 // TestTargets finds what `hookback test` runs cases against: the admission
-// webhooks of cfg (built-ins, template, your manifests forwarding to your
-// upstreams with start's answer checks) and the conversion webhooks of the
-// manifests' CRDs. No cluster is read; the scope flags do not apply (a
-// case says its own namespace and user).
+// webhooks of c (built-ins, template, your manifests forwarding to your
+// upstreams with start's answer checks), read from c.Objects as start
+// would register them, and the conversion webhooks of the manifests' CRDs.
+// No cluster is read; the scope flags do not apply (a case says its own
+// namespace and user).
 //
-// When cfg.User.CertDir is set (--exec, project mode), a serving pair
-// signed by hookback's CA in cfg.Certs.StateDir is written there first, as
+// When the options' User.CertDir is set (--exec, project mode), a serving
+// pair signed by hookback's CA in Certs.StateDir is written there first, as
 // start writes it, and that CA is trusted for the upstreams.
-//
-// This reads the configurations through the same rendering as the audit
-// (auditInputs); once session has one function from Config to the objects
-// it registers, both use it.
-func TestTargets(cfg Config) (*TestSetup, error) {
-	cfg = cfg.withDefaults()
+func TestTargets(c *Config) (*TestSetup, error) {
+	cfg := c.opts
 	cfg.Scope = registration.Scope{}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
 	if _, err := cfg.User.upstreamCert(cfg.Certs.StateDir, cfg.Log); err != nil {
 		return nil, err
 	}
@@ -75,11 +70,7 @@ func TestTargets(cfg Config) (*TestSetup, error) {
 	if err != nil {
 		return nil, err
 	}
-	name, text, err := cfg.Template.Load()
-	if err != nil {
-		return nil, err
-	}
-	user, err := loadUserWebhooks(cfg.User, cfg)
+	user, err := loadUserWebhooks(cfg.User, cfg, c.manifests)
 	if err != nil {
 		return nil, err
 	}
@@ -87,21 +78,16 @@ func TestTargets(cfg Config) (*TestSetup, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg, err := registration.Render(name, text, registration.TemplateData{URL: auditBase, Session: cfg.Session, Enabled: names(served)},
-		registration.RenderOptions{Paths: append(paths(served), paths(user.hooks)...)})
-	if err != nil {
-		return nil, err
-	}
-	mine, err := user.render(auditBase, "", cfg.Session, "")
+	objs, err := c.Objects(Placement{Target: registration.Target{URL: auditBase}})
 	if err != nil {
 		return nil, err
 	}
 	handlers := map[string]admission.Handler{}
-	for _, h := range append(served, user.hooks...) {
+	for _, h := range slices.Concat(served, observerWebhooks(cfg.Observers), user.hooks) {
 		handlers[h.Path] = h.Handler
 	}
 	var out []TestWebhook
-	for _, o := range append(reg.Objects, mine.Objects...) {
+	for _, o := range objs.Configurations.Objects {
 		hooks, err := testHooks(o, cfg.Session, handlers)
 		if err != nil {
 			return nil, err

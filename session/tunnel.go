@@ -14,7 +14,7 @@ import (
 // reach decides how the apiserver reaches this process: directly at the
 // advertised address, or with --tunnel through the session's relay, whose
 // Service name the certificate must then cover.
-func reach(ctx context.Context, cfg Config, cl *Cluster) (advertise.Decision, *tunnel.Session, error) {
+func reach(ctx context.Context, cfg Options, cl *Cluster) (advertise.Decision, *tunnel.Session, error) {
 	if !cfg.Tunnel.Enabled {
 		d, err := Advertise(ctx, cfg.Log, cfg.AdvertiseAddress, cl.Config)
 		return d, nil, err

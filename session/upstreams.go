@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hookback/hookback/admission"
@@ -60,7 +59,8 @@ type UserWebhooks struct {
 	// what stepping through a handler in a debugger wants.
 	Timeout time.Duration
 	// LateAnswerTimeout bounds how long an answer is still read after the
-	// apiserver stopped waiting (then reported as late); zero: not read.
+	// apiserver stopped waiting (then reported as late); zero:
+	// DefaultLateAnswerTimeout, negative: not read.
 	LateAnswerTimeout time.Duration
 	// Shadow compares each answer with the webhook deployed in the cluster
 	// (start --shadow); hookback then always allows, without a patch.
@@ -71,45 +71,15 @@ type UserWebhooks struct {
 	// trusts that CA for the upstreams (unless UpstreamCA or
 	// UpstreamInsecure say otherwise).
 	CertDir string
-	// read, when set, reads the manifests once for every user of this
-	// value and its copies (see readOnce).
-	read *manifestRead
-}
-
-type manifestRead struct {
-	once sync.Once
-	m    *registration.Manifests
-	err  error
-}
-
-// readOnce returns u reading its manifests at most once, whichever copy
-// asks first: the preflight (Permissions) and the served routes both need
-// them, and stdin can be read only once.
-func (u UserWebhooks) readOnce() UserWebhooks {
-	u.read = &manifestRead{}
-	return u
-}
-
-// readManifests reads (see readOnce) the manifests.
-func (u UserWebhooks) readManifests() (*registration.Manifests, error) {
-	if u.read == nil {
-		return registration.ReadManifests(u.Manifests, u.Stdin)
-	}
-	u.read.once.Do(func() { u.read.m, u.read.err = registration.ReadManifests(u.Manifests, u.Stdin) })
-	return u.read.m, u.read.err
 }
 
 // permissions are what the manifests need beyond the webhook
 // configurations every session may write: the CRDs'.
-func (u UserWebhooks) permissions() ([]admission.Permission, error) {
-	if len(u.Manifests) == 0 {
-		return nil, nil
+func manifestPermissions(m *registration.Manifests) []admission.Permission {
+	if m == nil || len(m.CRDs) == 0 {
+		return nil
 	}
-	m, err := u.readManifests()
-	if err != nil || len(m.CRDs) == 0 {
-		return nil, err
-	}
-	return registration.CRDPermissions(), nil
+	return registration.CRDPermissions()
 }
 
 // Validate reports every problem at once, naming the flags: the CLI runs
@@ -227,23 +197,18 @@ type userWebhooks struct {
 	// manifests are what the intake found: webhook configurations, CRDs
 	// (for their install and conversion redirect) and the kinds skipped.
 	manifests *registration.Manifests
-	docs      []registration.Document
 	routes    []registration.Route
 	hooks     []admission.Webhook
 	late      *lateReport
 	shadow    *shadowReport
 }
 
-func loadUserWebhooks(spec UserWebhooks, cfg Config) (*userWebhooks, error) {
-	if len(spec.Manifests) == 0 {
+func loadUserWebhooks(spec UserWebhooks, cfg Options, m *registration.Manifests) (*userWebhooks, error) {
+	if m == nil {
 		return &userWebhooks{spec: spec, late: newLateReport(cfg.Log, spec.LateAnswerTimeout), shadow: newShadowReport(cfg.Log, false)}, nil
 	}
 	if cfg.Project != nil && cfg.Log != nil {
 		cfg.Project.Log(cfg.Log)
-	}
-	m, err := spec.readManifests()
-	if err != nil {
-		return nil, err
 	}
 	if s := m.SkippedSummary(); s != "" && cfg.Log != nil {
 		cfg.Log.Info("manifests: objects skipped, hookback takes only webhook configurations and CRDs", "skipped", s)
@@ -251,7 +216,7 @@ func loadUserWebhooks(spec UserWebhooks, cfg Config) (*userWebhooks, error) {
 	if err := spec.checkMapped(m); err != nil {
 		return nil, err
 	}
-	u := &userWebhooks{spec: spec, manifests: m, docs: m.Webhooks, late: newLateReport(cfg.Log, spec.LateAnswerTimeout), shadow: newShadowReport(cfg.Log, spec.Shadow.Target != "")}
+	u := &userWebhooks{spec: spec, manifests: m, late: newLateReport(cfg.Log, spec.LateAnswerTimeout), shadow: newShadowReport(cfg.Log, spec.Shadow.Target != "")}
 	if len(m.Webhooks) == 0 && len(m.CRDs) > 0 {
 		return u, nil // conversion webhooks only
 	}
@@ -273,7 +238,7 @@ func loadUserWebhooks(spec UserWebhooks, cfg Config) (*userWebhooks, error) {
 		}
 		opts := spec.options(up)
 		opts.Log = cfg.Log
-		if spec.LateAnswerTimeout > 0 {
+		if spec.LateAnswerTimeout > 0 { // negative: off
 			opts.LateAnswerTimeout = spec.LateAnswerTimeout
 			u.late.forward(&opts, routeName(r), r.Path, routePolicies(r, policies))
 		}
@@ -287,15 +252,6 @@ func loadUserWebhooks(spec UserWebhooks, cfg Config) (*userWebhooks, error) {
 		return nil, err
 	}
 	return u, nil
-}
-
-// render rewrites the manifests for hookback's URL and current caBundle.
-func (u *userWebhooks) render(url, caBundle, session, leaseRef string) (*registration.Registration, error) {
-	if len(u.docs) == 0 {
-		return &registration.Registration{}, nil
-	}
-	reg, _, err := registration.RewriteManifests(u.docs, u.spec.manifestOptions(url, caBundle, session, leaseRef))
-	return reg, err
 }
 
 // probe reports, per upstream, whether it accepts connections.

@@ -17,7 +17,7 @@ import (
 
 func TestLoadUserWebhooksMapping(t *testing.T) {
 	def := filepath.Join("..", "testdata", "project", "config", "default")
-	cfg := Config{Session: "dev", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	cfg := Options{Session: "dev", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	tests := []struct {
 		name      string
 		upstreams []string
@@ -43,7 +43,7 @@ func TestLoadUserWebhooksMapping(t *testing.T) {
 				}
 				spec.Upstreams = append(spec.Upstreams, up)
 			}
-			u, err := loadUserWebhooks(spec, cfg)
+			u, err := loadUser(spec, cfg)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -73,7 +73,7 @@ func TestPermissionsFollowWhatRuns(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			perms, err := Permissions(Config{LeaseNamespace: "default", User: UserWebhooks{Manifests: tt.manifests}})
+			perms, err := Permissions(completed(t, Options{LeaseNamespace: "default", User: UserWebhooks{Manifests: tt.manifests}}))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -34,10 +34,12 @@ func TestSuiteExecProjectMode(t *testing.T) {
 kind: Suite
 cases:
 - name: too-big
+  webhooks: [vwidget-v1.kb.io]
   operation: CREATE
   object: {apiVersion: e2e.hookback.dev/v1, kind: Widget, metadata: {name: big, namespace: default}, spec: {size: 20, color: red}}
   expect: {result: denied, messageRegexp: "must be at most 10"}
 - name: defaulted-blue
+  webhooks: [mwidget-v1.kb.io]
   operation: CREATE
   object: {apiVersion: e2e.hookback.dev/v1, kind: Widget, metadata: {name: plain, namespace: default}, spec: {size: 3}}
   expect:
@@ -97,6 +99,7 @@ cases:
 	failing := filepath.Join(t.TempDir(), "failing.yaml")
 	if err := os.WriteFile(failing, []byte(`apiVersion: hookback.dev/v1alpha1
 kind: Case
+webhooks: [vwidget-v1.kb.io]
 operation: CREATE
 object: {apiVersion: e2e.hookback.dev/v1, kind: Widget, metadata: {name: small, namespace: default}, spec: {size: 1, color: red}}
 expect: {result: denied}
