@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,6 +22,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/project"
 	"github.com/hookback/hookback/registration"
 )
@@ -52,6 +55,12 @@ func TestRenderIsWhatStartApplies(t *testing.T) {
 		{"project mode", func(o *Options) {
 			yours(proj.Manifests...)(o)
 			o.Project = proj
+		}},
+		{"an observer beside your webhook", func(o *Options) {
+			yours(filepath.Join("testdata", "user", "webhooks.yaml"))(o)
+			watch := admission.HandlerFunc(func(context.Context, admission.Request) admission.Response { return admission.Allowed("") })
+			o.Observers = []Observer{{Webhook: admission.Webhook{Name: "watch", Path: "/observe", Handler: watch},
+				Template: []byte(strings.NewReplacer("name: test", "name: observe", "/test", "/observe").Replace(testTemplate))}}
 		}},
 		{"scoped", func(o *Options) {
 			yours(filepath.Join("testdata", "user", "webhooks.yaml"))(o)
@@ -96,6 +105,25 @@ func TestRenderIsWhatStartApplies(t *testing.T) {
 				for _, o := range list.Items {
 					got[o.GetKind()+"/"+o.GetName()] = comparable(&o)
 				}
+			}
+			// An observer's configuration reaches its served path.
+			observed := 0
+			for _, gvr := range []schema.GroupVersionResource{mutatingGVR, validatingGVR} {
+				list, err := dyn.Resource(gvr).List(context.Background(), metav1.ListOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range list.Items {
+					if o := &list.Items[i]; strings.HasPrefix(o.GetName(), "observe-") {
+						observed++
+						if err := callWebhook(o, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "observed", Namespace: "default"}}); err != nil {
+							t.Errorf("the apiserver's call of %s: %v", o.GetName(), err)
+						}
+					}
+				}
+			}
+			if observed != len(cfg.Observers) {
+				t.Errorf("%d observer configurations registered, want %d", observed, len(cfg.Observers))
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("start applied\n%v\nrender printed\n%v", keys(got), keys(want))

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -82,7 +83,7 @@ func runOn(ctx context.Context, c *Config, cl *Cluster, started time.Time) (err 
 	canary := registration.NewCanary()
 	y.probes = []admission.Webhook{{Name: "canary", Path: registration.CanaryPath, Handler: canary}}
 	a, err := Assemble(ctx, AssemblyOptions{Webhooks: cfg.Webhooks, Controllers: cfg.Controllers,
-		WebhookOptions: cfg.WebhookOptions, Extra: cfg.Extra, Watch: cl.Watch, TLS: crt.TLSConfig(),
+		WebhookOptions: cfg.WebhookOptions, Extra: slices.Concat(cfg.Extra, observerWebhooks(cfg.Observers)), Watch: cl.Watch, TLS: crt.TLSConfig(),
 		Address: net.JoinHostPort(bind, strconv.Itoa(cfg.Port)), HealthAddress: cfg.HealthAddress, Log: cfg.Log, yours: y})
 	if err != nil {
 		return err
