@@ -25,9 +25,9 @@ const (
 // it only looks.
 type Collector struct {
 	Joiner *Joiner
-	// Yours are the paths of your mutating webhooks: only their answers
-	// are taken from the tap.
-	Yours map[string]bool
+	// yours are the paths of your mutating webhooks (SetYours): only their
+	// answers are views.
+	yours atomic.Pointer[map[string]bool]
 	// calls count the observers' calls, by stage: what proves an observer
 	// was (or was not) called.
 	first, last, validating atomic.Int64
@@ -83,17 +83,23 @@ func redacted(req *admissionv1.AdmissionRequest) json.RawMessage {
 	return back.Request.Object
 }
 
-// Wrap has your mutating webhook w report each call it answers as its
-// view; a webhook at any other path is returned as it is.
+// SetYours says which paths serve your mutating webhooks, as registered
+// (the session learns them when it renders its configurations).
+func (c *Collector) SetYours(paths map[string]bool) { c.yours.Store(&paths) }
+
+func (c *Collector) isYours(path string) bool {
+	p := c.yours.Load()
+	return p != nil && (*p)[path]
+}
+
+// Wrap has w report each call it answers as your webhook's view, while its
+// path is one of SetYours'.
 func (c *Collector) Wrap(w admission.Webhook) admission.Webhook {
-	if !c.Yours[w.Path] {
-		return w
-	}
 	inner := w.Handler
 	w.Handler = admission.HandlerFunc(func(ctx context.Context, req admission.Request) admission.Response {
 		start := time.Now()
 		resp := inner.Handle(ctx, req)
-		if resp.Failed() {
+		if resp.Failed() || !c.isYours(w.Path) {
 			return resp
 		}
 		o := Observation{Stage: StageYours, Webhook: w.Name, Path: w.Path, UID: string(req.UID), At: start,

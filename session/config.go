@@ -71,6 +71,10 @@ type Config struct {
 	Scope registration.Scope
 	// RecordDir, when set, keeps every review and answer there.
 	RecordDir string
+	// Chain registers observer webhooks around your mutating webhooks and
+	// tells, per request, what the whole admission chain did (start
+	// --chain, docs/chain.md).
+	Chain bool
 	// Inspector is the local page of the last reviews; a zero value
 	// disables it.
 	Inspector InspectorConfig

@@ -50,6 +50,9 @@ func (r *run) render(bundle string) (*registration.Registration, error) {
 		return nil, err
 	}
 	reg.Objects = append(reg.Objects, mine.Objects...)
+	if reg.Objects, err = r.chain.observers(reg.Objects, r.cfg, r.url, bundle, r.leaseRef); err != nil {
+		return nil, err
+	}
 	if reg.Objects, r.scopeNotes, err = r.cfg.Scope.Apply(reg.Objects); err != nil {
 		return nil, err
 	}

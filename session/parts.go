@@ -40,7 +40,7 @@ func Permissions(cfg Config) ([]admission.Permission, error) {
 		return nil, err
 	}
 	return admission.MergePermissions(registration.Permissions(cfg.LeaseNamespace), eventPermissions(),
-		webhook.Permissions(cfg.Webhooks), ctl, tun, crd), nil
+		webhook.Permissions(cfg.Webhooks), ctl, tun, crd, chainPermissions(cfg)), nil
 }
 
 // parts are the webhooks and controllers one run serves and runs.
