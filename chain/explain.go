@@ -3,21 +3,28 @@ package chain
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 )
 
-// Explain tells c as a View, attributing each change with cat. exact,
-// when not nil, is the apiserver's record of the request's webhook
-// patches (its audit annotations): it names the webhook of each change it
-// covers. nsLabels are the request's namespace labels, nil when unknown.
-func Explain(c *Chain, cat Catalog, nsLabels map[string]string, exact *Exact) (View, error) {
+// Explain tells c as a View, attributing each change with cat. rec, when
+// not nil, is the apiserver's audit record of the request: its webhook
+// patch annotations name the webhook of each change they cover, and the
+// object as the client sent it shows what the policies' first round (and
+// defaulting) changed. nsLabels are the request's namespace labels, nil
+// when unknown.
+func Explain(c *Chain, cat Catalog, nsLabels map[string]string, rec *Record) (View, error) {
 	if len(c.Yours) == 0 {
 		return View{}, fmt.Errorf("chain: %s: your webhook saw no call of this request", c.Identity)
 	}
+	var exact *Exact
+	if rec != nil {
+		exact = rec.Exact
+	}
 	v := View{Request: c.Identity, Kind: c.Yours[0].Kind, Ambiguous: c.Ambiguous, Exact: exact != nil}
-	e := explainer{c: c, cat: cat, exact: exact, req: Request{Identity: c.Identity, Namespaced: c.Identity.Namespace != "", NamespaceLabels: nsLabels}}
+	e := explainer{c: c, cat: cat, exact: exact, rec: rec, req: Request{Identity: c.Identity, Namespaced: c.Identity.Namespace != "", NamespaceLabels: nsLabels}}
 	e.req.Labels = e.labels()
 	e.yourConf, e.yourHook = e.findYours(c.Yours[0].Path)
 	for i, y := range c.Yours {
@@ -26,6 +33,9 @@ func Explain(c *Chain, cat Catalog, nsLabels map[string]string, exact *Exact) (V
 	}
 	if c.Submitted != nil {
 		v.Submitted = c.Submitted.Object
+	}
+	if rec != nil {
+		v.Requested, v.AuditID = rec.Requested, rec.AuditID
 	}
 	steps, err := e.steps()
 	if err != nil {
@@ -46,6 +56,7 @@ type explainer struct {
 	c        *Chain
 	cat      Catalog
 	exact    *Exact
+	rec      *Record
 	req      Request
 	yourConf string
 	yourHook Webhook
@@ -54,7 +65,11 @@ type explainer struct {
 // findYours is the configuration (name) and webhook that call your
 // webhook at path, among the session's configurations.
 func (e *explainer) findYours(path string) (string, Webhook) {
-	for _, conf := range e.cat.Mutating {
+	return yourConfiguration(e.cat, path)
+}
+
+func yourConfiguration(cat Catalog, path string) (string, Webhook) {
+	for _, conf := range cat.Mutating {
 		if conf.Observer != "" || conf.Session == "" {
 			continue
 		}
@@ -97,7 +112,7 @@ func (e *explainer) labels() []map[string]string {
 // the validators' view.
 func (e *explainer) steps() ([]Step, error) {
 	c := e.c
-	var out []Step
+	out := []Step{e.policies()}
 	yours0 := c.Yours[0]
 	before := Step{Name: StepBefore, Candidates: e.before()}
 	if c.Submitted == nil {
@@ -144,6 +159,44 @@ func (e *explainer) steps() ([]Step, error) {
 }
 
 var apiserver = Actor{Kind: KindAPIServer, Name: "defaults, the generated name and system fields"}
+
+// defaulting is the apiserver's decoding of what the client sent: its
+// defaults, never a label or an annotation.
+var defaulting = Actor{Kind: KindAPIServer, Name: "defaults"}
+
+// policies is the first step: the MutatingAdmissionPolicies' first round,
+// before any webhook. Only the audit log's copy of the object as the
+// client sent it shows its changes, mixed with the apiserver's defaults
+// (which never touch labels or annotations).
+func (e *explainer) policies() Step {
+	st := Step{Name: StepPolicies}
+	for _, p := range e.cat.MutatingPolicies {
+		if p.Matches(e.req) {
+			st.Candidates = append(st.Candidates, Actor{Kind: KindMutatingPolicy, Name: p.Name})
+		}
+	}
+	switch {
+	case e.rec == nil || len(e.rec.Requested) == 0:
+		st.Missing = "the object as the client sent it is known only from the apiserver's audit log (--chain-audit-log)"
+		return st
+	case e.c.Submitted == nil:
+		st.Missing = "the first observer did not see this request"
+		return st
+	}
+	changes, err := Diff(e.rec.Requested, e.c.Submitted.Object)
+	if err != nil {
+		st.Missing = err.Error()
+		return st
+	}
+	for _, ch := range changes {
+		by := append(slices.Clone(st.Candidates), defaulting)
+		if strings.HasPrefix(ch.Path, "/metadata/labels") || strings.HasPrefix(ch.Path, "/metadata/annotations") {
+			by = st.Candidates
+		}
+		st.Changes = append(st.Changes, Attributed{Change: ch, By: by})
+	}
+	return st
+}
 
 // compare fills st with the changes from a to b, each attributed.
 func (e *explainer) compare(st *Step, a, b []byte, round int) error {

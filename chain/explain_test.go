@@ -23,7 +23,9 @@ type explainCase struct {
 		ValidatingBindings []admissionregistrationv1.ValidatingAdmissionPolicyBinding `json:"validatingBindings"`
 	} `json:"catalog"`
 	Annotations map[string]string `json:"auditAnnotations"`
-	Want        struct {
+	// Requested is the audit event's requestObject.
+	Requested json.RawMessage `json:"requested"`
+	Want      struct {
 		Steps []struct {
 			Name    string `json:"name"`
 			Round   int    `json:"round"`
@@ -60,7 +62,11 @@ func TestExplain(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v, err := Explain(&tc.Chain, cat, nil, exact)
+			var rec *Record
+			if exact != nil || tc.Requested != nil {
+				rec = &Record{Exact: exact, Requested: tc.Requested}
+			}
+			v, err := Explain(&tc.Chain, cat, nil, rec)
 			if err != nil {
 				t.Fatal(err)
 			}

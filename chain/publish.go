@@ -30,9 +30,10 @@ type Publisher struct {
 	Catalog func() Catalog
 	// NamespaceLabels are a namespace's labels, nil when unknown.
 	NamespaceLabels func(ns string) map[string]string
-	// Exact finds the apiserver's audit record of a chain; nil, or a nil
-	// result, when it has none.
-	Exact func(*Chain) *Exact
+	// Audit finds the apiserver's audit record of a chain whose your
+	// webhook's configuration is named; nil, or a nil result, when it has
+	// none.
+	Audit func(c *Chain, yourConf string) *Record
 	Sinks []func(Published)
 	Log   *slog.Logger
 
@@ -85,11 +86,13 @@ func (p *Publisher) publish(c *Chain) {
 	if p.NamespaceLabels != nil && c.Identity.Namespace != "" {
 		ns = p.NamespaceLabels(c.Identity.Namespace)
 	}
-	var exact *Exact
-	if p.Exact != nil {
-		exact = p.Exact(c)
+	var rec *Record
+	if p.Audit != nil {
+		if conf, _ := yourConfiguration(cat, c.Yours[0].Path); conf != "" {
+			rec = p.Audit(c, conf)
+		}
 	}
-	v, err := Explain(c, cat, ns, exact)
+	v, err := Explain(c, cat, ns, rec)
 	if err != nil {
 		p.Log.Warn("chain view not made", "request", c.Identity.String(), "error", err)
 		return

@@ -16,6 +16,10 @@ type View struct {
 	// after the MutatingAdmissionPolicies' first round. Empty when the
 	// first observer did not see the request.
 	Submitted json.RawMessage `json:"submitted,omitempty"`
+	// Requested is the object as the client sent it, from the audit log
+	// (AuditID names its event); empty without one.
+	Requested json.RawMessage `json:"requested,omitempty"`
+	AuditID   string          `json:"auditID,omitempty"`
 	// Steps are the changes, stage by stage, in order.
 	Steps []Step `json:"steps"`
 	// Yours are your webhook's calls, one per round.
@@ -48,6 +52,7 @@ type Step struct {
 
 // Names of the steps.
 const (
+	StepPolicies  = "the policies' first round"
 	StepBefore    = "before your webhook"
 	StepYours     = "your webhook"
 	StepAfter     = "after your webhook"

@@ -59,6 +59,16 @@ func newChainRun(cfg Config, cl *Cluster, y *yours) *chainRun {
 	c.collector = &chain.Collector{Joiner: c.joiner}
 	c.publisher = chain.NewPublisher(chain.Publisher{Catalog: catalog.Catalog, NamespaceLabels: catalog.NamespaceLabels,
 		Sinks: []func(chain.Published){c.publish}, Log: cfg.Log})
+	if cfg.ChainAuditLog != "" {
+		audit := &chain.AuditLog{Path: cfg.ChainAuditLog}
+		c.publisher.Audit = func(ch *chain.Chain, conf string) *chain.Record {
+			rec, err := audit.Lookup(ch, conf)
+			if err != nil {
+				cfg.Log.Warn("--chain-audit-log: the audit log cannot be read: views name candidates only", "error", err)
+			}
+			return rec
+		}
+	}
 	c.joiner.Done = c.publisher.Done
 	y.probes = append(y.probes, c.collector.Webhooks()...)
 	return c

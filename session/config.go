@@ -75,6 +75,10 @@ type Config struct {
 	// tells, per request, what the whole admission chain did (start
 	// --chain, docs/chain.md).
 	Chain bool
+	// ChainAuditLog is the apiserver's audit log, where hookback can read
+	// it (a local cluster's file): the chain views then name each webhook
+	// from its audit annotations (--chain-audit-log).
+	ChainAuditLog string
 	// Inspector is the local page of the last reviews; a zero value
 	// disables it.
 	Inspector InspectorConfig
@@ -137,6 +141,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.Scope.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.ChainAuditLog != "" && !c.Chain {
+		errs = append(errs, fmt.Errorf("--chain-audit-log %s: it serves --chain only: add --chain", c.ChainAuditLog))
 	}
 	if err := c.Inspector.Validate(); err != nil {
 		errs = append(errs, err)
