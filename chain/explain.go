@@ -216,10 +216,10 @@ func (e *explainer) compare(st *Step, a, b []byte, round int) error {
 			at.By = []Actor{{Kind: KindYours, Name: e.c.Yours[0].Webhook}}
 		} else if round >= 0 && e.exact != nil {
 			if by, ok := e.exact.attribute(round, ch.Path, e.yourConf, st.Name == StepBefore); ok {
-				at.By, at.Exact = by, true
+				at.By, at.Exact, at.Inferred = by, true, st.Candidates
 			} else if maps := kindOnly(st.Candidates, KindMutatingPolicy); len(maps) > 0 {
 				// No webhook patched it, so a policy did.
-				at.By, at.Exact = maps, true
+				at.By, at.Exact, at.Inferred = maps, true, st.Candidates
 			}
 		}
 		st.Changes = append(st.Changes, at)

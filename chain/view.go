@@ -66,8 +66,10 @@ type Attributed struct {
 	Change
 	By []Actor `json:"by"`
 	// Exact: named by the apiserver's audit annotation for this round and
-	// index, not inferred from the rules.
-	Exact bool `json:"exact,omitempty"`
+	// index, not inferred from the rules; Inferred is then what the rules
+	// alone said (the two agree when By is among Inferred).
+	Exact    bool    `json:"exact,omitempty"`
+	Inferred []Actor `json:"inferred,omitempty"`
 }
 
 // Who says By in words: one name, or "one of a, b".
@@ -139,8 +141,10 @@ type YourCall struct {
 // Warning is something in the chain that works against your webhook.
 type Warning struct {
 	// Kind is overwritten, not-reinvoked or saw-changed.
-	Kind    string `json:"kind"`
-	Path    string `json:"path"`
+	Kind string `json:"kind"`
+	Path string `json:"path"`
+	// Round is the round of your call an overwritten warning is about.
+	Round   int    `json:"round"`
 	Message string `json:"message"`
 }
 

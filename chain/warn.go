@@ -9,8 +9,9 @@ import (
 )
 
 // warnings are what works against your webhook in the chain:
-//   - overwritten: a field your last patch set (add, replace) is altered
-//     or gone in the last view after it, or a field it removed is back;
+//   - overwritten: a field your patch set (add, replace) in a round is
+//     altered or gone in the last observer's view of that round (a
+//     reinvocation of your webhook may set it again: the round says);
 //   - not-reinvoked: your reinvocationPolicy is Never, and a change after
 //     your webhook touched a field it reads. What a webhook reads is not
 //     observable: the view takes the fields it patched, up to their
@@ -30,13 +31,18 @@ func (e *explainer) warnings(steps []Step) ([]Warning, error) {
 			later = append(later, st.Changes...)
 		}
 	}
-	// Overwritten: compare what your patch wrote with the last view.
-	if lastView := e.lastView(); lastView != nil && len(lastYours.Patch) > 0 {
-		mineAfter, err := patched(lastYours.Object, lastYours.Patch)
+	// Overwritten: compare what your patch wrote in each round with the
+	// last observer's view of that round.
+	for round, y := range c.Yours {
+		view := e.viewAfter(round)
+		if view == nil || len(y.Patch) == 0 {
+			continue
+		}
+		mineAfter, err := patched(y.Object, y.Patch)
 		if err != nil {
 			return nil, fmt.Errorf("chain: %s: your patch: %w", c.Identity, err)
 		}
-		w, err := overwritten(lastYours.Patch, mineAfter, lastView, later)
+		w, err := overwritten(y.Patch, mineAfter, view, later, round)
 		if err != nil {
 			return nil, err
 		}
@@ -69,12 +75,13 @@ func (e *explainer) warnings(steps []Step) ([]Warning, error) {
 	return out, nil
 }
 
-// lastView is the last object a view saw after your webhook.
-func (e *explainer) lastView() []byte {
-	if n := len(e.c.After); n > 0 {
-		return e.c.After[n-1].Object
+// viewAfter is the last observer's view of round, else (the last round)
+// the validators'.
+func (e *explainer) viewAfter(round int) []byte {
+	if round < len(e.c.After) {
+		return e.c.After[round].Object
 	}
-	if e.c.Final != nil {
+	if e.c.Final != nil && round == len(e.c.Yours)-1 {
 		return e.c.Final.Object
 	}
 	return nil
@@ -82,7 +89,7 @@ func (e *explainer) lastView() []byte {
 
 // overwritten compares each field the patch set (in mine, the object just
 // after it) with last, naming the later changes that touched it.
-func overwritten(patch, mine, last []byte, later []Attributed) ([]Warning, error) {
+func overwritten(patch, mine, last []byte, later []Attributed, round int) ([]Warning, error) {
 	var ops []patchOp
 	if err := json.Unmarshal(patch, &ops); err != nil {
 		return nil, fmt.Errorf("chain: your patch: %w", err)
@@ -122,8 +129,8 @@ func overwritten(patch, mine, last []byte, later []Attributed) ([]Warning, error
 				break
 			}
 		}
-		out = append(out, Warning{Kind: WarnOverwritten, Path: path, Message: fmt.Sprintf(
-			"%s %s %s, which your patch set to %s", who, what, path, raw(want))})
+		out = append(out, Warning{Kind: WarnOverwritten, Path: path, Round: round, Message: fmt.Sprintf(
+			"%s %s %s, which your patch set to %s in round %d", who, what, path, raw(want), round)})
 	}
 	return out, nil
 }
