@@ -160,9 +160,11 @@ func (e *explainer) steps() ([]Step, error) {
 
 var apiserver = Actor{Kind: KindAPIServer, Name: "defaults, the generated name and system fields"}
 
-// defaulting is the apiserver's decoding of what the client sent: its
-// defaults, never a label or an annotation.
-var defaulting = Actor{Kind: KindAPIServer, Name: "defaults"}
+// defaulting is what the apiserver does to what the client sent before
+// the policies: its defaults and its built-in mutating admission plugins
+// (ServiceAccount's token volume, Priority, DefaultTolerationSeconds, as
+// seen on the local control plane), never a label or an annotation.
+var defaulting = Actor{Kind: KindAPIServer, Name: "defaults and built-in admission plugins"}
 
 // policies is the first step: the MutatingAdmissionPolicies' first round,
 // before any webhook. Only the audit log's copy of the object as the
