@@ -38,6 +38,13 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if err != nil {
 		return err
 	}
+	return serveOn(ctx, cfg, cl, started)
+}
+
+// serveOn is the rest of Serve, on a connected cluster (tests pass fake
+// clients here). From Assemble on, the listeners are bound: every return
+// goes through the Assembly's Shutdown, which releases them.
+func serveOn(ctx context.Context, cfg ServeConfig, cl *session.Cluster, started time.Time) error {
 	crt, err := servingCerts(ctx, cfg, cl)
 	if err != nil {
 		return err

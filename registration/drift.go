@@ -23,8 +23,11 @@ import (
 
 // Drift watches the webhook configurations a session registered and puts
 // them back when someone else edits or deletes them (a GitOps controller
-// reverting the cluster, a colleague's cleanup). Changes made under
-// hookback's own field manager are its own and pass. A configuration
+// reverting the cluster, a colleague's cleanup). A version is hookback's
+// own when its resourceVersion is one a write of this process returned
+// (Wrote, inside Own); any other version that changes the configuration is
+// someone else's, even a second write of the same manager within the
+// second its managedFields entry records. A configuration
 // reverted a second time in the session is not fought over: Drift says so,
 // with the command that puts it back, and leaves it.
 type Drift struct {
@@ -38,10 +41,51 @@ type Drift struct {
 	RestoreDir, Kubectl string
 	Log                 *slog.Logger
 
+	// writing is held while this process writes (Own): an event for a
+	// version it wrote waits until Wrote has recorded that version.
+	writing sync.Mutex
 	mu      sync.Mutex
 	desired map[string]*unstructured.Unstructured
 	reverts map[string]int
+	// wrote is the resourceVersion of hookback's last write, by kind/name.
+	wrote   map[string]string
 	stopped bool
+}
+
+// Own runs write, a write of hookback's configurations whose results are
+// passed to Wrote (Registrar.Wrote), so that the versions it makes are not
+// taken for someone else's. A nil Drift just writes.
+func (d *Drift) Own(write func() error) error {
+	if d == nil {
+		return write()
+	}
+	d.writing.Lock()
+	defer d.writing.Unlock()
+	return write()
+}
+
+// Wrote records o, as the apiserver returned it from hookback's write, as
+// hookback's own version.
+func (d *Drift) Wrote(o *unstructured.Unstructured) {
+	if d == nil || o == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.wrote == nil {
+		d.wrote = map[string]string{}
+	}
+	d.wrote[o.GetKind()+"/"+o.GetName()] = o.GetResourceVersion()
+}
+
+// ownVersion reports whether rv of key is what hookback last wrote, once
+// the writes in flight have recorded theirs.
+func (d *Drift) ownVersion(key, rv string) bool {
+	d.writing.Lock()
+	defer d.writing.Unlock()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return rv != "" && d.wrote[key] == rv
 }
 
 // Set replaces what the session means to have registered; call it before
@@ -99,8 +143,8 @@ func (d *Drift) Run(ctx context.Context) {
 	f.Shutdown()
 }
 
-// updated handles an edit: someone else's when a field manager other than
-// hookback's wrote (anew or later) in it.
+// updated handles an edit: someone else's when its resourceVersion is not
+// one hookback wrote and it changed the configuration.
 func (d *Drift) updated(ctx context.Context, kind string, oldObj, newObj any) {
 	om, err1 := runtime.DefaultUnstructuredConverter.ToUnstructured(oldObj)
 	nm, err2 := runtime.DefaultUnstructuredConverter.ToUnstructured(newObj)
@@ -108,15 +152,20 @@ func (d *Drift) updated(ctx context.Context, kind string, oldObj, newObj any) {
 		return
 	}
 	o, n := &unstructured.Unstructured{Object: om}, &unstructured.Unstructured{Object: nm}
-	managers := foreignManagers(o.GetManagedFields(), n.GetManagedFields())
-	if len(managers) == 0 {
-		return
+	key := kind + "/" + n.GetName()
+	rv := n.GetResourceVersion()
+	if rv != "" && (rv == o.GetResourceVersion() || d.ownVersion(key, rv)) {
+		return // a resync, or hookback's own write
 	}
 	changed := changedFields(om, nm)
 	if len(changed) == 0 {
 		return
 	}
-	d.revert(ctx, kind+"/"+n.GetName(), "changed by someone else",
+	managers := writers(o.GetManagedFields(), n.GetManagedFields())
+	if len(managers) == 0 {
+		return // hookback's field manager, from outside this process (the restore command)
+	}
+	d.revert(ctx, key, "changed by someone else",
 		"fields", strings.Join(changed, ","), "manager", strings.Join(managers, ","))
 }
 
@@ -149,7 +198,7 @@ func (d *Drift) revert(ctx context.Context, key, what string, attrs ...any) {
 	attrs = append([]any{"configuration", key}, attrs...)
 	switch {
 	case n == 1:
-		if err := d.Reapply(ctx, want); err != nil {
+		if err := d.Own(func() error { return d.Reapply(ctx, want) }); err != nil {
 			d.Log.Error("webhook configuration "+what+"; re-applying it failed", append(attrs, "error", err)...)
 			return
 		}
@@ -186,10 +235,41 @@ func (d *Drift) restoreCommand(want *unstructured.Unstructured) string {
 	return k + " apply --server-side --force-conflicts --field-manager=" + FieldManager + " -f " + path
 }
 
+// writers name who wrote now, a version hookback's process did not write:
+// the foreign managers whose entry is new or later (foreignManagers); when
+// none is, a manager wrote again within the second its entry records, and
+// the foreign managers of the newest entry are named. None: hookback's own
+// field manager wrote (its entry changed), from outside this process.
+func writers(before, now []metav1.ManagedFieldsEntry) []string {
+	if m := foreignManagers(before, now); len(m) > 0 {
+		return m
+	}
+	own := func(es []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+		return slices.DeleteFunc(slices.Clone(es), func(e metav1.ManagedFieldsEntry) bool { return e.Manager != FieldManager })
+	}
+	if !reflect.DeepEqual(own(before), own(now)) {
+		return nil
+	}
+	var newest *metav1.Time
+	var out []string
+	for _, e := range now {
+		switch {
+		case e.Manager == FieldManager || e.Time == nil:
+		case newest == nil || e.Time.After(newest.Time):
+			newest, out = e.Time, []string{e.Manager}
+		case e.Time.Equal(newest) && !slices.Contains(out, e.Manager):
+			out = append(out, e.Manager)
+		}
+	}
+	if len(out) == 0 {
+		return []string{"unknown"}
+	}
+	return out
+}
+
 // foreignManagers are the field managers other than hookback's whose entry
-// is new in now or written later than in before: who changed the object.
-// A manager whose fields hookback took back keeps its time, so hookback's
-// own re-apply names nobody.
+// is new in now or written later than in before. A manager whose fields
+// hookback took back keeps its time.
 func foreignManagers(before, now []metav1.ManagedFieldsEntry) []string {
 	var out []string
 	for _, e := range now {

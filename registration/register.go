@@ -32,6 +32,9 @@ type Registrar struct {
 	Dynamic dynamic.Interface
 	Session string
 	Log     *slog.Logger
+	// Wrote, when set, gets every configuration as the apiserver returned
+	// it from an apply (Drift.Wrote: hookback's own versions).
+	Wrote func(*unstructured.Unstructured)
 }
 
 // Apply server-side-applies every object, then deletes this session's
@@ -39,9 +42,8 @@ type Registrar struct {
 // from the template) except those named in keep.
 func (r *Registrar) Apply(ctx context.Context, reg *Registration, keep ...string) error {
 	for _, o := range reg.Objects {
-		gvr := configResources[o.GetKind()]
-		if _, err := r.Dynamic.Resource(gvr).Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
-			return fmt.Errorf("apply %s %q: %w", o.GetKind(), o.GetName(), err)
+		if err := r.ApplyObject(ctx, o); err != nil {
+			return err
 		}
 		keep = append(keep, o.GetKind()+"/"+o.GetName())
 	}
@@ -51,9 +53,15 @@ func (r *Registrar) Apply(ctx context.Context, reg *Registration, keep ...string
 
 // ApplyObject server-side-applies one configuration (the canary).
 func (r *Registrar) ApplyObject(ctx context.Context, o *unstructured.Unstructured) error {
-	_, err := r.Dynamic.Resource(configResources[o.GetKind()]).Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	got, err := r.Dynamic.Resource(configResources[o.GetKind()]).Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 	if err != nil {
 		return fmt.Errorf("apply %s %q: %w", o.GetKind(), o.GetName(), err)
+	}
+	if r.Wrote != nil && got != nil {
+		if got.GetKind() == "" {
+			got.SetKind(o.GetKind())
+		}
+		r.Wrote(got)
 	}
 	return nil
 }

@@ -128,6 +128,20 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	return &Server{webhooks: opts.Webhooks, handlers: opts.Handlers, tls: opts.TLS, log: opts.Log, metrics: opts.Metrics, recorder: opts.Recorder, limits: opts.Limits.withDefaults(), webhookLn: wl, healthLn: hl}, nil
 }
 
+// Close releases both listeners of a server that will not be started (a
+// failure between NewServer and Start). Start closes them itself; closing
+// one Start already closed is harmless.
+func (s *Server) Close() error {
+	return errors.Join(closeListener(s.webhookLn), closeListener(s.healthLn))
+}
+
+func closeListener(ln net.Listener) error {
+	if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
+}
+
 // Addr is the bound webhook address.
 func (s *Server) Addr() net.Addr { return s.webhookLn.Addr() }
 

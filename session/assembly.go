@@ -173,8 +173,16 @@ func (a *Assembly) Synced() bool {
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// Shutdown stops the informers and Event recording.
+// Shutdown stops the informers and Event recording, and releases the
+// listeners: whoever assembled fails after Assemble bound them, before or
+// after serving, calls only Shutdown, and the ports are free again.
 func (a *Assembly) Shutdown() {
+	if a.Server != nil {
+		_ = a.Server.Close()
+	}
+	if a.Inspector != nil {
+		_ = a.Inspector.Close()
+	}
 	a.stop()
 	a.recorders.Shutdown()
 	a.factory.Shutdown()

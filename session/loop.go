@@ -149,7 +149,7 @@ func (r *run) reapply(ctx context.Context) {
 		return
 	}
 	r.drift.Set(reg.Objects)
-	if err := r.registrar.Apply(ctx, reg); err != nil {
+	if err := r.drift.Own(func() error { return r.registrar.Apply(ctx, reg) }); err != nil {
 		r.cfg.Log.Error("re-apply failed; will retry on the next change", "error", err)
 		return
 	}

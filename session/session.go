@@ -103,6 +103,7 @@ func runOn(ctx context.Context, cfg Config, cl *Cluster, started time.Time) (err
 	r := newRun(cfg, cl, a.Server, canary, crt, a.parts, url)
 	r.user, r.inspector, r.tunnel, r.metrics, r.upstreamPair, r.conversions = y.user, a.Inspector, tun, a.Metrics.Registry, pair, y.conversions
 	r.drift = newDrift(cfg, cl, r.registrar, r.kubectl())
+	r.registrar.Wrote = r.drift.Wrote
 	r.chain = y.chain
 	return r.run(ctx, started)
 }
