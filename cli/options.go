@@ -275,6 +275,10 @@ type StartOptions struct {
 	LateAnswerTimeout time.Duration
 	// Shadow and ShadowCA: the deployed webhook to compare with.
 	Shadow, ShadowCA string
+	// Chain registers the admission chain's observers (docs/chain.md);
+	// ChainAuditLog is the apiserver's audit log, for exact attribution.
+	Chain         bool
+	ChainAuditLog string
 }
 
 func defaultStartOptions() StartOptions {
@@ -295,6 +299,8 @@ func (o *StartOptions) bind(b *binder) {
 	bind(b, &o.LateAnswerTimeout, "late-answer-timeout", catUser, "your webhooks: how long an answer is still awaited after the apiserver stopped waiting (a breakpoint); it is then logged, shown in the inspector and recorded as late (0 disables)")
 	bind(b, &o.Shadow, "shadow", catUser, "compare your webhooks with the ones deployed in the cluster: NAMESPACE/SERVICE[:PORT] (through the apiserver's service proxy) or an https URL (with a path: used as is; without: each webhook's path appended); hookback's copies then always allow, and differences are logged, counted and summed up at exit")
 	bind(b, &o.ShadowCA, "shadow-ca", catUser, "CA file to verify an https --shadow URL (default: the system roots)")
+	bind(b, &o.Chain, "chain", catUser, "register observer webhooks sorted first and last among mutating configurations and a validating one, scoped like your webhooks, and show per request what every other webhook and policy changed before and after yours, in the inspector and --record-dir (docs/chain.md)")
+	bind(b, &o.ChainAuditLog, "chain-audit-log", catUser, "with --chain: the apiserver's audit log file (JSON lines, level Request for writes), where this machine can read it (the local control plane's .cache/cluster/audit.log): each change is then named from the apiserver's own patch annotations, and the policies' changes shown against the object as the client sent it")
 	bind(b, &o.RecordDir, "record-dir", catUser, "write every review and the answer sent into this directory, one JSON file each (Secrets' data redacted)")
 	bind(b, &o.Inspector.Address, "inspector-address", catInspector, "host:port of the inspector, a local page of the last reviews, live (\"\" disables it; loopback unless --inspector-expose)")
 	bind(b, &o.Inspector.Expose, "inspector-expose", catInspector, "allow an --inspector-address beyond loopback: whoever reaches it sees every review (Secrets' data redacted) and can replay them")
@@ -325,7 +331,8 @@ func (o StartOptions) config(ext Extension, log *slog.Logger, out io.Writer, ins
 	cfg := o.ServeOptions.config(ext, log)
 	cfg.BindAddress, cfg.HealthAddress = o.BindAddress, o.HealthAddress
 	cfg.RequireVerified, cfg.VerifyTimeout, cfg.LeaseDuration = !o.NoVerify, o.VerifyTimeout, o.LeaseDuration
-	cfg.Out, cfg.RecordDir, cfg.Inspector, cfg.Tunnel = out, o.RecordDir, o.Inspector, o.Tunnel
+	cfg.Out, cfg.RecordDir, cfg.Inspector, cfg.Tunnel, cfg.Chain = out, o.RecordDir, o.Inspector, o.Tunnel, o.Chain
+	cfg.ChainAuditLog = o.ChainAuditLog
 	cfg.User.CertDir = o.UpstreamCertDir
 	cfg.User.LateAnswerTimeout, cfg.User.Shadow = o.LateAnswerTimeout, o.shadow()
 	if o.LateAnswerTimeout == 0 {

@@ -33,6 +33,8 @@ type detail struct {
 	// Shadow is the comparison with the deployed webhook (start
 	// --shadow); nil without one.
 	Shadow *shadowDetail
+	// Chain is the admission chain view (start --chain); nil without.
+	Chain *chainDetail
 	// Conversions are the objects of a ConversionReview before and after,
 	// the first maxConversionDiffs; MoreConverted counts the others.
 	Conversions   []objectDiff
@@ -41,7 +43,7 @@ type detail struct {
 
 // detailOf parses e for its page.
 func detailOf(e *entry, source string) detail {
-	d := detail{Row: rowOf(e, source), Summary: e.summary(), Events: e.events, Shadow: shadowDetailOf(e)}
+	d := detail{Row: rowOf(e, source), Summary: e.summary(), Events: e.events, Shadow: shadowDetailOf(e), Chain: chainDetailOf(e)}
 	review, answer := e.bodies()
 	d.kept = review != nil
 	d.Redacted = bytes.Contains(review, []byte(record.Redacted))

@@ -266,7 +266,7 @@ func (s *Server) detail(w http.ResponseWriter, r *http.Request) {
 // body is not kept.
 func recordEntry(e *entry) (record.Entry, bool) {
 	review, answer := e.bodies()
-	return record.Entry{Webhook: e.webhook, Path: e.path, Review: review, Answer: answer}, review != nil
+	return record.Entry{Webhook: e.webhook, Path: e.path, Review: review, Answer: answer, Chain: e.chainView()}, review != nil
 }
 
 func (s *Server) download(w http.ResponseWriter, r *http.Request) {

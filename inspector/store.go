@@ -349,6 +349,9 @@ type entry struct {
 	gone   bool
 	seq    uint64
 	shadow *shadowOutcome
+	// chain is the admission chain view of the request (start --chain),
+	// JSON; nil until known. Guarded by store.mu.
+	chain []byte
 
 	once sync.Once
 	sum  *summary

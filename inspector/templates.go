@@ -1,6 +1,7 @@
 package inspector
 
 import (
+	"encoding/json"
 	"fmt"
 	"html/template"
 )
@@ -11,6 +12,8 @@ import (
 func parseTemplates() (*template.Template, error) {
 	t, err := template.New("inspector").Funcs(template.FuncMap{
 		"sub": func(a, b int) int { return a - b },
+		// prettyJSON indents a chain view's object (keys sorted).
+		"prettyJSON": func(raw json.RawMessage) string { return pretty(raw) },
 	}).ParseFS(assets, "assets/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("parse inspector pages: %w", err)

@@ -37,6 +37,9 @@ type Entry struct {
 	// Shadow, when set, says how this answer (your webhook's) differs from
 	// the deployed webhook's (start --shadow).
 	Shadow string `json:"shadow,omitempty"`
+	// Chain is the admission chain view of the request (start --chain,
+	// chain.View): what every other webhook and policy did around yours.
+	Chain json.RawMessage `json:"chain,omitempty"`
 }
 
 // Recorder writes one file per admission into a directory.

@@ -49,6 +49,8 @@ type yours struct {
 	probes    []admission.Webhook
 	inspector InspectorConfig
 	recordDir string
+	// chain is start --chain's part; nil without.
+	chain *chainRun
 }
 
 // Assembly is the parts of one process put together: the built-ins on one
@@ -97,7 +99,7 @@ func Assemble(ctx context.Context, o AssemblyOptions) (_ *Assembly, err error) {
 	if a.parts, err = buildParts(cfg, &Cluster{Watch: o.Watch}, a.factory, a.recorders, a.Metrics.Registry, store); err != nil {
 		return nil, err
 	}
-	hooks := slices.Concat(a.parts.webhooks, y.user.hooks, y.probes)
+	hooks := slices.Concat(y.chain.wrap(a.parts.webhooks), y.chain.wrap(y.user.hooks), y.probes)
 	rec, err := newRecorder(cfg, store)
 	if err != nil {
 		return nil, err
@@ -132,6 +134,9 @@ func (o AssemblyOptions) config() Options {
 // attach gives your webhooks' late-answer and shadow reports the
 // inspector's store, the record directory and the metrics.
 func (y *yours) attach(cfg Options, store *inspector.Store, m *server.Metrics) error {
+	if err := y.chain.attach(cfg, store); err != nil {
+		return err
+	}
 	if y.user.late != nil {
 		if err := y.user.late.attach(cfg, store); err != nil {
 			return err

@@ -88,6 +88,14 @@ type Options struct {
 	Scope registration.Scope
 	// RecordDir, when set, keeps every review and answer there.
 	RecordDir string
+	// Chain registers observer webhooks around your mutating webhooks and
+	// tells, per request, what the whole admission chain did (start
+	// --chain, docs/chain.md).
+	Chain bool
+	// ChainAuditLog is the apiserver's audit log, where hookback can read
+	// it (a local cluster's file): the chain views then name each webhook
+	// from its audit annotations (--chain-audit-log).
+	ChainAuditLog string
 	// Inspector is the local page of the last reviews; a zero value
 	// disables it.
 	Inspector InspectorConfig
@@ -147,6 +155,9 @@ func (c Options) Validate() error {
 	}
 	if err := c.Scope.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.ChainAuditLog != "" && !c.Chain {
+		errs = append(errs, fmt.Errorf("--chain-audit-log %s: it serves --chain only: add --chain", c.ChainAuditLog))
 	}
 	if err := c.Inspector.Validate(); err != nil {
 		errs = append(errs, err)

@@ -20,7 +20,8 @@ func (r *run) render(bundle string) (*Objects, error) {
 		svc := r.tunnel.Service()
 		to.Service = &svc
 	}
-	objs, err := r.config.Objects(Placement{Target: to, LeaseRef: r.leaseRef, Scope: r.cfg.Scope, Manifests: r.user.manifests})
+	objs, err := r.config.Objects(Placement{Target: to, LeaseRef: r.leaseRef, Scope: r.cfg.Scope, Manifests: r.user.manifests,
+		Observe: r.chain.observe})
 	if err != nil {
 		return nil, err
 	}

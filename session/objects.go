@@ -74,6 +74,10 @@ type Placement struct {
 	// Manifests, when set, replace the ones Complete read: start re-reads
 	// yours when they change.
 	Manifests *registration.Manifests
+	// Observe, when set, derives observer configurations from the ones
+	// rendered (start --chain's, which match what yours match); they are
+	// named, labelled and narrowed by the scope like every other.
+	Observe func(objs []*unstructured.Unstructured, t registration.Target, leaseRef string) ([]*unstructured.Unstructured, error)
 }
 
 // Objects are what one run of a Config registers.
@@ -131,6 +135,13 @@ func (c *Config) Objects(p Placement) (*Objects, error) {
 			return nil, err
 		}
 		objs = append(objs, r.Objects...)
+	}
+	if p.Observe != nil {
+		more, err := p.Observe(objs, p.Target, p.LeaseRef)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, more...)
 	}
 	out := &Objects{Configurations: &registration.Registration{}, Redirect: cfg.RedirectConversion}
 	if out.Configurations.Objects, out.Notes, err = p.Scope.Apply(objs); err != nil {

@@ -82,6 +82,7 @@ func runOn(ctx context.Context, c *Config, cl *Cluster, started time.Time) (err 
 	// bound: a busy port fails before anything is written to the cluster.
 	canary := registration.NewCanary()
 	y.probes = []admission.Webhook{{Name: "canary", Path: registration.CanaryPath, Handler: canary}}
+	y.chain = newChainRun(cfg, cl, y)
 	a, err := Assemble(ctx, AssemblyOptions{Webhooks: cfg.Webhooks, Controllers: cfg.Controllers,
 		WebhookOptions: cfg.WebhookOptions, Extra: slices.Concat(cfg.Extra, observerWebhooks(cfg.Observers)), Watch: cl.Watch, TLS: crt.TLSConfig(),
 		Address: net.JoinHostPort(bind, strconv.Itoa(cfg.Port)), HealthAddress: cfg.HealthAddress, Log: cfg.Log, yours: y})
@@ -103,6 +104,7 @@ func runOn(ctx context.Context, c *Config, cl *Cluster, started time.Time) (err 
 	r.user, r.inspector, r.tunnel, r.metrics, r.upstreamPair, r.conversions = y.user, a.Inspector, tun, a.Metrics.Registry, pair, y.conversions
 	r.drift = newDrift(cfg, cl, r.registrar, r.kubectl())
 	r.registrar.Wrote = r.drift.Wrote
+	r.chain = y.chain
 	return r.run(ctx, started)
 }
 
@@ -165,6 +167,8 @@ type run struct {
 	crdWriter   *registration.CRDs
 	url         string
 	inspector   *inspector.Server
+	// chain is start --chain's part; nil without.
+	chain *chainRun
 	// tunnel is the session's relay, with --tunnel; metrics gets its gauges.
 	tunnel    *tunnel.Session
 	metrics   prometheus.Registerer
@@ -257,6 +261,7 @@ func (r *run) run(ctx context.Context, started time.Time) (err error) {
 	if r.inspector != nil {
 		r.serving.GoUntilStopped("the inspector", r.inspector.Start)
 	}
+	r.chain.start(r)
 	defer func() {
 		r.shutdown()
 		err = errors.Join(err, r.errs.Err())

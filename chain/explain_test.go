@@ -1,0 +1,119 @@
+package chain
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+)
+
+// explainCase is one testdata/*.json file: a joined chain, the cluster's
+// configurations and policies, and the view expected of them.
+type explainCase struct {
+	Chain   Chain `json:"chain"`
+	Catalog struct {
+		Mutating           []admissionregistrationv1.MutatingWebhookConfiguration     `json:"mutating"`
+		Validating         []admissionregistrationv1.ValidatingWebhookConfiguration   `json:"validating"`
+		MutatingPolicies   []admissionregistrationv1.MutatingAdmissionPolicy          `json:"mutatingPolicies"`
+		MutatingBindings   []admissionregistrationv1.MutatingAdmissionPolicyBinding   `json:"mutatingBindings"`
+		ValidatingPolicies []admissionregistrationv1.ValidatingAdmissionPolicy        `json:"validatingPolicies"`
+		ValidatingBindings []admissionregistrationv1.ValidatingAdmissionPolicyBinding `json:"validatingBindings"`
+	} `json:"catalog"`
+	Annotations map[string]string `json:"auditAnnotations"`
+	// Requested is the audit event's requestObject.
+	Requested json.RawMessage `json:"requested"`
+	Want      struct {
+		Steps []struct {
+			Name    string `json:"name"`
+			Round   int    `json:"round"`
+			Changes []struct {
+				Path, Op, By string
+				Exact        bool
+			} `json:"changes"`
+		} `json:"steps"`
+		Warnings []struct {
+			Kind, Path string
+		} `json:"warnings"`
+		Validators []string `json:"validators"`
+	} `json:"want"`
+}
+
+func TestExplain(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no testdata/*.json: %v", err)
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".json"), func(t *testing.T) {
+			var tc explainCase
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b, &tc); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			cat := NewCatalog(tc.Catalog.Mutating, tc.Catalog.Validating, tc.Catalog.MutatingPolicies, tc.Catalog.MutatingBindings,
+				tc.Catalog.ValidatingPolicies, tc.Catalog.ValidatingBindings)
+			exact, err := ExactFromAnnotations(tc.Annotations)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rec *Record
+			if exact != nil || tc.Requested != nil {
+				rec = &Record{Exact: exact, Requested: tc.Requested}
+			}
+			v, err := Explain(&tc.Chain, cat, nil, rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, st := range v.Steps {
+				for _, ch := range st.Changes {
+					got = append(got, st.Name+" "+ch.Path+" "+ch.Op+" by "+ch.Who()+exactMark(ch.Exact))
+				}
+			}
+			var want []string
+			for _, st := range tc.Want.Steps {
+				for _, ch := range st.Changes {
+					want = append(want, st.Name+" "+ch.Path+" "+ch.Op+" by "+ch.By+exactMark(ch.Exact))
+				}
+			}
+			same(t, "changes", got, want)
+			got = nil
+			for _, w := range v.Warnings {
+				got = append(got, w.Kind+" "+w.Path)
+				if w.Message == "" {
+					t.Errorf("warning %s %s has no message", w.Kind, w.Path)
+				}
+			}
+			want = nil
+			for _, w := range tc.Want.Warnings {
+				want = append(want, w.Kind+" "+w.Path)
+			}
+			same(t, "warnings", got, want)
+			got = nil
+			for _, a := range v.Validators {
+				got = append(got, a.String())
+			}
+			same(t, "validators", got, tc.Want.Validators)
+		})
+	}
+}
+
+func exactMark(exact bool) string {
+	if exact {
+		return " (exact)"
+	}
+	return ""
+}
+
+func same(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%s:\ngot\n  %s\nwant\n  %s", what, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}

@@ -1,0 +1,157 @@
+package chain
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Published is one view, ready for the inspector and the record directory.
+type Published struct {
+	// Webhook, Path and UID are your webhook's first call of the request:
+	// the inspector's entry of that review gets the view.
+	Webhook, Path, UID string
+	View               View
+	// JSON is View encoded.
+	JSON []byte
+}
+
+// Publisher explains the chains the Joiner is done with, off the
+// admission path, and hands each view to its sinks.
+type Publisher struct {
+	// Catalog is the cluster's configurations and policies now.
+	Catalog func() Catalog
+	// NamespaceLabels are a namespace's labels, nil when unknown.
+	NamespaceLabels func(ns string) map[string]string
+	// Audit finds the apiserver's audit record of a chain whose your
+	// webhook's configuration is named; nil, or a nil result, when it has
+	// none.
+	Audit func(c *Chain, yourConf string) *Record
+	Sinks []func(Published)
+	Log   *slog.Logger
+
+	queue   chan *Chain
+	dropped *atomic.Int64
+}
+
+// NewPublisher returns a publisher with room for pending chains.
+func NewPublisher(p Publisher) *Publisher {
+	p.queue, p.dropped = make(chan *Chain, 256), new(atomic.Int64)
+	if p.Log == nil {
+		p.Log = slog.New(slog.DiscardHandler)
+	}
+	return &p
+}
+
+// Done is the Joiner's Done: it never blocks; a chain that finds the queue
+// full is dropped and counted.
+func (p *Publisher) Done(c *Chain) {
+	select {
+	case p.queue <- c:
+	default:
+		p.dropped.Add(1)
+	}
+}
+
+// Run explains and publishes until ctx ends, expiring j's old chains
+// every second.
+func (p *Publisher) Run(ctx context.Context, j *Joiner) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			j.Expire()
+		case c := <-p.queue:
+			p.publish(c)
+		}
+	}
+}
+
+func (p *Publisher) publish(c *Chain) {
+	var cat Catalog
+	if p.Catalog != nil {
+		cat = p.Catalog()
+	}
+	var ns map[string]string
+	if p.NamespaceLabels != nil && c.Identity.Namespace != "" {
+		ns = p.NamespaceLabels(c.Identity.Namespace)
+	}
+	var rec *Record
+	if p.Audit != nil {
+		if conf, _ := yourConfiguration(cat, c.Yours[0].Path); conf != "" {
+			rec = p.Audit(c, conf)
+		}
+	}
+	v, err := Explain(c, cat, ns, rec)
+	if err != nil {
+		p.Log.Warn("chain view not made", "request", c.Identity.String(), "error", err)
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		p.Log.Warn("chain view not encoded", "request", c.Identity.String(), "error", err)
+		return
+	}
+	for _, w := range v.Warnings {
+		p.Log.Warn("admission chain: "+w.Message, "request", c.Identity.String(), "warning", w.Kind)
+	}
+	y := c.Yours[0]
+	for _, s := range p.Sinks {
+		s(Published{Webhook: y.Webhook, Path: y.Path, UID: y.UID, View: v, JSON: b})
+	}
+}
+
+// Dropped is how many chains found the queue full.
+func (p *Publisher) Dropped() int64 { return p.dropped.Load() }
+
+// DirSink writes each view to dir/chain/, one file per request named after
+// your webhook's review (time, webhook, operation, namespace, name, uid),
+// mode 0600. The subdirectory keeps the views out of `hookback replay`'s
+// reading of dir.
+func DirSink(dir string, log *slog.Logger) (func(Published), error) {
+	sub := filepath.Join(dir, "chain")
+	if err := os.MkdirAll(sub, 0o700); err != nil {
+		return nil, fmt.Errorf("chain: create %s: %w", sub, err)
+	}
+	var seq atomic.Uint64
+	return func(x Published) {
+		id := x.View.Request
+		name := fmt.Sprintf("%s-%04d_%s_%s_%s_%s_%s.json", time.Now().UTC().Format("20060102T150405.000Z"), seq.Add(1)%10000,
+			safe(x.Webhook), safe(id.Operation), safe(id.Namespace), safe(id.Name), safe(x.UID))
+		doc, err := json.MarshalIndent(struct {
+			Webhook string          `json:"webhook"`
+			Path    string          `json:"path"`
+			UID     string          `json:"uid"`
+			Chain   json.RawMessage `json:"chain"`
+		}{x.Webhook, x.Path, x.UID, x.JSON}, "", "  ")
+		if err == nil {
+			err = os.WriteFile(filepath.Join(sub, name), append(doc, '\n'), 0o600)
+		}
+		if err != nil && log != nil {
+			log.Warn("chain view not recorded", "webhook", x.Webhook, "error", err)
+		}
+	}, nil
+}
+
+var unsafeChars = regexp.MustCompile(`[^a-z0-9.-]+`)
+
+func safe(s string) string {
+	s = strings.Trim(unsafeChars.ReplaceAllString(strings.ToLower(s), "-"), "-.")
+	if len(s) > 40 {
+		s = s[:40]
+	}
+	if s == "" {
+		s = "-"
+	}
+	return s
+}

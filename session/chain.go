@@ -1,0 +1,150 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"maps"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/informers"
+
+	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/chain"
+	"github.com/hookback/hookback/inspector"
+	"github.com/hookback/hookback/registration"
+)
+
+// chainRun is start --chain's part of a run: the observers served beside
+// your webhooks, the wrapper that reports your webhooks' answers, the
+// informers of the cluster's configurations and policies, and the
+// publisher of the views (inspector, --record-dir, log).
+type chainRun struct {
+	collector *chain.Collector
+	joiner    *chain.Joiner
+	publisher *chain.Publisher
+	factory   informers.SharedInformerFactory
+	// sinks are filled in by attach, once the inspector's store exists.
+	sinks   []func(chain.Published)
+	session string
+	log     *slog.Logger
+}
+
+// chainPermissions are what --chain reads besides the webhook
+// configurations registration already watches.
+func chainPermissions(cfg Options) []admission.Permission {
+	if !cfg.Chain {
+		return nil
+	}
+	var out []admission.Permission
+	for _, res := range []string{"mutatingadmissionpolicies", "mutatingadmissionpolicybindings", "validatingadmissionpolicies", "validatingadmissionpolicybindings"} {
+		for _, verb := range []string{"list", "watch"} {
+			out = append(out, admission.Permission{Verb: verb, Group: "admissionregistration.k8s.io", Resource: res,
+				Why: "--chain: name the policies that could have changed an object", Part: "chain"})
+		}
+	}
+	for _, verb := range []string{"list", "watch"} {
+		out = append(out, admission.Permission{Verb: verb, Resource: "namespaces", Why: "--chain: match namespace selectors", Part: "chain"})
+	}
+	return out
+}
+
+// newChainRun builds start --chain's parts on cl, or nil when --chain is
+// off. Their webhooks go to y's probes (served, but not the session's
+// own), and wrap has your webhooks report their answers.
+func newChainRun(cfg Options, cl *Cluster, y *yours) *chainRun {
+	if !cfg.Chain {
+		return nil
+	}
+	c := &chainRun{factory: informers.NewSharedInformerFactory(cl.Watch, 0), session: cfg.Session, log: cfg.Log}
+	catalog := chain.NewInformerCatalog(c.factory)
+	c.joiner = &chain.Joiner{}
+	c.collector = &chain.Collector{Joiner: c.joiner}
+	c.publisher = chain.NewPublisher(chain.Publisher{Catalog: catalog.Catalog, NamespaceLabels: catalog.NamespaceLabels,
+		Sinks: []func(chain.Published){c.publish}, Log: cfg.Log})
+	if cfg.ChainAuditLog != "" {
+		audit := &chain.AuditLog{Path: cfg.ChainAuditLog}
+		c.publisher.Audit = func(ch *chain.Chain, conf string) *chain.Record {
+			rec, err := audit.Lookup(ch, conf)
+			if err != nil {
+				cfg.Log.Warn("--chain-audit-log: the audit log cannot be read: views name candidates only", "error", err)
+			}
+			return rec
+		}
+	}
+	c.joiner.Done = c.publisher.Done
+	y.probes = append(y.probes, c.collector.Webhooks()...)
+	return c
+}
+
+// attach sends the views to the inspector's store and the record
+// directory.
+func (c *chainRun) attach(cfg Options, store *inspector.Store) error {
+	if c == nil {
+		return nil
+	}
+	if store != nil {
+		c.sinks = append(c.sinks, func(p chain.Published) { store.SetChain(p.Webhook, p.UID, p.JSON) })
+	}
+	if cfg.RecordDir != "" {
+		dir, err := chain.DirSink(cfg.RecordDir, cfg.Log)
+		if err != nil {
+			return err
+		}
+		c.sinks = append(c.sinks, dir)
+	}
+	return nil
+}
+
+func (c *chainRun) publish(p chain.Published) {
+	for _, s := range c.sinks {
+		s(p)
+	}
+}
+
+// start runs the informers and the publisher on the working group.
+func (c *chainRun) start(r *run) {
+	if c == nil {
+		return
+	}
+	r.working.Go(func(ctx context.Context) error {
+		c.factory.Start(ctx.Done())
+		c.publisher.Run(ctx, c.joiner)
+		c.factory.Shutdown()
+		return nil
+	})
+}
+
+// observe derives the observer configurations from objs, the session's
+// rendered configurations (Placement.Observe): Config.Objects narrows them
+// by the scope with the rest.
+func (c *chainRun) observe(objs []*unstructured.Unstructured, t registration.Target, leaseRef string) ([]*unstructured.Unstructured, error) {
+	if c == nil {
+		return nil, nil
+	}
+	obs, yours, err := chain.Observers(objs, chain.ObserverOptions{Session: c.session, URL: t.URL, CABundle: t.CABundle,
+		Labels:      map[string]string{registration.LabelManagedBy: registration.ManagedByValue, registration.LabelSession: c.session},
+		Annotations: map[string]string{registration.AnnotationLease: leaseRef}})
+	if errors.Is(err, chain.ErrNoMutatingWebhook) {
+		c.log.Warn("--chain: no mutating webhook is registered, so there is no chain to tell")
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.collector.SetYours(maps.Clone(yours))
+	return obs, nil
+}
+
+// wrap has each of hooks report its answers to the chain; without --chain
+// they are returned as they are.
+func (c *chainRun) wrap(hooks []admission.Webhook) []admission.Webhook {
+	if c == nil {
+		return hooks
+	}
+	out := make([]admission.Webhook, len(hooks))
+	for i, h := range hooks {
+		out[i] = c.collector.Wrap(h)
+	}
+	return out
+}

@@ -1,0 +1,309 @@
+// Command chain measures what start --chain's observers cost a request
+// through a real kube-apiserver: the same dry-run pod creates with hookback
+// serving one mutating webhook of yours, without --chain (the reference)
+// and with it, in rounds that alternate; and creates outside the session's
+// scope, which must call no observer (hookback's per-webhook counters say
+// so). It prints a Markdown report (docs/performance.md, "The admission
+// chain").
+//
+//	hack/bench-chain [-n 300] [-rounds 3]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+func main() {
+	kubeconfig := flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "the cluster's kubeconfig")
+	binary := flag.String("hookback", "hookback", "the hookback binary")
+	n := flag.Int("n", 300, "timed creates per variant and round")
+	rounds := flag.Int("rounds", 3, "rounds, each running both variants")
+	flag.Parse()
+	if err := run(*kubeconfig, *binary, *n, *rounds); err != nil {
+		fmt.Fprintln(os.Stderr, "bench chain:", err)
+		os.Exit(1)
+	}
+}
+
+func run(kubeconfig, binary string, n, rounds int) error {
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return fmt.Errorf("load kubeconfig %q: %w", kubeconfig, err)
+	}
+	rc.QPS, rc.Burst = 1000, 1000
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	in, err := benchNamespace(ctx, cs)
+	if err != nil {
+		return err
+	}
+	defer cs.CoreV1().Namespaces().Delete(context.Background(), in, metav1.DeleteOptions{}) //nolint:errcheck // best effort
+	out, err := benchNamespace(ctx, cs)
+	if err != nil {
+		return err
+	}
+	defer cs.CoreV1().Namespaces().Delete(context.Background(), out, metav1.DeleteOptions{}) //nolint:errcheck // best effort
+	up, calls, err := upstream()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "bench-chain-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	manifest := filepath.Join(dir, "mine.yaml")
+	if err := os.WriteFile(manifest, []byte(yourWebhook), 0o600); err != nil {
+		return err
+	}
+	times := map[string][]time.Duration{}
+	var observed, outside, yoursOutside int64
+	for r := range rounds {
+		for _, chain := range []bool{false, true} {
+			h, err := startHookback(binary, kubeconfig, dir, manifest, up, in, chain, r)
+			if err != nil {
+				return err
+			}
+			name := "without --chain"
+			if chain {
+				name = "with --chain"
+			}
+			if _, err := creates(ctx, cs, in, 20); err != nil { // warm-up
+				h.stop()
+				return err
+			}
+			ds, err := creates(ctx, cs, in, n)
+			if err != nil {
+				h.stop()
+				return err
+			}
+			times[name] = append(times[name], ds...)
+			before := calls.Load()
+			if _, err := creates(ctx, cs, out, 50); err != nil {
+				h.stop()
+				return err
+			}
+			if chain {
+				m, err := h.metrics()
+				h.stop()
+				if err != nil {
+					return err
+				}
+				observed += m["chain-first"]
+				for _, w := range []string{"chain-first", "chain-last", "chain-validating", "mine.bench.hookback.dev"} {
+					if m[w] > 0 {
+						fmt.Fprintf(os.Stderr, "round %d: hookback's own time in %s: %d µs mean over %d calls\n", r, w, m["µs:"+w]/m[w], m[w])
+					}
+				}
+				outside += m["chain-first"] + m["chain-validating"] - 2*int64(n+20)
+				yoursOutside += calls.Load() - before
+				continue
+			}
+			h.stop()
+		}
+	}
+	ref, with := quantile(times["without --chain"], 0.5), quantile(times["with --chain"], 0.5)
+	fmt.Printf("| dry-run pod create, %d per variant (%d rounds) | p50 | p99 |\n|---|---|---|\n", n*rounds, rounds)
+	for _, v := range []string{"without --chain", "with --chain"} {
+		fmt.Printf("| %s | %.2f ms | %.2f ms |\n", v, msf(quantile(times[v], 0.5)), msf(quantile(times[v], 0.99)))
+	}
+	fmt.Printf("\nAdded by the observers at p50: %.2f ms (target at most 1 ms).\n", msf(with-ref))
+	fmt.Printf("Outside the scope: %d creates; your webhook's configuration was called for none of them (%d calls), and no observer was (%d calls beyond the in-scope ones; the first observer saw %d in-scope creates).\n",
+		50*rounds*2, yoursOutside, outside, observed)
+	return nil
+}
+
+// yourWebhook is a mutating webhook of yours as a developer would write
+// it; hookback forwards to the bench's upstream. It selects every pod: the
+// scope (--namespace) alone keeps the other namespace out.
+const yourWebhook = `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata:
+  name: bench-chain
+webhooks:
+  - name: mine.bench.hookback.dev
+    clientConfig:
+      service: {namespace: system, name: webhook-service, path: /mutate}
+    rules:
+      - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"]}
+    sideEffects: None
+    admissionReviewVersions: ["v1"]
+`
+
+func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
+func benchNamespace(ctx context.Context, cs kubernetes.Interface) (string, error) {
+	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "hookback-bench-chain-"}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("create namespace: %w", err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if _, err := cs.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{}); err == nil {
+			return ns.Name, nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return "", fmt.Errorf("namespace %s: no default ServiceAccount after a minute", ns.Name)
+}
+
+// creates times n dry-run pod creates, one after the other.
+func creates(ctx context.Context, cs kubernetes.Interface, ns string, n int) ([]time.Duration, error) {
+	out := make([]time.Duration, 0, n)
+	for i := range n {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p" + strconv.Itoa(i), Labels: map[string]string{"app": "bench"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
+		start := time.Now()
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			return nil, fmt.Errorf("create pod in %s: %w", ns, err)
+		}
+		out = append(out, time.Since(start))
+	}
+	return out, nil
+}
+
+// upstream is your webhook's server: it labels each pod (a one-operation
+// patch) and counts its calls.
+func upstream() (string, *atomicCounter, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	c := &atomicCounter{}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var rv struct {
+			APIVersion string `json:"apiVersion"`
+			Request    struct {
+				UID string `json:"uid"`
+			} `json:"request"`
+		}
+		if err := json.NewDecoder(io.LimitReader(r.Body, 8<<20)).Decode(&rv); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		c.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"apiVersion": rv.APIVersion, "kind": "AdmissionReview", "response": map[string]any{
+			"uid": rv.Request.UID, "allowed": true, "patchType": "JSONPatch", "patch": []byte(`[{"op":"add","path":"/metadata/labels/seen","value":"yes"}]`)}})
+	})}
+	go srv.Serve(ln) //nolint:errcheck // lives as long as the program
+	return "http://" + ln.Addr().String(), c, nil
+}
+
+type hookbackProc struct {
+	cmd    *exec.Cmd
+	health string
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func startHookback(binary, kubeconfig, dir, manifest, up, ns string, chain bool, round int) (*hookbackProc, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	hp, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	h := &hookbackProc{health: "127.0.0.1:" + strconv.Itoa(hp)}
+	args := []string{"start", "--session", fmt.Sprintf("bench-chain-%d-%t", round, chain), "--port", strconv.Itoa(port), "--health-address", h.health,
+		"--state-dir", filepath.Join(dir, "state"), "--inspector-address", "", "--webhooks", "none", "--controllers", "none",
+		"--webhook-config", manifest, "--upstream", up, "--namespace", ns, "--log-level", "warn"}
+	if chain {
+		args = append(args, "--chain")
+	}
+	h.cmd = exec.Command(binary, args...)
+	h.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	h.cmd.Stdout, h.cmd.Stderr = io.Discard, os.Stderr
+	if err := h.cmd.Start(); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get("http://" + h.health + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return h, nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	h.stop()
+	return nil, fmt.Errorf("hookback (chain %t) not ready within a minute", chain)
+}
+
+var (
+	requestsLine = regexp.MustCompile(`^hookback_admission_requests_total\{decision="[a-z]+",webhook="([^"]+)"\} (\d+)`)
+	durationLine = regexp.MustCompile(`^hookback_admission_duration_seconds_sum\{webhook="([^"]+)"\} ([0-9.e+-]+)`)
+)
+
+// metrics are hookback's admission counts by webhook.
+func (h *hookbackProc) metrics() (map[string]int64, error) {
+	resp, err := http.Get("http://" + h.health + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if m := requestsLine.FindStringSubmatch(line); m != nil {
+			v, _ := strconv.ParseInt(m[2], 10, 64)
+			out[m[1]] += v
+		}
+		if m := durationLine.FindStringSubmatch(line); m != nil {
+			v, _ := strconv.ParseFloat(m[2], 64)
+			out["µs:"+m[1]] += int64(v * 1e6)
+		}
+	}
+	return out, nil
+}
+
+func (h *hookbackProc) stop() {
+	_ = h.cmd.Process.Signal(syscall.SIGTERM)
+	_ = h.cmd.Wait()
+}
