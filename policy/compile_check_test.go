@@ -6,7 +6,7 @@ import (
 )
 
 func TestCompileErrors(t *testing.T) {
-	set, err := Load([]string{"testdata/failure/policy.yaml"}, nil)
+	set, err := Load([]string{"testdata/compile/policy.yaml"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,6 +95,44 @@ func (r request) attributes(object map[string]any) admission.Attributes {
 // says what each binding did and what the apiserver would answer. An error
 // is a request that cannot be decoded; a policy's failure is a result.
 func (e *Engine) Evaluate(ctx context.Context, r *admissionv1.AdmissionRequest) (*Evaluation, error) {
+	return e.evaluate(ctx, r, nil)
+}
+
+// EvaluatePolicy is Evaluate with one policy alone (kind KindValidating
+// or KindMutating): a validating policy then sees the request's object,
+// not one other policies mutated.
+func (e *Engine) EvaluatePolicy(ctx context.Context, r *admissionv1.AdmissionRequest, kind, name string) (*Evaluation, error) {
+	return e.evaluate(ctx, r, func(k, n string) bool { return k == kind && n == name })
+}
+
+// Policies names the engine's policies that have a binding, as
+// "Kind/name", mutating ones first, each kind sorted.
+func (e *Engine) Policies() []PolicyRef {
+	var out []PolicyRef
+	for i, b := range e.mbindings {
+		if i == 0 || e.mbindings[i-1].policy != b.policy {
+			out = append(out, PolicyRef{Kind: KindMutating, Name: b.policy.Name, Rules: b.policy.Spec.MatchConstraints})
+		}
+	}
+	for i, b := range e.vbindings {
+		if i == 0 || e.vbindings[i-1].policy != b.policy {
+			out = append(out, PolicyRef{Kind: KindValidating, Name: b.policy.Name, Rules: b.policy.Spec.MatchConstraints})
+		}
+	}
+	return out
+}
+
+// PolicyRef is one policy of an Engine.
+type PolicyRef struct {
+	Kind, Name string
+	// Rules are the policy's matchConstraints.
+	Rules *admissionregistrationv1.MatchResources
+}
+
+// String is "Kind/name".
+func (p PolicyRef) String() string { return p.Kind + "/" + p.Name }
+
+func (e *Engine) evaluate(ctx context.Context, r *admissionv1.AdmissionRequest, only func(kind, name string) bool) (*Evaluation, error) {
 	req, err := decodeRequest(r)
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
@@ -102,7 +140,9 @@ func (e *Engine) Evaluate(ctx context.Context, r *admissionv1.AdmissionRequest) 
 	ev := &Evaluation{Allowed: true, Object: req.object}
 	if mutates(req.op) {
 		for i := range e.mbindings {
-			e.evaluateMutating(ctx, &e.mbindings[i], req, ev)
+			if only == nil || only(KindMutating, e.mbindings[i].policy.Name) {
+				e.evaluateMutating(ctx, &e.mbindings[i], req, ev)
+			}
 		}
 	}
 	if ev.Object != nil && req.object != nil {
@@ -110,7 +150,9 @@ func (e *Engine) Evaluate(ctx context.Context, r *admissionv1.AdmissionRequest) 
 		ev.Patched = len(ev.Patch) > 0
 	}
 	for i := range e.vbindings {
-		e.evaluateValidating(ctx, &e.vbindings[i], req, ev)
+		if only == nil || only(KindValidating, e.vbindings[i].policy.Name) {
+			e.evaluateValidating(ctx, &e.vbindings[i], req, ev)
+		}
 	}
 	return ev, nil
 }

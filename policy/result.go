@@ -106,3 +106,25 @@ type PatchOp struct {
 	Path  string `json:"path"`
 	Value any    `json:"value,omitempty"`
 }
+
+// Reason is what a webhook written for the same rule would most likely
+// say: the first denying binding's failing validation message, without
+// the apiserver's "ValidatingAdmissionPolicy '...' with binding '...'
+// denied request: " prefix; the apiserver's message when no validation
+// failed (a configuration error, a mutation's).
+func (ev *Evaluation) Reason() string {
+	if ev.Allowed {
+		return ""
+	}
+	for _, b := range ev.Bindings {
+		if len(b.Actions) == 0 || b.Actions[0] != ActionDeny {
+			continue
+		}
+		for _, v := range b.Validations {
+			if v.Result != "true" {
+				return v.Message
+			}
+		}
+	}
+	return ev.Message
+}

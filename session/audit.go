@@ -32,6 +32,9 @@ type AuditConfig struct {
 	Concurrency int
 	PageSize    int64
 	Progress    func(audit.Progress)
+	// Policies, when set, are audited beside the webhooks, each as a
+	// webhook of its own (PolicyWebhooks).
+	Policies PolicyInput
 }
 
 // Audit sends the cluster's existing objects through the webhooks a run of
@@ -86,6 +89,13 @@ func Audit(ctx context.Context, cfg Config, ac AuditConfig) ([]audit.Result, err
 		// Older clusters lack SelfSubjectReview; the reviews then carry no
 		// user, which is still what a dry run tells the webhook apart by.
 		cfg.Log.Debug("the reviews carry no user", "error", err)
+	}
+	if len(ac.Policies.Paths) > 0 {
+		e, _, err := LoadPolicyEngine(ctx, ac.Policies, cs, dyn, cfg.Log)
+		if err != nil {
+			return nil, err
+		}
+		hooks = append(hooks, PolicyWebhooks(e)...)
 	}
 	lister := &audit.ClusterLister{Discovery: cs.Discovery(), Dynamic: dyn, PageSize: ac.PageSize}
 	return audit.Run(ctx, audit.Options{
