@@ -156,22 +156,30 @@ func applyPolicies(t *testing.T, set *policy.Set) {
 	for _, p := range set.Validating {
 		_, err := ar.ValidatingAdmissionPolicies().Create(ctx, p, metav1.CreateOptions{})
 		must(p.Name, err)
-		t.Cleanup(func() { _ = ar.ValidatingAdmissionPolicies().Delete(context.Background(), p.Name, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = ar.ValidatingAdmissionPolicies().Delete(context.Background(), p.Name, metav1.DeleteOptions{})
+		})
 	}
 	for _, b := range set.ValidatingBinding {
 		_, err := ar.ValidatingAdmissionPolicyBindings().Create(ctx, b, metav1.CreateOptions{})
 		must(b.Name, err)
-		t.Cleanup(func() { _ = ar.ValidatingAdmissionPolicyBindings().Delete(context.Background(), b.Name, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = ar.ValidatingAdmissionPolicyBindings().Delete(context.Background(), b.Name, metav1.DeleteOptions{})
+		})
 	}
 	for _, p := range set.Mutating {
 		_, err := ar.MutatingAdmissionPolicies().Create(ctx, p, metav1.CreateOptions{})
 		must(p.Name, err)
-		t.Cleanup(func() { _ = ar.MutatingAdmissionPolicies().Delete(context.Background(), p.Name, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = ar.MutatingAdmissionPolicies().Delete(context.Background(), p.Name, metav1.DeleteOptions{})
+		})
 	}
 	for _, b := range set.MutatingBinding {
 		_, err := ar.MutatingAdmissionPolicyBindings().Create(ctx, b, metav1.CreateOptions{})
 		must(b.Name, err)
-		t.Cleanup(func() { _ = ar.MutatingAdmissionPolicyBindings().Delete(context.Background(), b.Name, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = ar.MutatingAdmissionPolicyBindings().Delete(context.Background(), b.Name, metav1.DeleteOptions{})
+		})
 	}
 	for _, o := range set.Objects {
 		if o.GetKind() != "ConfigMap" {

@@ -63,4 +63,3 @@ func PolicyResponse(ev *policy.Evaluation) admission.Response {
 	}
 	return resp.WithWarnings(ev.Warnings...)
 }
-
