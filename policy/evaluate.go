@@ -77,11 +77,14 @@ func decodeRaw(raw []byte, what string) (map[string]any, error) {
 }
 
 // attributes are the admission attributes of the request with object as
-// its object (a deep copy: a mutating dispatch writes into it).
-func (r request) attributes(object map[string]any) admission.Attributes {
+// its object; copy for a mutating dispatch, which writes into it.
+func (r request) attributes(object map[string]any, copy bool) admission.Attributes {
 	var obj, old runtime.Object
 	if object != nil {
-		obj = &unstructured.Unstructured{Object: runtime.DeepCopyJSON(object)}
+		if copy {
+			object = runtime.DeepCopyJSON(object)
+		}
+		obj = &unstructured.Unstructured{Object: object}
 	}
 	if r.oldObject != nil {
 		old = &unstructured.Unstructured{Object: r.oldObject}
@@ -145,7 +148,7 @@ func (e *Engine) evaluate(ctx context.Context, r *admissionv1.AdmissionRequest, 
 			}
 		}
 	}
-	if ev.Object != nil && req.object != nil {
+	if ev.Patched { // two mutations may undo each other
 		ev.Patch = Diff(req.object, ev.Object)
 		ev.Patched = len(ev.Patch) > 0
 	}
@@ -166,7 +169,7 @@ func mutates(op admission.Operation) bool {
 func (e *Engine) evaluateValidating(ctx context.Context, b *vbinding, req request, ev *Evaluation) {
 	t := &trace{}
 	warnings := &warningRecorder{}
-	attr := req.attributes(ev.Object)
+	attr := req.attributes(ev.Object, false)
 	err := e.validate.Dispatch(withWarnings(withTrace(ctx, t), warnings), attr, e.oi, []validating.PolicyHook{b.hook})
 	if err == nil && len(t.calls) == 0 {
 		return // the policy or the binding does not match
@@ -293,7 +296,7 @@ func statusMessage(err error) string {
 
 func (e *Engine) evaluateMutating(ctx context.Context, b *mbinding, req request, ev *Evaluation) {
 	t := &trace{}
-	attr := req.attributes(ev.Object)
+	attr := req.attributes(ev.Object, true)
 	err := e.mutate.Dispatch(withTrace(ctx, t), attr, e.oi, []mutating.PolicyHook{b.hook})
 	if err == nil && len(t.calls) == 0 {
 		return
@@ -332,6 +335,7 @@ func (e *Engine) evaluateMutating(ctx context.Context, b *mbinding, req request,
 			if len(res.Patch) > 0 {
 				res.Actions = append(res.Actions, ActionMutate)
 				ev.Object = obj.Object
+				ev.Patched = true
 			}
 		}
 	}
