@@ -6,12 +6,13 @@
 //     with a five-validation ValidatingAdmissionPolicy evaluated on it by
 //     the apiserver's code, interleaved request by request; p50 and p90
 //     of each, and the p50 difference (target: at most 0.2 ms);
+//
 //   - audit: audit.Run over -pods pods through three policies (two
 //     validating, one mutating), and, as the reference, through three
 //     webhooks that allow at once (the audit's own machinery); wall time
 //     of each (target: the policies under 10 s for 5,000 pods).
 //
-//	go run ./policy -requests 20000 -pods 5000 -rounds 3
+//     go run ./policy -requests 20000 -pods 5000 -rounds 3
 package main
 
 import (
