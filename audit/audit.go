@@ -142,6 +142,12 @@ const (
 	Kept   Outcome = "kept"
 	Lost   Outcome = "lost"
 	Failed Outcome = "failed"
+	// Unconvertible: the object, stored in another version, cannot be
+	// converted to the version the webhook registered for (its conversion
+	// webhook answered Failure), so the webhook cannot be asked about it;
+	// in the cluster an update of it fails the same way. A finding, as a
+	// denial is.
+	Unconvertible Outcome = "unconvertible"
 )
 
 // Result is one review's outcome, or one error that concerns a webhook or

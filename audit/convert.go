@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/uuid"
 
 	"github.com/hookback/hookback/conversion"
 )
@@ -17,10 +15,6 @@ import (
 // OperationConvert starts the operation of a round-trip row:
 // "CONVERT v1->v2->v1".
 const OperationConvert = "CONVERT"
-
-// conversionTimeout is how long the apiserver waits on a conversion
-// webhook (it has no timeoutSeconds).
-const conversionTimeout = 30 * time.Second
 
 // Conversion is one CRD whose conversion webhook the audit round-trips:
 // every stored object, to each served version and back.
@@ -147,41 +141,15 @@ func (r refusal) Error() string { return string(r) }
 // answer (uid, apiVersion, identity of the objects).
 func convertOne(ctx context.Context, c conversion.Converter, info CRDInfo, obj []byte, version string) ([]byte, error) {
 	desired := schema.GroupVersion{Group: info.Group, Version: version}.String()
-	body, err := json.Marshal(map[string]any{
-		"apiVersion": info.ReviewVersion, "kind": conversion.Kind,
-		"request": map[string]any{"uid": string(uuid.NewUUID()), "desiredAPIVersion": desired, "objects": []json.RawMessage{obj}},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("encode ConversionReview: %w", err)
+	out, err := conversion.ConvertObjects(ctx, c, info.ReviewVersion, desired, []json.RawMessage{obj})
+	var refused *conversion.RefusedError
+	switch {
+	case errors.As(err, &refused):
+		return nil, refusal(fmt.Sprintf("to %s: %s", version, refused.Message))
+	case err != nil:
+		return nil, fmt.Errorf("to %s: %w", version, err)
 	}
-	req, err := conversion.Decode(body)
-	if err != nil {
-		return nil, fmt.Errorf("read the ConversionReview back: %w", err)
-	}
-	req.Timeout = conversionTimeout
-	ctx, cancel := context.WithTimeout(ctx, conversionTimeout)
-	defer cancel()
-	a := c.Convert(ctx, req)
-	if a.Failure != "" {
-		return nil, fmt.Errorf("to %s: %s", version, a.Failure)
-	}
-	var review struct {
-		Response struct {
-			Result           conversion.Status `json:"result"`
-			ConvertedObjects []json.RawMessage `json:"convertedObjects"`
-		} `json:"response"`
-	}
-	if err := json.Unmarshal(a.Body, &review); err != nil {
-		return nil, fmt.Errorf("to %s: read the answer: %w", version, err)
-	}
-	r := review.Response
-	if r.Result.Status != "Success" {
-		return nil, refusal(fmt.Sprintf("to %s: %s", version, r.Result.Message))
-	}
-	if len(r.ConvertedObjects) != 1 {
-		return nil, fmt.Errorf("to %s: %d objects converted of 1 sent", version, len(r.ConvertedObjects))
-	}
-	return r.ConvertedObjects[0], nil
+	return out[0], nil
 }
 
 // compare reads the original and the round-tripped object and fills res.

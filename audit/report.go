@@ -79,12 +79,14 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 type Counts struct {
 	Reviews, Allowed, Denied, Patched, Errors int
 	RoundTrips, Kept, Lost, Failed            int
+	Unconvertible                             int
 }
 
 // Findings are the results that fail the audit (exit 1): denials, lost
-// or failed round trips, and patches when failPatched.
+// or failed round trips, objects that cannot be converted to a webhook's
+// version, and patches when failPatched.
 func (c Counts) Findings(failPatched bool) int {
-	n := c.Denied + c.Lost + c.Failed
+	n := c.Denied + c.Lost + c.Failed + c.Unconvertible
 	if failPatched {
 		n += c.Patched
 	}
@@ -117,6 +119,8 @@ func Count(results []Result) Counts {
 			c.Lost++
 		case Failed:
 			c.Failed++
+		case Unconvertible:
+			c.Unconvertible++
 		}
 	}
 	return c
@@ -168,7 +172,7 @@ func junitResults(results []Result, failPatched bool) junitSuites {
 		s := &out.Suites[i]
 		c := junitCase{Name: strings.TrimSpace(fmt.Sprintf("%s %s %s", r.Resource, objectName(r), r.Operation)), Classname: r.Webhook}
 		switch {
-		case r.Result == Denied, r.Result == Lost, r.Result == Failed, r.Result == Patched && failPatched:
+		case r.Result == Denied, r.Result == Lost, r.Result == Failed, r.Result == Unconvertible, r.Result == Patched && failPatched:
 			c.Failure = &junitProblem{Message: string(r.Result), Type: string(r.Result), Text: detail(r)}
 			s.Failures++
 		case r.Result == Error:

@@ -15,8 +15,11 @@ import (
 // job is one object to send through one webhook, or (trip set) to
 // round-trip through a conversion webhook.
 type job struct {
-	hook      *Webhook
-	trip      *trip
+	hook *Webhook
+	trip *trip
+	// stored, when set: raw is in the storage version, to be converted
+	// to the target's version first.
+	stored    *storedConversion
 	target    Target
 	raw       []byte
 	namespace string
@@ -62,17 +65,34 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 					c.done(roundTrip(ctx, j))
 					continue
 				}
+				if j.stored != nil {
+					raw, res := convertStored(ctx, j)
+					if res != nil {
+						c.done(*res)
+						continue
+					}
+					j.raw = raw
+				}
 				c.done(review(ctx, j, opts.UserInfo))
 			}
 		})
 	}
+	stored := storedConversions(ctx, opts, order)
 	for _, gvr := range order {
-		err := opts.Lister.List(ctx, gvr, func(obj map[string]any) error {
-			return dispatch(ctx, jobs, byGVR[gvr], obj, nsLabels)
+		list, s := gvr, stored[gvr]
+		if s != nil {
+			list = s.storage()
+		}
+		err := opts.Lister.List(ctx, list, func(obj map[string]any) error {
+			return dispatch(ctx, jobs, byGVR[gvr], obj, nsLabels, s)
 		})
 		if err != nil && ctx.Err() == nil {
+			what := gvr.Resource
+			if s != nil {
+				what += " in the storage version " + list.Version
+			}
 			for _, b := range byGVR[gvr] {
-				c.add(Result{Webhook: b.hook.Name, Resource: b.target.Resource(), Result: Error, Message: fmt.Sprintf("list %s: %v", b.target.Resource(), err)})
+				c.add(Result{Webhook: b.hook.Name, Resource: b.target.Resource(), Result: Error, Message: fmt.Sprintf("list %s: %v", what, err)})
 			}
 		}
 	}
@@ -130,7 +150,7 @@ func namespaceLabels(ctx context.Context, opts Options) (map[string]map[string]s
 // apiserver decides: namespaceSelector against the object's namespace (the
 // object itself for a Namespace; cluster-scoped objects always match),
 // objectSelector against its labels.
-func dispatch(ctx context.Context, jobs queue, bs []binding, obj map[string]any, nsLabels map[string]map[string]string) error {
+func dispatch(ctx context.Context, jobs queue, bs []binding, obj map[string]any, nsLabels map[string]map[string]string, stored *storedConversion) error {
 	name, namespace, own := identity(obj)
 	var raw []byte
 	for _, b := range bs {
@@ -147,7 +167,7 @@ func dispatch(ctx context.Context, jobs queue, bs []binding, obj map[string]any,
 				return fmt.Errorf("encode %s/%s: %w", namespace, name, err)
 			}
 		}
-		if err := jobs.put(ctx, job{hook: b.hook, target: b.target, raw: raw, namespace: namespace, name: name}); err != nil {
+		if err := jobs.put(ctx, job{hook: b.hook, target: b.target, raw: raw, namespace: namespace, name: name, stored: stored}); err != nil {
 			return err
 		}
 	}

@@ -16,6 +16,10 @@ func interspersed(app *cli.App, args []string) []string {
 		return args
 	}
 	cmd := app.Command(args[cmdAt])
+	if cmdAt+1 < len(args) && cmd.Command(args[cmdAt+1]) != nil {
+		// A subcommand (test init) reads its own flags.
+		return args
+	}
 	var flags, positional []string
 	rest := args[cmdAt+1:]
 	for i := 0; i < len(rest); i++ {

@@ -143,6 +143,9 @@ func runAudit(c *cli.Context, ext Extension, o AuditOptions) error {
 	}
 	n := audit.Count(results)
 	summary := fmt.Sprintf("%d reviews: %d allowed, %d denied, %d patched, %d errors", n.Reviews, n.Allowed, n.Denied, n.Patched, n.Errors)
+	if n.Unconvertible > 0 {
+		summary += fmt.Sprintf(", %d objects that cannot be converted to a webhook's version", n.Unconvertible)
+	}
 	if n.RoundTrips > 0 {
 		summary += fmt.Sprintf("; %d conversion round trips: %d kept, %d lost fields, %d failed", n.RoundTrips, n.Kept, n.Lost, n.Failed)
 	}

@@ -26,6 +26,7 @@ func Examples() map[string][]Example {
 		"cleanup":   cleanupExamples,
 		"replay":    replayExamples,
 		"audit":     auditExamples,
+		"test":      testExamples,
 		"ca":        caExamples,
 		"rbac":      rbacExamples,
 		"serve":     serveExamples,

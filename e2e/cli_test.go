@@ -44,6 +44,10 @@ func newShellEnv(t *testing.T) *shellEnv {
 	if err := os.CopyFS(filepath.Join(dir, "config"), os.DirFS(repoPath("e2e", "crmanager", "config"))); err != nil {
 		t.Fatal(err)
 	}
+	// A suite for the built-ins, for the test examples.
+	if err := os.CopyFS(filepath.Join(dir, "suite"), os.DirFS(repoPath("testdata", "suite"))); err != nil {
+		t.Fatal(err)
+	}
 	return &shellEnv{dir: dir, environ: append(os.Environ(),
 		"PATH="+path+":"+os.Getenv("PATH"),
 		"KUBECONFIG="+env.kubeconfig,

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hookback/hookback/record"
+	"github.com/hookback/hookback/suite"
 )
 
 // streamKeepAlive is how often an idle stream sends a comment, so proxies
@@ -40,6 +41,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /stream", s.stream)
 	mux.HandleFunc("GET /reviews/{id}", s.detail)
 	mux.HandleFunc("GET /reviews/{id}/entry.json", s.download)
+	mux.HandleFunc("GET /reviews/{id}/case.yaml", s.downloadCase)
 	mux.HandleFunc("POST /reviews/{id}/replay", s.replay)
 	static, _ := fs.Sub(assets, "assets/static")
 	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(static)))
@@ -285,6 +287,28 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="review-%d-%s.json"`, e.id, safeName(e.webhook)))
 	_, _ = w.Write(append(b, '\n'))
+}
+
+// downloadCase serves the review as a `hookback test` case expecting the
+// answer it got (suite.CaseFromEntry, as test init writes it).
+func (s *Server) downloadCase(w http.ResponseWriter, r *http.Request) {
+	e := s.entryOf(w, r)
+	if e == nil {
+		return
+	}
+	rec, kept := recordEntry(e)
+	if !kept {
+		http.Error(w, "the inspector kept no body of this review", http.StatusGone)
+		return
+	}
+	cf, err := suite.CaseFromEntry(rec)
+	if err != nil {
+		http.Error(w, "this review makes no test case: "+err.Error(), http.StatusConflict)
+		return
+	}
+	w.Header().Set("Content-Type", "application/yaml")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename=%q`, cf.Name))
+	_, _ = w.Write(cf.Body)
 }
 
 func safeName(s string) string {

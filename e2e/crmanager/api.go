@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -102,9 +104,18 @@ func (w *WidgetV2) ConvertTo(dst conversion.Hub) error {
 // trip v1->v2->v1 loses spec.color, which `hookback audit` must report.
 var dropV2Color bool
 
+// refuseV2Color is a color v2 cannot hold (--refuse-v2-color): a widget of
+// that color does not convert to v2, as a CronJob with schedule "@hourly"
+// does not in the kubebuilder tutorial. Reads in v2 of such a widget fail,
+// and so does its admission by a webhook registered for v2.
+var refuseV2Color string
+
 // ConvertFrom converts the hub to v2.
 func (w *WidgetV2) ConvertFrom(src conversion.Hub) error {
 	h := src.(*Widget)
+	if refuseV2Color != "" && h.Spec.Color == refuseV2Color {
+		return fmt.Errorf("cannot convert widget %s to v2: v2 has no color %q", h.Name, h.Spec.Color)
+	}
 	w.ObjectMeta = h.ObjectMeta
 	w.Spec = WidgetV2Spec{Count: h.Spec.Size, Color: h.Spec.Color}
 	if dropV2Color {

@@ -3,8 +3,12 @@
 // controller-runtime): the Widget API of e2e.hookback.dev in two versions,
 // v1 the hub and v2 a spoke, served by the manager's conversion webhook at
 // /convert, with a defaulter (color blue) and a validator (size at most 10)
-// on v1 (--drop-v2-color makes the conversion to v2 lose spec.color). The e2e suite debugs it through hookback; the benchmark calls it
-// directly too.
+// on v1, and a validator (count at most 10) on v2. --drop-v2-color makes
+// the conversion to v2 lose spec.color; --refuse-v2-color COLOR makes it
+// refuse a widget of that color, as the kubebuilder multiversion tutorial's
+// conversion refuses a CronJob whose schedule "@hourly" its v2 cannot
+// express. The e2e suite debugs it through hookback; the benchmark calls
+// it directly too.
 package main
 
 import (
@@ -27,6 +31,7 @@ func main() {
 	port := flag.Int("port", 9443, "webhook port, on 127.0.0.1")
 	certDir := flag.String("cert-dir", "", "directory with tls.crt and tls.key (controller-runtime's default when empty)")
 	flag.BoolVar(&dropV2Color, "drop-v2-color", false, "convert to v2 without spec.color, a spoke that loses a field the hub keeps")
+	flag.StringVar(&refuseV2Color, "refuse-v2-color", "", "refuse to convert a widget of this spec.color to v2")
 	flag.Parse()
 	if err := run(*port, *certDir); err != nil {
 		fmt.Fprintln(os.Stderr, "crmanager:", err)
@@ -57,6 +62,9 @@ func run(port int, certDir string) error {
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &Widget{}).WithDefaulter(defaulter{}).WithValidator(validator{}).Complete(); err != nil {
 		return fmt.Errorf("webhooks: %w", err)
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &WidgetV2{}).WithValidator(validatorV2{}).Complete(); err != nil {
+		return fmt.Errorf("v2 webhooks: %w", err)
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
@@ -93,4 +101,27 @@ func validate(w *Widget) error {
 	}
 	return apierrors.NewInvalid(v1GV.WithKind("Widget").GroupKind(), w.Name,
 		field.ErrorList{field.Invalid(field.NewPath("spec", "size"), w.Spec.Size, "must be at most 10 (crmanager's validator)")})
+}
+
+type validatorV2 struct{}
+
+func (validatorV2) ValidateCreate(_ context.Context, w *WidgetV2) (admission.Warnings, error) {
+	return nil, validateV2(w)
+}
+
+func (validatorV2) ValidateUpdate(_ context.Context, _, w *WidgetV2) (admission.Warnings, error) {
+	return nil, validateV2(w)
+}
+
+func (validatorV2) ValidateDelete(context.Context, *WidgetV2) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// validateV2 refuses a count above 10, v2's name for v1's size.
+func validateV2(w *WidgetV2) error {
+	if w.Spec.Count <= 10 {
+		return nil
+	}
+	return apierrors.NewInvalid(v2GV.WithKind("Widget").GroupKind(), w.Name,
+		field.ErrorList{field.Invalid(field.NewPath("spec", "count"), w.Spec.Count, "must be at most 10 (crmanager's v2 validator)")})
 }

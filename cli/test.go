@@ -1,0 +1,252 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/project"
+	"github.com/hookback/hookback/record"
+	"github.com/hookback/hookback/session"
+	"github.com/hookback/hookback/suite"
+	"github.com/hookback/hookback/webhook"
+)
+
+var testExamples = []Example{
+	{Command: "hookback test --webhooks pod-name,pod-lifespan suite", Comment: "the built-ins against the cases in suite/, no cluster"},
+	{Command: "hookback test --webhooks pod-name,pod-lifespan -o junit suite > report.xml", Comment: "a JUnit report for CI: a testsuite per suite file"},
+}
+
+// TestOptions are test's flags: start's webhook inputs, how to start your
+// server, and how to report.
+type TestOptions struct {
+	Serve           ServeOptions
+	Exec            string
+	ExecTimeout     time.Duration
+	UpstreamCertDir string
+	Output          string
+	Update          bool
+	Concurrency     int
+	Fuzz            fuzzOptions
+}
+
+func defaultTestOptions() TestOptions {
+	return TestOptions{Serve: defaultServeOptions(), Output: suite.FormatTable, ExecTimeout: 2 * time.Minute, Concurrency: 8}
+}
+
+func (o *TestOptions) bind(b *binder) {
+	s := &o.Serve
+	s.GlobalOptions.bind(b)
+	bind(b, &s.StateDir, "state-dir", catServing, "where hookback keeps its local CA, which signs the --exec server's certificate")
+	bind(b, &s.Template, "template", catServing, "webhook configuration template (default: the built-in webhook-url.yaml.tmpl)")
+	bind(b, &s.Webhooks, "webhooks", catBuiltins, "comma list of built-in webhooks to test, or all or none ("+strings.Join(webhook.Names(), ", ")+")")
+	bindWebhookOptions(b, &s.Webhook)
+	bind(b, &s.Project, "project", catUser, "kubebuilder or Operator SDK project root (default: the current directory when it has a PROJECT file and no --webhook-config is given): its config/default, built-ins off, --upstream "+project.DefaultUpstream+", --exec the command that starts the manager")
+	bind(b, &s.WebhookConfig, "webhook-config", catUser, "your webhook configurations and CRDs as written for the cluster (file, directory, kustomize directory, bundle, or - for stdin; repeatable)")
+	s.bindUpstream(b)
+	bind(b, &s.Timeout, "timeout", catUser, "your webhooks: override every timeoutSeconds, 1s to 30s; 0 keeps each one's")
+	bind(b, &o.Exec, "exec", catUser, "start your webhook server with this command (sh -c), with a serving certificate signed by hookback's CA, wait until it accepts TLS, run the suite, stop it (default in project mode: the command start prints, make run or go run)")
+	bind(b, &o.ExecTimeout, "exec-timeout", catUser, "how long --exec's server has to accept TLS (the first go run compiles)")
+	bind(b, &o.UpstreamCertDir, "upstream-cert-dir", catUser, "with --exec: write the server's tls.crt and tls.key here (default in project mode: controller-runtime's, $TMPDIR/k8s-webhook-server/serving-certs)")
+	bind(b, &o.Output, "output", catOutput, "table, json or junit (a testsuite per suite file, a testcase per case and webhook)", alias("o"))
+	bind(b, &o.Update, "update", catOutput, "rewrite the expectations of failing cases to the current answers and print what changed; passing cases stay byte for byte")
+	bind(b, &o.Concurrency, "concurrency", catOutput, "cases in flight at once")
+	o.Fuzz.bind(b)
+}
+
+// Validate reports every problem at once.
+func (o TestOptions) Validate() error {
+	errs := []error{o.Serve.Validate(), o.Fuzz.Validate()}
+	if !slices.Contains(suite.Formats, o.Output) {
+		errs = append(errs, fmt.Errorf("--output %q: want %s", o.Output, strings.Join(suite.Formats, ", ")))
+	}
+	if o.Concurrency < 1 {
+		errs = append(errs, fmt.Errorf("--concurrency %d: want 1 or more", o.Concurrency))
+	}
+	if o.ExecTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--exec-timeout %s: want more than 0", o.ExecTimeout))
+	}
+	if o.Exec == "" && o.UpstreamCertDir != "" {
+		errs = append(errs, errors.New("--upstream-cert-dir is for --exec: the certificate of the server hookback starts"))
+	}
+	return errors.Join(errs...)
+}
+
+func testCommand(ext Extension) (*cli.Command, *binder) {
+	o, b := defaultTestOptions(), &binder{}
+	o.bind(b)
+	initCmd, _ := testInitCommand()
+	cmd := &cli.Command{
+		Name:      "test",
+		Usage:     "run a suite of cases (recorded reviews, plain manifests, conversions) against your webhook server or the built-ins, with no cluster",
+		ArgsUsage: "SUITE_DIR|FILE... (default: test/hookback in project mode)",
+		Description: `test sends each case of the suite to every webhook it names, or that the apiserver
+would call for it (rules, namespace and object selectors, matchConditions, evaluated with
+the apiserver's own code), and compares the answers with the case's expectations. Webhooks
+as start takes them: built-ins (--webhooks), your --webhook-config with --upstream (start's
+answer checks apply), --exec to start your server first, or a kubebuilder/Operator SDK
+project (no flag at all). Conversion cases go to the CRDs' conversion webhooks.
+The format, with its JSON Schema, and a CI recipe: docs/testing.md.
+
+Exit status: 0 when every case passes, 1 when any fails, 2 on an error: a bad suite file
+(named with file and line), an upstream that cannot be reached, a server that never came up.` + examplesText(testExamples),
+		Flags:       b.flags,
+		Subcommands: []*cli.Command{initCmd},
+		Action: func(c *cli.Context) error {
+			b.load(c)
+			return runTest(c, ext, o)
+		},
+	}
+	return cmd, b
+}
+
+func runTest(c *cli.Context, ext Extension, o TestOptions) error {
+	o.Serve.resolveProject(c)
+	if o.Serve.project != nil && o.Exec == "" && o.Serve.upstreamDefaulted {
+		o.Exec = o.Serve.project.Run
+	}
+	if err := o.Validate(); err != nil {
+		return usage(errors.Join(err, o.Serve.config(ext, discardLog).Validate()))
+	}
+	paths := c.Args().Slice()
+	if len(paths) == 0 && o.Serve.project != nil {
+		paths = []string{filepath.Join(o.Serve.project.Dir, "test", "hookback")}
+	}
+	if len(paths) == 0 && o.Fuzz.N == 0 {
+		return usage(errors.New("test takes the suite: directories or files of cases (hookback test init writes them from recordings)"))
+	}
+	files, err := loadSuite(paths, o.Fuzz.N > 0)
+	if err != nil {
+		return usage(err)
+	}
+	log := o.Serve.logger(c.App.ErrWriter)
+	cfg := o.Serve.config(ext, log)
+	cfg.Controllers = nil
+	if o.Exec != "" {
+		cfg.User.CertDir = o.UpstreamCertDir
+		if cfg.User.CertDir == "" {
+			cfg.User.CertDir = certs.ControllerRuntimeCertDir()
+		}
+	}
+	setup, err := session.TestTargets(cfg)
+	if err != nil {
+		return cli.Exit(err.Error(), exitUsage)
+	}
+	opts := suite.Options{Concurrency: o.Concurrency, Log: log, Webhooks: testWebhooks(setup)}
+	for _, h := range setup.Conversions {
+		opts.Conversions = append(opts.Conversions, suite.ConversionWebhook{CRD: h.CRD, Converter: h.Converter})
+	}
+	if o.Exec != "" {
+		srv, err := startExec(c.Context, o, setup)
+		if err != nil {
+			return cli.Exit(err.Error(), exitUsage)
+		}
+		defer srv.Stop()
+		opts.Server = srv.Output()
+	} else if err := setup.Probe(c.Context); err != nil {
+		return cli.Exit(err.Error(), exitUsage)
+	}
+	rows := suite.Run(c.Context, files, opts)
+	if o.Fuzz.N > 0 {
+		samples := ""
+		if o.Serve.project != nil {
+			samples = filepath.Join(o.Serve.project.Dir, "config", "samples")
+		}
+		fuzzed, err := runFuzz(c.Context, o.Fuzz, setup, files, samples, fuzzCaseDir(paths), c.App.ErrWriter, log)
+		if err != nil {
+			return cli.Exit(err.Error(), exitUsage)
+		}
+		rows = append(rows, fuzzed...)
+	}
+	return reportTest(c, o, rows)
+}
+
+// startExec starts --exec's server where the project (or the current
+// directory) is, and waits until it accepts TLS.
+func startExec(ctx context.Context, o TestOptions, setup *session.TestSetup) (*suite.Server, error) {
+	dir := ""
+	if o.Serve.project != nil {
+		dir = o.Serve.project.Dir
+	}
+	return suite.StartServer(ctx, suite.ExecOptions{Command: o.Exec, Dir: dir, Ready: setup.Probe, Deadline: o.ExecTimeout})
+}
+
+func testWebhooks(setup *session.TestSetup) []*suite.Webhook {
+	out := make([]*suite.Webhook, 0, len(setup.Webhooks))
+	for _, w := range setup.Webhooks {
+		out = append(out, &suite.Webhook{Configuration: w.Configuration, Path: w.Path, Mutating: w.Mutating, Validating: w.Validating, Handler: w.Handler})
+	}
+	return out
+}
+
+func reportTest(c *cli.Context, o TestOptions, rows []suite.Row) error {
+	if err := suite.Write(c.App.Writer, o.Output, rows); err != nil {
+		return err
+	}
+	n := suite.Count(rows)
+	summary := fmt.Sprintf("%d results: %d passed, %d failed, %d errors", n.Rows, n.Passed, n.Failed, n.Errors)
+	if o.Update && n.Passed < n.Rows {
+		updated, err := suite.Update(rows, c.App.ErrWriter)
+		if err != nil {
+			return cli.Exit(err.Error(), exitUsage)
+		}
+		fmt.Fprintf(c.App.ErrWriter, "%s; %d cases updated\n", summary, updated)
+		return nil
+	}
+	switch {
+	case n.Errors > 0:
+		return cli.Exit(summary, exitUsage)
+	case n.Failed > 0:
+		return cli.Exit(summary, exitFailure)
+	}
+	fmt.Fprintln(c.App.ErrWriter, summary)
+	return nil
+}
+
+// TestInitOptions are test init's flags.
+type TestInitOptions struct {
+	FromRecords []string
+	Out         string
+}
+
+func testInitCommand() (*cli.Command, *binder) {
+	var o TestInitOptions
+	b := &binder{}
+	bind(b, &o.FromRecords, "from-records", catUser, "recordings: start --record-dir directories or files, or the inspector's downloads (repeatable)")
+	bind(b, &o.Out, "out", catOutput, "the suite directory to write the cases into (created; existing cases are never overwritten)")
+	cmd := &cli.Command{
+		Name:  "init",
+		Usage: "write a suite from recordings: one case per distinct review, expecting what the webhook answered then",
+		Description: `init reads what start --record-dir recorded (or the inspector's downloads) and writes one
+case file per distinct review into --out, named webhook_resource_name_operation.yaml, each
+expecting the recorded answer. Secrets' data stays redacted as it was recorded.`,
+		Flags: b.flags,
+		Action: func(c *cli.Context) error {
+			b.load(c)
+			if len(o.FromRecords) == 0 || o.Out == "" {
+				return usage(errors.New("test init needs --from-records DIR and --out SUITE_DIR"))
+			}
+			entries, err := record.ReadEntries(o.FromRecords)
+			if err != nil {
+				return usage(err)
+			}
+			rep, err := suite.Init(entries, o.Out, c.App.Writer)
+			if err != nil {
+				return cli.Exit(err.Error(), exitUsage)
+			}
+			for _, s := range rep.Skipped {
+				fmt.Fprintf(c.App.ErrWriter, "skipped %s\n", s)
+			}
+			fmt.Fprintf(c.App.ErrWriter, "%d cases written to %s (%d duplicate reviews, %d recordings skipped)\n", rep.Written, o.Out, rep.Duplicates, len(rep.Skipped))
+			return nil
+		},
+	}
+	return cmd, b
+}

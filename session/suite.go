@@ -1,0 +1,184 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/conversion"
+	"github.com/hookback/hookback/registration"
+)
+
+// TestWebhook is one webhook a run of cfg would register, exactly as its
+// configuration declares it (rules, selectors, matchConditions), with the
+// handler that answers it: `hookback test` matches each case against the
+// declaration as the apiserver would, then calls the handler.
+type TestWebhook struct {
+	// Configuration is the configuration's name as written, before the
+	// session suffix.
+	Configuration string
+	// Path is where hookback would serve it.
+	Path string
+	// Exactly one of Mutating and Validating is set.
+	Mutating   *admissionregistrationv1.MutatingWebhook
+	Validating *admissionregistrationv1.ValidatingWebhook
+	Handler    admission.Handler
+}
+
+// Name is the webhook's name in its configuration.
+func (w TestWebhook) Name() string {
+	if w.Mutating != nil {
+		return w.Mutating.Name
+	}
+	return w.Validating.Name
+}
+
+// TestTargets finds what `hookback test` runs cases against: the admission
+// webhooks of cfg (built-ins, template, your manifests forwarding to your
+// upstreams with start's answer checks) and the conversion webhooks of the
+// manifests' CRDs. No cluster is read; the scope flags do not apply (a
+// case says its own namespace and user).
+//
+// When cfg.User.CertDir is set (--exec, project mode), a serving pair
+// signed by hookback's CA in cfg.Certs.StateDir is written there first, as
+// start writes it, and that CA is trusted for the upstreams.
+//
+// This reads the configurations through the same rendering as the audit
+// (auditInputs); once session has one function from Config to the objects
+// it registers, both use it.
+func TestTargets(cfg Config) (*TestSetup, error) {
+	cfg = cfg.withDefaults()
+	cfg.Scope = registration.Scope{}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if _, err := cfg.User.upstreamCert(cfg.Certs.StateDir, cfg.Log); err != nil {
+		return nil, err
+	}
+	if cfg.Project != nil && cfg.User.CertDir == "" && cfg.User.UpstreamCA == "" && !cfg.User.UpstreamInsecure {
+		// The manager serves the certificate start wrote, signed by
+		// hookback's local CA.
+		_, caFile, err := certs.LocalCA(cfg.Certs.StateDir)
+		if err != nil {
+			return nil, err
+		}
+		cfg.User.UpstreamCA = caFile
+	}
+	served, err := ServedWebhooks(cfg)
+	if err != nil {
+		return nil, err
+	}
+	name, text, err := cfg.Template.Load()
+	if err != nil {
+		return nil, err
+	}
+	user, err := loadUserWebhooks(cfg.User, cfg)
+	if err != nil {
+		return nil, err
+	}
+	convs, err := loadConversions(user, cfg)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := registration.Render(name, text, registration.TemplateData{URL: auditBase, Session: cfg.Session, Enabled: names(served)},
+		registration.RenderOptions{Paths: append(paths(served), paths(user.hooks)...)})
+	if err != nil {
+		return nil, err
+	}
+	mine, err := user.render(auditBase, "", cfg.Session, "")
+	if err != nil {
+		return nil, err
+	}
+	handlers := map[string]admission.Handler{}
+	for _, h := range append(served, user.hooks...) {
+		handlers[h.Path] = h.Handler
+	}
+	var out []TestWebhook
+	for _, o := range append(reg.Objects, mine.Objects...) {
+		hooks, err := testHooks(o, cfg.Session, handlers)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, hooks...)
+	}
+	setup := &TestSetup{Webhooks: out, Conversions: convs.hooks, user: cfg.User}
+	for _, c := range convs.crds {
+		if c.Conversion != nil {
+			setup.CRDs = append(setup.CRDs, c.Object)
+		}
+	}
+	return setup, nil
+}
+
+// TestSetup is what TestTargets found.
+type TestSetup struct {
+	Webhooks    []TestWebhook
+	Conversions []conversion.Webhook
+	// CRDs are the manifests' CRDs whose conversion is a webhook, in the
+	// order of Conversions: what the conversion fuzzer reads the schemas of.
+	CRDs []*unstructured.Unstructured
+	user UserWebhooks
+}
+
+// Probe reports every upstream that does not accept connections (a TLS
+// handshake verified as the forwarding verifies it), named.
+func (t *TestSetup) Probe(ctx context.Context) error {
+	var errs []error
+	for up, err := range t.user.probe(ctx) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("upstream %s: %w", up, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// testHooks reads one rendered configuration's webhooks.
+func testHooks(o *unstructured.Unstructured, sessionName string, handlers map[string]admission.Handler) ([]TestWebhook, error) {
+	config := strings.TrimSuffix(o.GetName(), "-"+sessionName)
+	handler := func(name string, cc admissionregistrationv1.WebhookClientConfig) (string, admission.Handler, error) {
+		path := "/"
+		if cc.URL != nil {
+			path = strings.TrimPrefix(*cc.URL, auditBase)
+		}
+		h, ok := handlers[path]
+		if !ok {
+			return "", nil, fmt.Errorf("webhook %s: nothing serves path %s", name, path)
+		}
+		return path, h, nil
+	}
+	var out []TestWebhook
+	switch o.GetKind() {
+	case "MutatingWebhookConfiguration":
+		var c admissionregistrationv1.MutatingWebhookConfiguration
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &c); err != nil {
+			return nil, fmt.Errorf("read %s: %w", o.GetName(), err)
+		}
+		for i := range c.Webhooks {
+			path, h, err := handler(c.Webhooks[i].Name, c.Webhooks[i].ClientConfig)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, TestWebhook{Configuration: config, Path: path, Mutating: &c.Webhooks[i], Handler: h})
+		}
+	case "ValidatingWebhookConfiguration":
+		var c admissionregistrationv1.ValidatingWebhookConfiguration
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &c); err != nil {
+			return nil, fmt.Errorf("read %s: %w", o.GetName(), err)
+		}
+		for i := range c.Webhooks {
+			path, h, err := handler(c.Webhooks[i].Name, c.Webhooks[i].ClientConfig)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, TestWebhook{Configuration: config, Path: path, Validating: &c.Webhooks[i], Handler: h})
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,220 @@
+package suite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiadmission "k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/namespace"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/object"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/rules"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/cel/environment"
+	corelisters "k8s.io/client-go/listers/core/v1"
+
+	"github.com/hookback/hookback/admission"
+)
+
+// Webhook is one admission webhook a suite runs against, as its
+// configuration declares it, with the handler that answers it.
+type Webhook struct {
+	// Configuration is its configuration's name; Path where hookback
+	// serves it (a case may name a webhook by it).
+	Configuration, Path string
+	// Exactly one of Mutating and Validating is set.
+	Mutating   *admissionregistrationv1.MutatingWebhook
+	Validating *admissionregistrationv1.ValidatingWebhook
+	Handler    admission.Handler
+
+	accessor webhook.WebhookAccessor
+}
+
+// Name is the webhook's name in its configuration.
+func (w *Webhook) Name() string { return w.access().GetName() }
+
+func (w *Webhook) access() webhook.WebhookAccessor {
+	if w.accessor == nil {
+		defaults(w)
+		if w.Mutating != nil {
+			w.accessor = webhook.NewMutatingWebhookAccessor(w.Configuration+"/"+w.Mutating.Name, w.Configuration, w.Mutating)
+		} else {
+			w.accessor = webhook.NewValidatingWebhookAccessor(w.Configuration+"/"+w.Validating.Name, w.Configuration, w.Validating)
+		}
+	}
+	return w.accessor
+}
+
+// defaults fills what the apiserver defaults when a configuration is
+// created (k8s.io/kubernetes pkg/apis/admissionregistration/v1
+// defaults.go): a nil selector selects everything there, while the
+// predicates read it as selecting nothing.
+func defaults(w *Webhook) {
+	var ns, obj **metav1.LabelSelector
+	var rs []admissionregistrationv1.RuleWithOperations
+	var fp **admissionregistrationv1.FailurePolicyType
+	var mp **admissionregistrationv1.MatchPolicyType
+	if m := w.Mutating; m != nil {
+		ns, obj, rs, fp, mp = &m.NamespaceSelector, &m.ObjectSelector, m.Rules, &m.FailurePolicy, &m.MatchPolicy
+	} else {
+		v := w.Validating
+		ns, obj, rs, fp, mp = &v.NamespaceSelector, &v.ObjectSelector, v.Rules, &v.FailurePolicy, &v.MatchPolicy
+	}
+	if *ns == nil {
+		*ns = &metav1.LabelSelector{}
+	}
+	if *obj == nil {
+		*obj = &metav1.LabelSelector{}
+	}
+	if *fp == nil {
+		f := admissionregistrationv1.Fail
+		*fp = &f
+	}
+	if *mp == nil {
+		e := admissionregistrationv1.Equivalent
+		*mp = &e
+	}
+	for i := range rs {
+		if rs[i].Scope == nil {
+			all := admissionregistrationv1.AllScopes
+			rs[i].Scope = &all
+		}
+	}
+}
+
+// timeout is the webhook's timeoutSeconds, or the apiserver's default.
+func (w *Webhook) timeout() time.Duration {
+	if t := w.access().GetTimeoutSeconds(); t != nil && *t > 0 {
+		return time.Duration(*t) * time.Second
+	}
+	return 10 * time.Second
+}
+
+// matcher decides, as the apiserver's generic webhook plugin does
+// (ShouldCallHook in k8s.io/apiserver's webhook/generic), whether a
+// webhook is called for a request: its namespaceSelector, objectSelector
+// and rules through the apiserver's predicates, then its matchConditions
+// compiled and evaluated with the apiserver's CEL environment. Not
+// applied: matchPolicy Equivalent's other versions of the resource (they
+// need the cluster's resource mapping).
+type matcher struct {
+	compiler cel.ConditionCompiler
+}
+
+func newMatcher() *matcher {
+	return &matcher{compiler: cel.NewConditionCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))}
+}
+
+// calls reports whether the apiserver would call w for in; an error is the
+// apiserver's own refusal (a matchCondition that fails under
+// failurePolicy Fail, a bad selector).
+func (m *matcher) calls(ctx context.Context, w *Webhook, in *input) (bool, error) {
+	attr, err := attributes(in)
+	if err != nil {
+		return false, err
+	}
+	h := w.access()
+	nsm := &namespace.Matcher{NamespaceLister: oneNamespace{namespaceOf(in)}}
+	if ok, serr := nsm.MatchNamespaceSelector(h, attr); serr != nil {
+		return false, fmt.Errorf("namespaceSelector: %w", serr)
+	} else if !ok {
+		return false, nil
+	}
+	if ok, serr := (&object.Matcher{}).MatchObjectSelector(h, attr); serr != nil {
+		return false, fmt.Errorf("objectSelector: %w", serr)
+	} else if !ok {
+		return false, nil
+	}
+	matched := false
+	for _, r := range h.GetRules() {
+		if (&rules.Matcher{Rule: r, Attr: attr}).Matches() {
+			matched = true
+			break
+		}
+	}
+	if !matched || len(h.GetMatchConditions()) == 0 {
+		return matched, nil
+	}
+	va := &apiadmission.VersionedAttributes{Attributes: attr, VersionedKind: attr.GetKind(),
+		VersionedObject: attr.GetObject(), VersionedOldObject: attr.GetOldObject()}
+	res := h.GetCompiledMatcher(m.compiler).Match(ctx, va, nil, nil)
+	if res.Error != nil {
+		return false, fmt.Errorf("matchConditions (the apiserver refuses the request under failurePolicy Fail): %w", res.Error)
+	}
+	return res.Matches, nil
+}
+
+// attributes are the request as the apiserver's admission chain sees it.
+func attributes(in *input) (apiadmission.Attributes, error) {
+	r := in.req
+	obj, err := unstructuredOf(r.Object)
+	if err != nil {
+		return nil, fmt.Errorf("object: %w", err)
+	}
+	old, err := unstructuredOf(r.OldObject)
+	if err != nil {
+		return nil, fmt.Errorf("oldObject: %w", err)
+	}
+	u := &user.DefaultInfo{Name: r.UserInfo.Username, UID: r.UserInfo.UID, Groups: r.UserInfo.Groups}
+	if len(r.UserInfo.Extra) > 0 {
+		u.Extra = map[string][]string{}
+		for k, v := range r.UserInfo.Extra {
+			u.Extra[k] = v
+		}
+	}
+	dry := r.DryRun != nil && *r.DryRun
+	return apiadmission.NewAttributesRecord(obj, old, schema.GroupVersionKind(r.Kind), r.Namespace, r.Name,
+		schema.GroupVersionResource(r.Resource), r.SubResource, apiadmission.Operation(r.Operation), nil, dry, u), nil
+}
+
+// unstructuredOf is nil for an absent object, as the apiserver passes it.
+func unstructuredOf(raw runtime.RawExtension) (runtime.Object, error) {
+	if len(raw.Raw) == 0 || string(raw.Raw) == "null" {
+		return nil, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw.Raw, &m); err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// namespaceOf is the case's namespace with its labels; the apiserver
+// always sets kubernetes.io/metadata.name.
+func namespaceOf(in *input) *corev1.Namespace {
+	l := map[string]string{corev1.LabelMetadataName: in.req.Namespace}
+	for k, v := range in.nsLabels {
+		l[k] = v
+	}
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: in.req.Namespace, Labels: l}}
+}
+
+// oneNamespace is a NamespaceLister that knows the case's namespace.
+type oneNamespace struct{ ns *corev1.Namespace }
+
+var _ corelisters.NamespaceLister = oneNamespace{}
+
+func (o oneNamespace) List(sel labels.Selector) ([]*corev1.Namespace, error) {
+	if sel.Matches(labels.Set(o.ns.Labels)) {
+		return []*corev1.Namespace{o.ns}, nil
+	}
+	return nil, nil
+}
+
+func (o oneNamespace) Get(name string) (*corev1.Namespace, error) {
+	if name == o.ns.Name {
+		return o.ns, nil
+	}
+	return nil, apierrors.NewNotFound(corev1.Resource("namespaces"), name)
+}
