@@ -62,7 +62,10 @@ func policyFidelity(t *testing.T, table string) {
 	}
 	scopePolicies(set, ns)
 	applyPolicies(t, set)
-	engine, err := policy.New(context.Background(), set, policy.Options{})
+	// The cluster's client: Namespaces (the bindings' namespaceSelectors)
+	// and the authorizer come from it, as hookback's audit and start take
+	// them; params from the files.
+	engine, err := policy.New(context.Background(), set, policy.Options{Client: env.client})
 	if err != nil {
 		t.Fatal(err)
 	}
