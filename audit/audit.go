@@ -41,6 +41,10 @@ type Webhook struct {
 	ReviewVersions []string
 	Timeout        time.Duration
 	Handler        admission.Handler
+	// Policy marks an admission policy audited like a webhook (its rules
+	// are the policy's matchConstraints' resourceRules; the handler
+	// matches the rest): Compare pairs each policy with each webhook.
+	Policy bool
 }
 
 // Lister reads what the audit needs from the cluster.
@@ -160,6 +164,10 @@ type Result struct {
 	Warnings  []string         `json:"warnings,omitempty"`
 	// Fields are what a lost round trip lost or changed.
 	Fields []FieldChange `json:"fields,omitempty"`
+	// Policy: the row is an admission policy's, not a webhook's.
+	Policy bool `json:"policy,omitempty"`
+	// object is the object sent, for Compare to apply patches to.
+	object []byte
 }
 
 // PatchOperation is one JSON patch operation of a patched result.

@@ -156,6 +156,10 @@ type junitProblem struct {
 // writeJUnit writes a testsuite per webhook, a testcase per object, a
 // failure per denial (and per patch with failPatched), an error per error.
 func writeJUnit(w io.Writer, results []Result, failPatched bool) error {
+	return encodeJUnit(w, junitResults(results, failPatched))
+}
+
+func junitResults(results []Result, failPatched bool) junitSuites {
 	out := junitSuites{Name: "hookback audit"}
 	index := map[string]int{}
 	for _, r := range results {
@@ -178,6 +182,10 @@ func writeJUnit(w io.Writer, results []Result, failPatched bool) error {
 		s.Tests++
 		s.Cases = append(s.Cases, c)
 	}
+	return out
+}
+
+func encodeJUnit(w io.Writer, out junitSuites) error {
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}

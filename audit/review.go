@@ -36,7 +36,7 @@ var dryRunOptions = map[admissionregistrationv1.OperationType][]byte{
 // review sends one object through one webhook and says what it did.
 func review(ctx context.Context, j job, who Identity) Result {
 	res := Result{Webhook: j.hook.Name, Resource: j.target.Resource(), Namespace: j.namespace, Name: j.name,
-		Operation: string(j.target.Operation)}
+		Operation: string(j.target.Operation), Policy: j.hook.Policy, object: j.raw}
 	version, ok := reviewVersion(j.hook.ReviewVersions)
 	if !ok {
 		res.Result, res.Message = Error, fmt.Sprintf("admissionReviewVersions %v: hookback sends v1 or v1beta1", j.hook.ReviewVersions)

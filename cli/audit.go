@@ -19,6 +19,8 @@ var auditExamples = []Example{
 	{Command: "hookback audit --webhooks pod-lifespan", Comment: "which existing pods would the built-in pod-lifespan patch, and how?"},
 	{Command: "hookback audit --webhooks pod-lifespan -o junit > audit.xml", Comment: "a JUnit report for CI: a testcase per object, a failure per denial"},
 	{Command: "hookback audit --webhooks pod-name --operation UPDATE -o json", Comment: "no-change UPDATEs instead of CREATEs (pod-name judges only what changed); one JSON object per review"},
+	{Command: "hookback audit --policy policies/ --webhooks none", Comment: "what your ValidatingAdmissionPolicies and MutatingAdmissionPolicies would do to every existing object, evaluated with the apiserver's own code"},
+	{Command: "hookback audit --policy policy.yaml --webhook-config config/webhook --upstream https://127.0.0.1:9443", Comment: "a migration: your webhook and the policy meant to replace it, side by side on every existing object; exit 1 on any disagreement"},
 }
 
 func auditCommand(ext Extension) (*cli.Command, *binder) {
@@ -36,12 +38,18 @@ Built-ins run in this process; your webhooks' reviews go to --upstream with star
 checks. It registers nothing and writes nothing to the cluster. matchConditions are not
 evaluated (a webhook is audited as if they matched), and each mutating webhook sees the
 object as stored, not as earlier webhooks patched it (docs/audit-and-shadow.md).
+--policy adds ValidatingAdmissionPolicies and MutatingAdmissionPolicies (admissionregistration.k8s.io/v1,
+with their bindings and params; file, directory, kustomize directory or -), each audited like a
+webhook and evaluated with the apiserver's own policy code (docs/policies.md); without
+--webhooks, the built-ins are then off. With webhooks and policies both, each webhook is
+compared with each policy on the objects both were sent (decision, message, the objects their
+patches produce): agreements and disagreements per pair, after the reviews.
 For each CRD of your manifests with a conversion webhook, every stored object is converted
 through --upstream to each other served version and back (CONVERT v1->v2->v1 rows): a
 field lost or changed on the way is reported (lost), as is a conversion refused (failed).
 
 Exit status: 0 when everything is allowed, 1 when anything is denied, lost or failed (or
-patched, with --fail-on patched), 2 on an error: bad flags, an upstream that cannot be reached, or a
+patched, with --fail-on patched) or a webhook and a policy disagree, 2 on an error: bad flags, an upstream that cannot be reached, or a
 row whose webhook or list failed.` + examplesText(auditExamples),
 		Flags: b.flags,
 		Action: func(c *cli.Context) error {
@@ -60,6 +68,8 @@ type AuditOptions struct {
 	Operation, Output string
 	FailOn            string
 	Concurrency       int
+	// Policy are --policy's manifests.
+	Policy []string
 }
 
 func defaultAuditOptions() AuditOptions {
@@ -82,6 +92,7 @@ func (o *AuditOptions) bind(b *binder) {
 	bind(b, &s.Scope.NamespaceSelector, "namespace-selector", catScope, "audit only objects in namespaces matching this label selector (kubectl syntax)")
 	bind(b, &s.Scope.ObjectSelector, "object-selector", catScope, "audit only objects matching this label selector (kubectl syntax)")
 	bind(b, &s.Scope.OnlyMine, "only-mine", catScope, "scope as start --only-mine does (a matchCondition, not evaluated: the reviews carry your identity anyway)")
+	bind(b, &o.Policy, "policy", catUser, "ValidatingAdmissionPolicies and MutatingAdmissionPolicies (admissionregistration.k8s.io/v1) with their bindings and params, audited beside the webhooks (file, directory, kustomize directory, or - for stdin; repeatable)")
 	bind(b, &o.Operation, "operation", catOutput, "send CREATE or UPDATE (a no-change update) to every webhook whose rules include it, instead of CREATE where the rules include it, else UPDATE")
 	bind(b, &o.Output, "output", catOutput, "table, json (one object per review) or junit (a testsuite per webhook, a failure per denial)", alias("o"))
 	bind(b, &o.FailOn, "fail-on", catOutput, "denied: exit 1 when any object is denied; patched: also when any is patched")
@@ -110,6 +121,9 @@ func (o AuditOptions) Validate() error {
 
 func runAudit(c *cli.Context, ext Extension, o AuditOptions) error {
 	o.Serve.resolveProject(c)
+	if len(o.Policy) > 0 && !c.IsSet("webhooks") {
+		o.Serve.Webhooks = "none"
+	}
 	if err := o.Validate(); err != nil {
 		return usage(errors.Join(err, o.Serve.config(ext, discardLog).Validate()))
 	}
@@ -121,12 +135,14 @@ func runAudit(c *cli.Context, ext Extension, o AuditOptions) error {
 		return cli.Exit(err.Error(), exitUsage)
 	}
 	progress, done := newProgress(c.App.ErrWriter, progressEvery)
-	results, err := session.Audit(c.Context, cfg, session.AuditConfig{Operation: o.operation(), Concurrency: o.Concurrency, Progress: progress})
+	results, err := session.Audit(c.Context, cfg, session.AuditConfig{Operation: o.operation(), Concurrency: o.Concurrency, Progress: progress,
+		Policies: session.PolicyInput{Paths: o.Policy, Stdin: c.App.Reader}})
 	done()
 	if err != nil {
 		return cli.Exit(err.Error(), exitUsage)
 	}
-	if err := audit.Write(c.App.Writer, o.Output, results, o.FailOn == "patched"); err != nil {
+	compared := audit.Compare(results)
+	if err := audit.WriteCompared(c.App.Writer, o.Output, results, compared, o.FailOn == "patched"); err != nil {
 		return err
 	}
 	n := audit.Count(results)
@@ -137,10 +153,13 @@ func runAudit(c *cli.Context, ext Extension, o AuditOptions) error {
 	if n.RoundTrips > 0 {
 		summary += fmt.Sprintf("; %d conversion round trips: %d kept, %d lost fields, %d failed", n.RoundTrips, n.Kept, n.Lost, n.Failed)
 	}
+	if len(compared) > 0 {
+		summary += fmt.Sprintf("; webhooks beside policies: %d pairs, %d disagreements", len(compared), audit.DisagreementCount(compared))
+	}
 	switch {
 	case n.Errors > 0:
 		return cli.Exit(summary, exitUsage)
-	case n.Findings(o.FailOn == "patched") > 0:
+	case n.Findings(o.FailOn == "patched") > 0, audit.DisagreementCount(compared) > 0:
 		return cli.Exit(summary, exitFailure)
 	}
 	fmt.Fprintln(c.App.ErrWriter, summary)

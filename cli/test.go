@@ -35,6 +35,8 @@ type TestOptions struct {
 	Update          bool
 	Concurrency     int
 	Fuzz            fuzzOptions
+	// Policy are --policy's manifests, tested beside the webhooks.
+	Policy []string
 }
 
 func defaultTestOptions() TestOptions {
@@ -55,6 +57,7 @@ func (o *TestOptions) bind(b *binder) {
 	bind(b, &o.Exec, "exec", catUser, "start your webhook server with this command (sh -c), with a serving certificate signed by hookback's CA, wait until it accepts TLS, run the suite, stop it (default in project mode: the command start prints, make run or go run)")
 	bind(b, &o.ExecTimeout, "exec-timeout", catUser, "how long --exec's server has to accept TLS (the first go run compiles)")
 	bind(b, &o.UpstreamCertDir, "upstream-cert-dir", catUser, "with --exec: write the server's tls.crt and tls.key here (default in project mode: controller-runtime's, $TMPDIR/k8s-webhook-server/serving-certs)")
+	bind(b, &o.Policy, "policy", catUser, "ValidatingAdmissionPolicies and MutatingAdmissionPolicies (admissionregistration.k8s.io/v1) with their bindings and params: each a webhook of the suite (configuration ValidatingAdmissionPolicy or MutatingAdmissionPolicy, webhook the policy's name), evaluated with the apiserver's code, no cluster (file, directory, kustomize directory, or - for stdin; repeatable)")
 	bind(b, &o.Output, "output", catOutput, "table, json or junit (a testsuite per suite file, a testcase per case and webhook)", alias("o"))
 	bind(b, &o.Update, "update", catOutput, "rewrite the expectations of failing cases to the current answers and print what changed; passing cases stay byte for byte")
 	bind(b, &o.Concurrency, "concurrency", catOutput, "cases in flight at once")
@@ -144,6 +147,13 @@ func runTest(c *cli.Context, ext Extension, o TestOptions) error {
 		return cli.Exit(err.Error(), exitUsage)
 	}
 	opts := suite.Options{Concurrency: o.Concurrency, Log: log, Webhooks: testWebhooks(setup)}
+	if len(o.Policy) > 0 {
+		hooks, err := testPolicyWebhooks(c.Context, o.Policy, c.App.Reader)
+		if err != nil {
+			return usage(err)
+		}
+		opts.Webhooks = append(opts.Webhooks, hooks...)
+	}
 	for _, h := range setup.Conversions {
 		opts.Conversions = append(opts.Conversions, suite.ConversionWebhook{CRD: h.CRD, Converter: h.Converter})
 	}

@@ -33,6 +33,9 @@ type AuditConfig struct {
 	Concurrency int
 	PageSize    int64
 	Progress    func(audit.Progress)
+	// Policies, when set, are audited beside the webhooks, each as a
+	// webhook of its own (PolicyWebhooks).
+	Policies PolicyInput
 }
 
 // Audit sends the cluster's existing objects through the webhooks a run of
@@ -84,6 +87,13 @@ func Audit(ctx context.Context, c *Config, ac AuditConfig) ([]audit.Result, erro
 		// Older clusters lack SelfSubjectReview; the reviews then carry no
 		// user, which is still what a dry run tells the webhook apart by.
 		cfg.Log.Debug("the reviews carry no user", "error", err)
+	}
+	if len(ac.Policies.Paths) > 0 {
+		e, _, err := LoadPolicyEngine(ctx, ac.Policies, cs, dyn, cfg.Log)
+		if err != nil {
+			return nil, err
+		}
+		hooks = append(hooks, PolicyWebhooks(e)...)
 	}
 	lister := &audit.ClusterLister{Discovery: cs.Discovery(), Dynamic: dyn, PageSize: ac.PageSize}
 	return audit.Run(ctx, audit.Options{

@@ -1,0 +1,81 @@
+package audit
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteCompared is Write followed by the webhook-and-policy comparisons:
+// for a table, a table of the pairs and then every disagreement; for
+// json, one JSON object per pair after the reviews' (a comparison has
+// "policy" and "agreements"); for junit, one document whose extra
+// testsuites are the pairs, with a failing testcase per disagreement and
+// one passing testcase holding the agreements.
+func WriteCompared(w io.Writer, format string, results []Result, cs []Comparison, failPatched bool) error {
+	sortComparisons(cs)
+	if format == FormatJUnit {
+		out := junitResults(results, failPatched)
+		out.Suites = append(out.Suites, junitComparisons(cs)...)
+		return encodeJUnit(w, out)
+	}
+	if err := Write(w, format, results, failPatched); err != nil {
+		return err
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	switch format {
+	case FormatJSON:
+		enc := json.NewEncoder(w)
+		for _, c := range cs {
+			if err := enc.Encode(c); err != nil {
+				return fmt.Errorf("write json: %w", err)
+			}
+		}
+		return nil
+	case FormatTable:
+		fmt.Fprintln(w)
+		return writeComparisonTable(w, cs)
+	}
+	return fmt.Errorf("output format %q: want one of %s", format, strings.Join(Formats, ", "))
+}
+
+func writeComparisonTable(w io.Writer, cs []Comparison) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "WEBHOOK\tPOLICY\tAGREE\tDISAGREE")
+	for _, c := range cs {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", c.Webhook, c.Policy, c.Agreements, len(c.Disagreements))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, c := range cs {
+		for _, d := range c.Disagreements {
+			if _, err := fmt.Fprintf(w, "%s vs %s: %s\n", c.Webhook, c.Policy, d); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func junitComparisons(cs []Comparison) []junitSuite {
+	var out []junitSuite
+	for _, c := range cs {
+		name := c.Webhook + " vs " + c.Policy
+		s := junitSuite{Name: name, Tests: 1, Cases: []junitCase{{Name: fmt.Sprintf("%d agreements", c.Agreements), Classname: name}}}
+		for _, d := range c.Disagreements {
+			s.Tests++
+			s.Failures++
+			s.Cases = append(s.Cases, junitCase{
+				Name: strings.TrimSpace(fmt.Sprintf("%s %s %s", d.Resource, d.object(), d.Operation)), Classname: name,
+				Failure: &junitProblem{Message: d.What, Type: "disagreement", Text: d.String()},
+			})
+		}
+		out = append(out, s)
+	}
+	return out
+}

@@ -1,0 +1,52 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/hookback/hookback/policy"
+)
+
+// PolicyInput is what --policy names: the manifests (files, directories,
+// kustomize directories, "-" for Stdin).
+type PolicyInput struct {
+	Paths []string
+	Stdin io.Reader
+}
+
+// LoadPolicyEngine reads the policies, checks that the cluster serves
+// them at admissionregistration.k8s.io/v1, logs the expressions the
+// apiserver would refuse to compile (they are evaluated anyway, and fail
+// under their failurePolicy as the plugin makes them), and connects the
+// engine to the cluster (namespaces, params, authorizer, schemas).
+func LoadPolicyEngine(ctx context.Context, in PolicyInput, cs kubernetes.Interface, dyn dynamic.Interface, log *slog.Logger) (*policy.Engine, *policy.Set, error) {
+	set, err := policy.Load(in.Paths, in.Stdin)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := set.CheckCluster(cs.Discovery()); err != nil {
+		return nil, nil, fmt.Errorf("--policy: %w", err)
+	}
+	errs := set.CompileErrors()
+	for _, name := range policy.Names(errs) {
+		log.Warn("the apiserver would refuse this policy: it does not compile", "policy", name, "error", errs[name].ToAggregate().Error())
+	}
+	for _, name := range set.Unbound() {
+		log.Warn("policy without a binding: never evaluated, by the apiserver or by hookback", "policy", name)
+	}
+	e, err := policy.New(ctx, set, policy.Options{
+		Client: cs, Dynamic: dyn, Log: log, OpenAPI: cs.Discovery().OpenAPIV3(),
+		Mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cs.Discovery())),
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("--policy: %w", err)
+	}
+	return e, set, nil
+}
