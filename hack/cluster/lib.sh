@@ -1,10 +1,12 @@
 # shellcheck shell=bash disable=SC2034 # variables are used by the scripts that source this file
-# Shared settings for hack/cluster/{build,up,down}: pinned versions, the
-# binary cache directory and the per-clone cluster state directory.
+# Shared settings for hack/cluster/{build,up,down,apiserver,kubectl}: pinned
+# versions, the binary cache directory and the per-clone cluster state
+# directory. The work itself is `hookback cluster` (localcluster/): these
+# scripts build hookback once (hookback_bin) and call it.
 # Source it; do not run it.
 
-# Pinned versions. hack/cluster/tools/go.mod must require the same ones
-# (hack/cluster/build checks that before it builds anything).
+# Pinned versions: localcluster's defaults and its embedded build module
+# (localcluster/buildmod/go.mod.in) are the same (TestHackClusterPinsTheVersions).
 K8S_VERSION=v1.36.3
 ETCD_VERSION=v3.6.8
 KWOK_VERSION=v0.8.0
@@ -13,7 +15,6 @@ CLUSTER_NAME=hookback
 
 HACK_CLUSTER_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
 REPO_ROOT="$(cd "${HACK_CLUSTER_DIR}/../.." && pwd -P)"
-TOOLS_DIR="${HACK_CLUSTER_DIR}/tools"
 
 # Built binaries live outside the clone, keyed by the versions, so every clone
 # and every worktree on the machine shares one build.
@@ -31,6 +32,11 @@ KWOKCTL_KUBECONFIG="${KWOK_WORKDIR}/kubeconfig"
 
 BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl)
 
+# hookback as the cluster scripts run it, built from this clone; go build
+# only relinks it when the sources changed. Kept apart from bin/hookback,
+# which make build stamps with a version.
+HOOKBACK_BIN="${REPO_ROOT}/.cache/bin/hookback"
+
 log() {
 	printf '%s [hack/cluster/%s] %s\n' "$(date +%H:%M:%S)" "${0##*/}" "$*" >&2
 }
@@ -40,19 +46,24 @@ die() {
 	exit 1
 }
 
-# kwokctl_env runs a command with the environment kwokctl needs: our workdir,
-# our binaries first on PATH (kwokctl prefers a kubectl found on PATH), and no
-# stray KWOK_* settings from the caller's shell.
-kwokctl_env() {
-	local -a unset_args=()
-	local v
-	while IFS= read -r v; do
-		unset_args+=(-u "${v}")
-	done < <(compgen -e | grep '^KWOK_' || true)
-	env "${unset_args[@]}" \
-		KWOK_WORKDIR="${KWOK_WORKDIR}" \
-		PATH="${BIN_DIR}:${PATH}" \
-		"$@"
+# hookback_bin builds (when needed) and prints HOOKBACK_BIN.
+hookback_bin() {
+	command -v go >/dev/null 2>&1 || die "go is not on PATH; it is needed to build hookback"
+	mkdir -p "$(dirname "${HOOKBACK_BIN}")"
+	with_lock "${HOOKBACK_BIN}.lock" \
+		bash -c 'cd "$1" && go build -o "$2" .' _ "${REPO_ROOT}" "${HOOKBACK_BIN}" 9>&- ||
+		die "go build of hookback failed"
+	echo "${HOOKBACK_BIN}"
+}
+
+# hookback_cluster SUBCOMMAND ARGS...: hookback cluster on this clone's
+# cluster (name hookback, state in .cache/cluster, binaries built from
+# source into the shared cache: no download).
+hookback_cluster() {
+	local sub=$1 bin
+	shift
+	bin=$(hookback_bin)
+	"${bin}" cluster "${sub}" --name "${CLUSTER_NAME}" --cluster-dir "${STATE_DIR}" --cache-dir "${CACHE_ROOT}" "$@"
 }
 
 # with_lock FILE CMD...: run CMD holding an exclusive lock on FILE (when flock
