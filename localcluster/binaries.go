@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Binaries are the programs a cluster runs, by absolute path.
@@ -63,7 +65,11 @@ type BinaryOptions struct {
 }
 
 func (o *BinaryOptions) fetcher() *Fetcher {
-	return &Fetcher{Client: o.Client, IndexURL: o.IndexURL, KwokReleasesURL: o.KwokReleasesURL, KubeReleaseURL: o.KubeReleaseURL}
+	client := o.Client
+	if client == nil {
+		client = defaultClient
+	}
+	return &Fetcher{Client: client, IndexURL: o.IndexURL, KwokReleasesURL: o.KwokReleasesURL, KubeReleaseURL: o.KubeReleaseURL}
 }
 
 func (o *BinaryOptions) notice(format string, args ...any) {
@@ -79,6 +85,16 @@ func (o *BinaryOptions) builder() Builder {
 	return &GoBuilder{Progress: o.Notice}
 }
 
+// defaultClient bounds what a dead network costs: a release source that
+// does not connect or answer in time counts as unreachable. No overall
+// timeout: an archive on a slow link takes what it takes.
+var defaultClient = &http.Client{Transport: &http.Transport{
+	Proxy:                 http.ProxyFromEnvironment,
+	DialContext:           (&net.Dialer{Timeout: 15 * time.Second}).DialContext,
+	TLSHandshakeTimeout:   15 * time.Second,
+	ResponseHeaderTimeout: 30 * time.Second,
+}}
+
 // ReleaseDir is where a downloaded artifact set is unpacked in cacheDir:
 // one directory per artifact, version and platform.
 func ReleaseDir(cacheDir, artifact, version string) string {
@@ -87,9 +103,12 @@ func ReleaseDir(cacheDir, artifact, version string) string {
 }
 
 // Resolve finds or makes the binaries: from o.Dir as they are, built from
-// source (o.FromSource), or downloaded into the cache (reused when there).
-// When a release source cannot be reached it builds from source instead and
-// says so in one line; a checksum mismatch is an error, never a fallback.
+// source (o.FromSource), or else from the cache: release binaries downloaded
+// earlier, then a complete source build of the same versions, and only when
+// neither is there downloaded (each artifact once, whoever asks at the same
+// time). When a release source cannot be reached it builds from source
+// instead and says so in one line; a checksum mismatch is an error, never a
+// fallback.
 func Resolve(ctx context.Context, o BinaryOptions) (Binaries, error) {
 	if o.FromSource {
 		return fromSource(ctx, o, allNames, "built from source")
@@ -97,12 +116,24 @@ func Resolve(ctx context.Context, o BinaryOptions) (Binaries, error) {
 	if o.Dir != "" {
 		return fromDir(ctx, o)
 	}
+	if !releasesCached(o) && hasAll(SourceDir(o.CacheDir, o.KubeVersion, o.KwokVersion), allNames) {
+		return fromSource(ctx, o, allNames, "built from source earlier")
+	}
 	b, err := downloaded(ctx, o)
 	if errors.Is(err, ErrUnreachable) {
 		o.notice("release binaries cannot be downloaded (%v): building them from source instead", err)
 		return fromSource(ctx, o, allNames, "built from source (release binaries unreachable)")
 	}
 	return b, err
+}
+
+// releasesCached reports whether every release set is in the cache.
+func releasesCached(o BinaryOptions) bool {
+	ok := hasAll(ReleaseDir(o.CacheDir, "envtest", o.KubeVersion), envtestNames) && hasAll(ReleaseDir(o.CacheDir, "kwok", o.KwokVersion), kwokNames)
+	if goos, _ := platform(); goos == "linux" {
+		ok = ok && hasAll(ReleaseDir(o.CacheDir, "kube", o.KubeVersion), kubeNames)
+	}
+	return ok
 }
 
 // downloaded installs (once) and returns the release binaries.

@@ -243,3 +243,25 @@ func TestIndexWithoutTheVersion(t *testing.T) {
 	}
 }
 
+// TestSourceBuildInTheCacheIsUsedFirst: a complete source build of the
+// versions asked for is used as it is, without asking the network.
+func TestSourceBuildInTheCacheIsUsedFirst(t *testing.T) {
+	s := serve(t, releasetest.Options{})
+	cache := t.TempDir()
+	src := localcluster.SourceDir(cache, localcluster.DefaultKubeVersion, localcluster.DefaultKwokVersion)
+	if err := os.MkdirAll(filepath.Dir(src), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(fakeBinaries(t), src); err != nil {
+		t.Fatal(err)
+	}
+	builder := &recordingBuilder{}
+	b, err := localcluster.Resolve(context.Background(), options(s, cache, nil, builder))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Dir(b.Kwokctl) != src || len(builder.calls) != 0 || s.Gets("/envtest-releases.yaml") != 0 {
+		t.Errorf("binaries %+v, builds %v, index fetched %d times; want the cached build, no build, no fetch",
+			b, builder.calls, s.Gets("/envtest-releases.yaml"))
+	}
+}
