@@ -4,7 +4,7 @@ BIN := bin/hookback
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/hookback/hookback/cli.Version=$(VERSION)
 
-.PHONY: all build run test vet unit fuzz-short fuzz e2e bench cluster-up cluster-down clean image image-check e2e-image e2e-external release-check
+.PHONY: all build run test vet unit fuzz-short fuzz e2e bench cluster-up cluster-down clean image image-check e2e-image e2e-external e2e-external-smoke release-check release-check-host
 
 all: build
 
@@ -23,15 +23,15 @@ vet:
 	$(GO) vet ./...
 	GOOS=windows $(GO) vet ./session/ ./cli/
 	cd examples/custom-webhook && $(GO) vet ./...
-	cd e2e && $(GO) vet ./...
-	cd e2e/crupstream && $(GO) vet ./...
-	cd e2e/crmanager && $(GO) vet ./...
-	cd bench && $(GO) vet ./...
+	cd test/e2e && $(GO) vet ./...
+	cd test/e2e/crupstream && $(GO) vet ./...
+	cd test/e2e/crmanager && $(GO) vet ./...
+	cd test/bench && $(GO) vet ./...
 
 unit:
-	$(GO) test -race $$($(GO) list ./... | grep -v /e2e)
+	$(GO) test -race ./...
 	cd examples/custom-webhook && $(GO) build -o /dev/null .
-	cd bench && $(GO) test -race ./...
+	cd test/bench && $(GO) test -race ./...
 
 ## fuzz-short: every fuzz target for a few seconds; fuzz: longer (FUZZTIME, default 1m).
 fuzz-short:
@@ -41,12 +41,17 @@ fuzz:
 	FUZZTIME=$${FUZZTIME:-1m} hack/fuzz
 
 e2e:
-	cd e2e && $(GO) test -count=1 -timeout 30m .
+	cd test/e2e && $(GO) test -count=1 -timeout 30m .
 
 ## e2e-external: the suite as on kind, against the cluster of a KUBECONFIG: the local
 ## control plane, started first and left up; the tests that need its specifics skip and say why.
 e2e-external:
 	hack/e2e-external
+
+## e2e-external-smoke: the external-cluster path of the harness (what CI runs: the suite
+## itself already ran in make test): a start that registers, verifies and cleans up, and check.
+e2e-external-smoke:
+	hack/e2e-external -run '^(TestStartRegistersServesAndCleansUp|TestCheckAsAdmin)$$'
 
 bench:
 	hack/bench
@@ -64,7 +69,7 @@ image:
 ## one: TestInClusterImage (serve's two replicas) and TestTunnelStart (the relay).
 ## As root: rootful podman, and the tests make network namespaces.
 e2e-image: image
-	cd e2e && HOOKBACK_E2E_IMAGE=$(IMAGE) HOOKBACK_E2E_ENGINE=$(CONTAINER_ENGINE) $(GO) test -count=1 -timeout 20m -v \
+	cd test/e2e && HOOKBACK_E2E_IMAGE=$(IMAGE) HOOKBACK_E2E_ENGINE=$(CONTAINER_ENGINE) $(GO) test -count=1 -timeout 20m -v \
 		-run '^(TestInClusterImage|TestTunnelStart)$$' .
 
 ## image-check: the image's build stage (hack/image-build) run here, without an
@@ -82,6 +87,10 @@ image-check:
 ## krew plugin through kubectl, the cask, go install (hack/release-check; docs/install.md).
 release-check:
 	hack/release-check
+
+## release-check-host: the same for this machine's platform only (what CI runs).
+release-check-host:
+	hack/release-check --host
 
 cluster-up:
 	hack/cluster/up

@@ -254,7 +254,7 @@ func TestCompletion(t *testing.T) {
 }
 
 // Every example in --help is a hookback command line, shown in its
-// command's help; TestHelpExamplesRun (e2e/cli_test.go) runs them.
+// command's help; TestHelpExamplesRun (test/e2e/cli_test.go) runs them.
 func TestExamplesAreInTheHelp(t *testing.T) {
 	for cmd, examples := range Examples() {
 		args := []string{"--help"}

@@ -3,7 +3,7 @@ package cli
 import "strings"
 
 // Example is one command line shown in --help. TestHelpExamplesRun
-// (e2e/cli_test.go) runs every one of them against a real cluster, so none
+// (test/e2e/cli_test.go) runs every one of them against a real cluster, so none
 // can be wrong: write only what runs there as written, with the files it
 // names (review.json, my-webhooks.yaml.tmpl) and the HOOKBACK_* settings the
 // test provides.

@@ -48,7 +48,7 @@ func consoleExamples(t *testing.T, file, heading string) []example {
 }
 
 // TestOptInExamplesRunAsPasted runs the pod-name and pod-lifespan examples
-// of README and docs/webhooks.md as written, one after the other in the
+// of docs/builtins.md and docs/webhooks.md as written, one after the other in the
 // same terminal: they create and label the namespace the opt-in built-ins
 // select, and print what the docs show.
 func TestOptInExamplesRunAsPasted(t *testing.T) {
@@ -60,12 +60,12 @@ func TestOptInExamplesRunAsPasted(t *testing.T) {
 		_ = env.client.CoreV1().Namespaces().Delete(context.Background(), "demo", metav1.DeleteOptions{})
 	})
 	for _, src := range []struct{ file, heading string }{
-		{"README.md", "### pod-name"}, {"README.md", "### pod-lifespan"},
+		{"docs/builtins.md", "### pod-name"}, {"docs/builtins.md", "### pod-lifespan"},
 		{"docs/webhooks.md", "# Built-in webhooks"}, {"docs/webhooks.md", "## pod-name: deny banned words in pod names"},
 		{"docs/webhooks.md", "## pod-lifespan: tolerations from a requested lifespan"},
 	} {
 		for _, ex := range consoleExamples(t, src.file, src.heading) {
-			// Pasted twice (README, then docs), creating the namespace
+			// Pasted twice (builtins.md, then webhooks.md), creating the namespace
 			// again fails: that line is the only one allowed to.
 			line := strings.Replace(ex.cmd, "kubectl create namespace demo &&", "{ kubectl create namespace demo || true; } &&", 1)
 			ctx, cancel := context.WithTimeout(context.Background(), deadline)

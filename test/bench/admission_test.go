@@ -64,7 +64,7 @@ func controllerRuntimeHandler() http.Handler {
 func discardControllerRuntimeLogs() { crlog.SetLogger(logr.Discard()) }
 
 func fixture(b *testing.B, name string) []byte {
-	body, err := os.ReadFile("../testdata/admission/" + name)
+	body, err := os.ReadFile("../../testdata/admission/" + name)
 	if err != nil {
 		b.Fatal(err)
 	}

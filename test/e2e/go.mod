@@ -93,4 +93,4 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.1 // indirect
 )
 
-replace github.com/hookback/hookback => ../
+replace github.com/hookback/hookback => ../../

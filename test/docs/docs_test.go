@@ -1,10 +1,10 @@
-package main
+package docs
 
 // The README and docs/*.md may only name what this tree holds: these tests
 // fail, naming each one, on a layout table that misses a directory or names
 // one that is gone, and on a file path, make target, test or benchmark name,
 // or Go identifier of a hookback package that does not exist. The history in
-// bench/JOURNAL.md is left out on purpose: it quotes names as they were.
+// test/bench/JOURNAL.md is left out on purpose: it quotes names as they were.
 
 import (
 	"go/ast"
@@ -28,24 +28,27 @@ func checkedDocs(t *testing.T) []string {
 	return append([]string{"README.md"}, docs...)
 }
 
-// TestReadmeLayout checks the README's layout table ("| package | what it
-// owns |") against the top-level directories: each one is named, and each
+// layoutDoc holds the layout table: the README stays short and links to it.
+const layoutDoc = "docs/development.md"
+
+// TestReadmeLayout checks the layout table ("| package | what it owns |") of
+// layoutDoc against the top-level directories: each one is named, and each
 // name exists.
 func TestReadmeLayout(t *testing.T) {
-	named := layoutNames(t, readFile(t, "README.md"))
+	named := layoutNames(t, readFile(t, layoutDoc))
 	if len(named) == 0 {
-		t.Fatal("README.md has no layout table: a table whose header is `| package | what it owns |`")
+		t.Fatal(layoutDoc + " has no layout table: a table whose header is `| package | what it owns |`")
 	}
 	covered := map[string]bool{}
 	for _, n := range named {
 		if _, err := os.Stat(strings.TrimSuffix(n, "/")); err != nil {
-			t.Errorf("README.md layout table names %s, which does not exist: remove or rename the row", n)
+			t.Errorf(layoutDoc+" layout table names %s, which does not exist: remove or rename the row", n)
 		}
 		covered[strings.SplitN(n, "/", 2)[0]] = true
 	}
 	for _, dir := range layoutDirs(t) {
 		if !covered[dir] {
-			t.Errorf("README.md layout table does not name %s/: add a row saying what it owns", dir)
+			t.Errorf(layoutDoc+" layout table does not name %s/: add a row saying what it owns", dir)
 		}
 	}
 }
@@ -128,7 +131,7 @@ var (
 )
 
 // TestGoCommentPaths checks the repository paths named in Go comments
-// ("run by e2e/cli_test.go").
+// ("run by test/e2e/cli_test.go").
 func TestGoCommentPaths(t *testing.T) {
 	idx := newRepoIndex(t)
 	eachGoFile(t, true, parser.ParseComments, func(path string, _ *token.FileSet, f *ast.File) {

@@ -13,7 +13,7 @@ import (
 // to one bench namespace: every namespaced webhook selects only it, and
 // the opt-in ones still need seed 002's label, which bench namespaces carry.
 func TestScopedTemplateNarrowsEveryWebhook(t *testing.T) {
-	shipped, err := os.ReadFile("../../webhook-url.yaml.tmpl")
+	shipped, err := os.ReadFile("../../../webhook-url.yaml.tmpl")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package docs
 
 import (
 	"strings"
@@ -16,7 +16,7 @@ func TestDocCheckRules(t *testing.T) {
 	}{
 		{"existing doc path", "see docs/tunnel.md and hack/bench-cluster", ""},
 		{"missing doc path", "see docs/gone.md", "docs/gone.md"},
-		{"missing test file", "run by e2e/help_examples_test.go", "e2e/help_examples_test.go"},
+		{"missing test file", "run by test/e2e/help_examples_test.go", "test/e2e/help_examples_test.go"},
 		{"URL tail", "https://github.com/hookback/hookback/blob/main/docs/gone.md", ""},
 		{"Go import path", "import `github.com/hookback/hookback/admission`", ""},
 		{"relative shell path", "```sh\ncd bench && go test ./cluster/ ./...\n```", ""},

@@ -53,7 +53,7 @@ func drive(out io.Writer, duration time.Duration, rounds int, protos []string, c
 	if err != nil {
 		return err
 	}
-	body, err := os.ReadFile(filepath.Join("..", "testdata", "admission", "pod-create.v1.json"))
+	body, err := os.ReadFile(filepath.Join("..", "..", "testdata", "admission", "pod-create.v1.json"))
 	if err != nil {
 		return err
 	}
