@@ -16,6 +16,8 @@ options:
   kubeVersion: {{.KubeVersion}}
   kwokVersion: {{.KwokVersion}}
   bindAddress: 127.0.0.1
+  # kwokctl passes --audit-policy-file and --audit-log-path (its logs/audit.log).
+  kubeAuditPolicy: {{.AuditPolicy}}
   securePort: true
   kubeAuthorization: true
   kubeAdmission: true
@@ -64,8 +66,8 @@ componentsPatches:
 `))
 
 type configData struct {
-	KubeVersion, KwokVersion, CacheDir string
-	B                                  Binaries
+	KubeVersion, KwokVersion, CacheDir, AuditPolicy string
+	B                                               Binaries
 }
 
 func renderKwokctlConfig(d configData) ([]byte, error) {
@@ -73,6 +75,26 @@ func renderKwokctlConfig(d configData) ([]byte, error) {
 	err := kwokctlConfig.Execute(&buf, d)
 	return buf.Bytes(), err
 }
+
+// auditPolicy: writes (create, update, patch, delete) at level Request,
+// which keeps the mutating webhooks' audit annotations
+// (patch.webhook.admission.k8s.io/round_R_index_I, with each patch) and the
+// object as the client sent it, what `start --chain` attributes patches by;
+// nothing for reads, Events, Leases and the node heartbeats, so the log
+// stays small.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: None
+  resources:
+  - {group: "", resources: [events, nodes, nodes/status]}
+  - {group: coordination.k8s.io, resources: [leases]}
+  - {group: events.k8s.io, resources: [events]}
+- level: Request
+  verbs: [create, update, patch, delete]
+- level: None
+`
 
 // nodeName is the one fake node every cluster gets.
 const nodeName = "kwok-node-0"

@@ -42,7 +42,7 @@ func (c *Cluster) down(ctx context.Context, all bool) error {
 	}
 	waitGone(append(before, c.leftovers()...), 10*time.Second)
 	for _, p := range []string{c.workdir, filepath.Join(c.kwokDir, "cache"), filepath.Join(c.kwokDir, "kwok.yaml"),
-		filepath.Join(c.kwokDir, "kubeconfig"), c.KubeconfigPath(), filepath.Join(c.o.Dir, "ca.crt"), filepath.Join(c.o.Dir, "ca.key")} {
+		filepath.Join(c.kwokDir, "kubeconfig"), filepath.Join(c.kwokDir, "audit-policy.yaml"), filepath.Join(c.o.Dir, "audit.log"), c.KubeconfigPath(), filepath.Join(c.o.Dir, "ca.crt"), filepath.Join(c.o.Dir, "ca.key")} {
 		if err := os.RemoveAll(p); err != nil {
 			return fmt.Errorf("remove %s: %w", p, err)
 		}

@@ -67,7 +67,7 @@ func TestKwokctlConfig(t *testing.T) {
 	}{
 		{name: "with controllers", b: full,
 			want: []string{"kubeControllerManagerBinary: /b/kube-controller-manager", "key: leader-elect", "enable-aggregator-routing",
-				"- PortForward", "bindAddress: 127.0.0.1", "kubeAuthorization: true", "kubeAdmission: true", "runtime: binary"},
+				"- PortForward", "bindAddress: 127.0.0.1", "kubeAuditPolicy: /a/audit-policy.yaml", "kubeAuthorization: true", "kubeAdmission: true", "runtime: binary"},
 			notWant: []string{"disable:"}},
 		{name: "without controllers", b: bare,
 			want:    []string{"disable:\n  - kube-controller-manager\n  - kube-scheduler", "enable-aggregator-routing", "- PortForward"},
@@ -75,7 +75,7 @@ func TestKwokctlConfig(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := renderKwokctlConfig(configData{KubeVersion: "v1.36.3", KwokVersion: "v0.8.0", CacheDir: "/c", B: tc.b})
+			out, err := renderKwokctlConfig(configData{KubeVersion: "v1.36.3", KwokVersion: "v0.8.0", CacheDir: "/c", AuditPolicy: "/a/audit-policy.yaml", B: tc.b})
 			if err != nil {
 				t.Fatal(err)
 			}

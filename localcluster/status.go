@@ -74,6 +74,9 @@ func (c *Cluster) healthy(ctx context.Context, b Binaries) error {
 	if args := c.componentArgs(compAPIServer); args != nil && !slices.Contains(args, "--enable-aggregator-routing=true") {
 		return errors.New("kube-apiserver runs without --enable-aggregator-routing=true")
 	}
+	if args := c.componentArgs(compAPIServer); args != nil && !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--audit-policy-file=") }) {
+		return errors.New("kube-apiserver runs without the audit policy (start --chain's exact attribution reads its log)")
+	}
 	if args := c.componentArgs(compControllerMgr); args != nil && !slices.Contains(args, "--leader-elect=false") {
 		return errors.New("kube-controller-manager runs with leader election (it exits when the apiserver restarts)")
 	}

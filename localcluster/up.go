@@ -116,9 +116,13 @@ func (c *Cluster) create(ctx context.Context, b Binaries) error {
 	if err := os.MkdirAll(c.kwokDir, 0o755); err != nil {
 		return err
 	}
+	policy := filepath.Join(c.kwokDir, "audit-policy.yaml")
+	if err := writeFileAtomic(policy, []byte(auditPolicy), 0o644); err != nil {
+		return err
+	}
 	cfg, err := renderKwokctlConfig(configData{
 		KubeVersion: c.o.Binaries.KubeVersion, KwokVersion: c.o.Binaries.KwokVersion,
-		CacheDir: filepath.Join(c.kwokDir, "cache"), B: b,
+		CacheDir: filepath.Join(c.kwokDir, "cache"), AuditPolicy: policy, B: b,
 	})
 	if err != nil {
 		return err
@@ -281,7 +285,7 @@ func ensureNode(ctx context.Context, cs kubernetes.Interface) error {
 }
 
 // writeOutputs writes the self-contained admin kubeconfig and the CA pair
-// into Dir, each atomically.
+// into Dir, each atomically, and links audit.log to the apiserver's audit log.
 func (c *Cluster) writeOutputs() error {
 	cfg, err := clientcmd.LoadFromFile(filepath.Join(c.workdir, "kubeconfig.yaml"))
 	if err != nil {
@@ -305,6 +309,11 @@ func (c *Cluster) writeOutputs() error {
 		if err := writeFileAtomic(filepath.Join(c.o.Dir, name), b, mode); err != nil {
 			return err
 		}
+	}
+	link := filepath.Join(c.o.Dir, "audit.log")
+	os.Remove(link)
+	if err := os.Symlink(filepath.Join(c.workdir, "logs", "audit.log"), link); err != nil {
+		return fmt.Errorf("link the audit log: %w", err)
 	}
 	return nil
 }

@@ -16,11 +16,27 @@ CLUSTER_NAME=hookback
 HACK_CLUSTER_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
 REPO_ROOT="$(cd "${HACK_CLUSTER_DIR}/../.." && pwd -P)"
 
-# Built binaries live outside the clone, keyed by the versions, so every clone
-# and every worktree on the machine shares one build.
+# Binaries live outside the clone, keyed by the versions, so every clone and
+# every worktree on the machine shares them (localcluster.SourceDir and
+# localcluster.ReleaseDir).
 CACHE_ROOT="${HOOKBACK_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/hookback}"
 [[ "${CACHE_ROOT}" == /* ]] || CACHE_ROOT="${PWD}/${CACHE_ROOT}"
-BIN_DIR="${CACHE_ROOT}/cluster-bin/k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
+SOURCE_BIN_DIR="${CACHE_ROOT}/cluster-bin/k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
+case "$(uname -m)" in
+x86_64) _arch=amd64 ;;
+aarch64 | arm64) _arch=arm64 ;;
+*) _arch=$(uname -m) ;;
+esac
+_platform="$(uname -s | tr '[:upper:]' '[:lower:]')-${_arch}"
+RELEASE_BIN_DIR="${CACHE_ROOT}/cluster-release/envtest-${K8S_VERSION}-${_platform}"
+# BIN_DIR holds the kubectl, etcd and kube-apiserver the cluster runs: the
+# release binaries when all of them were downloaded (hookback cluster up uses
+# them first), else the source build.
+BIN_DIR="${SOURCE_BIN_DIR}"
+if [[ -x "${RELEASE_BIN_DIR}/kubectl" && -x "${CACHE_ROOT}/cluster-release/kwok-${KWOK_VERSION}-${_platform}/kwokctl" ]] &&
+	[[ "${_platform}" != linux-* || -x "${CACHE_ROOT}/cluster-release/kube-${K8S_VERSION}-${_platform}/kube-scheduler" ]]; then
+	BIN_DIR="${RELEASE_BIN_DIR}"
+fi
 
 # Cluster state lives inside the clone (.cache/ is gitignored).
 STATE_DIR="${REPO_ROOT}/.cache/cluster"
@@ -57,8 +73,8 @@ hookback_bin() {
 }
 
 # hookback_cluster SUBCOMMAND ARGS...: hookback cluster on this clone's
-# cluster (name hookback, state in .cache/cluster, binaries built from
-# source into the shared cache: no download).
+# cluster (name hookback, state in .cache/cluster, binaries from the shared
+# cache: downloaded, or built from source where nothing can be downloaded).
 hookback_cluster() {
 	local sub=$1 bin
 	shift
