@@ -132,7 +132,7 @@ func writeBuildModule(dst string) error {
 	return nil
 }
 
-// ldflags set the version variables as Kubernetes' hack/lib/version.sh does,
+// ldflags set the version variables as the Kubernetes build (its version.sh) does,
 // so /version and --version report the release (kwokctl parses
 // `kube-apiserver --version` to pick flags), and kwok's own.
 func (g *GoBuilder) ldflags() string {

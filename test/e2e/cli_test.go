@@ -41,7 +41,7 @@ func newShellEnv(t *testing.T) *shellEnv {
 	copyFile(t, repoPath("webhook-url.yaml.tmpl"), filepath.Join(dir, "my-webhooks.yaml.tmpl"))
 	// An operator project's config/, kustomize directories as kubebuilder
 	// lays them out, for the examples that read one.
-	if err := os.CopyFS(filepath.Join(dir, "config"), os.DirFS(repoPath("e2e", "crmanager", "config"))); err != nil {
+	if err := os.CopyFS(filepath.Join(dir, "config"), os.DirFS(repoPath("test", "e2e", "crmanager", "config"))); err != nil {
 		t.Fatal(err)
 	}
 	return &shellEnv{dir: dir, environ: append(os.Environ(),

@@ -75,10 +75,10 @@ func run(m *testing.M) (int, error) {
 	env.crManager = filepath.Join(bin, "crmanager")
 	for _, b := range []struct{ dir, pkg, out string }{
 		{repo, ".", env.binary},
-		{filepath.Join(repo, "e2e"), "./markhook", env.markBinary},
+		{filepath.Join(repo, "test", "e2e"), "./markhook", env.markBinary},
 		{filepath.Join(repo, "examples", "custom-webhook"), ".", env.exampleBinary},
-		{filepath.Join(repo, "e2e", "crupstream"), ".", env.crBinary},
-		{filepath.Join(repo, "e2e", "crmanager"), ".", env.crManager},
+		{filepath.Join(repo, "test", "e2e", "crupstream"), ".", env.crBinary},
+		{filepath.Join(repo, "test", "e2e", "crmanager"), ".", env.crManager},
 	} {
 		build := exec.Command("go", "build", "-o", b.out, b.pkg)
 		build.Dir = b.dir
