@@ -40,6 +40,8 @@ type Cluster struct {
 	o Options
 	// kwokDir is kwokctl's KWOK_WORKDIR; workdir is the cluster's own.
 	kwokDir, workdir string
+	// revives counts the restarts of exited components by one Up.
+	revives int
 }
 
 var validName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)

@@ -58,13 +58,20 @@ func (c *Cluster) Up(ctx context.Context) (Ready, error) {
 	}
 	defer lock.unlock()
 	prev, _ := c.readState()
-	reused := c.healthy(ctx, prev.Binaries) == nil
+	why := c.healthy(ctx, prev.Binaries)
+	if errors.Is(why, errRevivable) {
+		if err := c.revive(ctx, prev.Binaries); err != nil {
+			return Ready{}, err
+		}
+		why = c.healthy(ctx, prev.Binaries)
+	}
+	reused := why == nil
 	if reused {
 		b = prev.Binaries
 		c.logf("cluster %s is already running; reusing it", c.o.Name)
 	} else {
 		if _, err := os.Stat(c.workdir); err == nil {
-			c.logf("cluster %s is there but not healthy (%v); recreating it", c.o.Name, c.healthy(ctx, prev.Binaries))
+			c.logf("cluster %s is there but not healthy (%v); recreating it", c.o.Name, why)
 			if err := c.down(ctx, false); err != nil {
 				return Ready{}, err
 			}
@@ -161,11 +168,19 @@ func readyz(ctx context.Context, cs kubernetes.Interface) error {
 	return nil
 }
 
-// waitFor polls cond every 200ms until it holds or c.o.Wait passes.
-func (c *Cluster) waitFor(ctx context.Context, what string, cond func(context.Context) (bool, error)) error {
+// waitFor polls cond every 200ms until it holds or c.o.Wait passes; every
+// 2 s it starts again the components that exited meanwhile.
+func (c *Cluster) waitFor(ctx context.Context, b Binaries, what string, cond func(context.Context) (bool, error)) error {
 	start := time.Now()
 	var last error
+	lastCheck := start
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, c.o.Wait, true, func(ctx context.Context) (bool, error) {
+		if time.Since(lastCheck) > 2*time.Second {
+			lastCheck = time.Now()
+			if err := c.revive(ctx, b); err != nil {
+				return false, err
+			}
+		}
 		ok, err := cond(ctx)
 		last = err
 		return ok, nil
@@ -185,7 +200,7 @@ func (c *Cluster) waitReady(ctx context.Context, b Binaries) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := c.waitFor(ctx, "kube-apiserver /readyz", func(ctx context.Context) (bool, error) {
+	if err := c.waitFor(ctx, b, "kube-apiserver /readyz", func(ctx context.Context) (bool, error) {
 		return readyz(ctx, cs) == nil, nil
 	}); err != nil {
 		return "", err
@@ -196,7 +211,7 @@ func (c *Cluster) waitReady(ctx context.Context, b Binaries) (string, error) {
 	if err := ensureNode(ctx, cs); err != nil {
 		return "", err
 	}
-	if err := c.waitFor(ctx, "node "+nodeName+" Ready", func(ctx context.Context) (bool, error) {
+	if err := c.waitFor(ctx, b, "node "+nodeName+" Ready", func(ctx context.Context) (bool, error) {
 		n, err := cs.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -212,7 +227,7 @@ func (c *Cluster) waitReady(ctx context.Context, b Binaries) (string, error) {
 	}
 	if b.HasControllers() {
 		// The controller-manager makes it; pods cannot be created before.
-		if err := c.waitFor(ctx, "ServiceAccount default/default", func(ctx context.Context) (bool, error) {
+		if err := c.waitFor(ctx, b, "ServiceAccount default/default", func(ctx context.Context) (bool, error) {
 			_, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 			return err == nil, err
 		}); err != nil {
