@@ -43,8 +43,8 @@ var (
 func (o *clusterOptions) bind(b *binder) {
 	bind(b, &o.Name, "name", catCluster, "the cluster's name: clusters of different names run side by side")
 	bind(b, &o.Dir, "cluster-dir", catCluster, "the cluster's state directory: processes' logs and pid files, certificates, kubeconfig (default: <cache-dir>/clusters/<name>)")
-	bind(b, &o.CacheDir, "cache-dir", catCluster, "binaries downloaded or built, shared by every clone and cluster (HOOKBACK_CACHE_DIR)")
-	bind(b, &o.KubeVersion, "kube-version", catCluster, "Kubernetes version of etcd, kube-apiserver, kubectl, kube-controller-manager, kube-scheduler (default: the one hookback's client-go matches)")
+	bind(b, &o.CacheDir, "cache-dir", catCluster, "binaries downloaded or built, shared by every clone and cluster")
+	bind(b, &o.KubeVersion, "kube-version", catCluster, "Kubernetes version of kube-apiserver, kubectl, kube-controller-manager, kube-scheduler; the default is the release hookback's client-go belongs to")
 	bind(b, &o.KwokVersion, "kwok-version", catCluster, "kwok version (its controller runs the fake nodes)")
 	bind(b, &o.Index, "index", catCluster, "setup-envtest's release index (YAML): etcd, kube-apiserver, kubectl archives with their sha512")
 	bind(b, &o.KwokReleases, "kwok-releases", catCluster, "kwok's GitHub releases API: kwok and kwokctl with their sha256 digests")

@@ -168,16 +168,18 @@ func readyz(ctx context.Context, cs kubernetes.Interface) error {
 	return nil
 }
 
-// waitFor polls cond every 200ms until it holds or c.o.Wait passes; every
-// 2 s it starts again the components that exited meanwhile.
-func (c *Cluster) waitFor(ctx context.Context, b Binaries, what string, cond func(context.Context) (bool, error)) error {
+// waitFor polls cond every 200ms until it holds or c.o.Wait passes. With a
+// b, every 2 s it starts again the components that exited meanwhile (once
+// the apiserver is ready: before, kwok's controller exits until it answers,
+// and kwokctl's own start retries it).
+func (c *Cluster) waitFor(ctx context.Context, b *Binaries, what string, cond func(context.Context) (bool, error)) error {
 	start := time.Now()
 	var last error
 	lastCheck := start
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, c.o.Wait, true, func(ctx context.Context) (bool, error) {
-		if time.Since(lastCheck) > 2*time.Second {
+		if b != nil && time.Since(lastCheck) > 2*time.Second {
 			lastCheck = time.Now()
-			if err := c.revive(ctx, b); err != nil {
+			if err := c.revive(ctx, *b); err != nil {
 				return false, err
 			}
 		}
@@ -200,7 +202,7 @@ func (c *Cluster) waitReady(ctx context.Context, b Binaries) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := c.waitFor(ctx, b, "kube-apiserver /readyz", func(ctx context.Context) (bool, error) {
+	if err := c.waitFor(ctx, nil, "kube-apiserver /readyz", func(ctx context.Context) (bool, error) {
 		return readyz(ctx, cs) == nil, nil
 	}); err != nil {
 		return "", err
@@ -211,7 +213,7 @@ func (c *Cluster) waitReady(ctx context.Context, b Binaries) (string, error) {
 	if err := ensureNode(ctx, cs); err != nil {
 		return "", err
 	}
-	if err := c.waitFor(ctx, b, "node "+nodeName+" Ready", func(ctx context.Context) (bool, error) {
+	if err := c.waitFor(ctx, &b, "node "+nodeName+" Ready", func(ctx context.Context) (bool, error) {
 		n, err := cs.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -227,7 +229,7 @@ func (c *Cluster) waitReady(ctx context.Context, b Binaries) (string, error) {
 	}
 	if b.HasControllers() {
 		// The controller-manager makes it; pods cannot be created before.
-		if err := c.waitFor(ctx, b, "ServiceAccount default/default", func(ctx context.Context) (bool, error) {
+		if err := c.waitFor(ctx, &b, "ServiceAccount default/default", func(ctx context.Context) (bool, error) {
 			_, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 			return err == nil, err
 		}); err != nil {

@@ -59,7 +59,11 @@ type Server struct {
 // Start packs the artifacts and serves them on 127.0.0.1.
 func Start(o Options) (*Server, error) {
 	s := &Server{files: map[string]string{}, gets: map[string]int{}, work: o.WorkDir}
-	if s.work == "" {
+	if s.work != "" {
+		if err := os.MkdirAll(s.work, 0o755); err != nil {
+			return nil, err
+		}
+	} else {
 		d, err := os.MkdirTemp("", "hookback-releases-")
 		if err != nil {
 			return nil, err
