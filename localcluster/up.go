@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,9 +115,25 @@ func (c *Cluster) kwokctl(ctx context.Context, b Binaries, args ...string) error
 	// The processes kwokctl starts outlive it: let them keep no pipe of ours.
 	cmd.WaitDelay = time.Second
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("kwokctl %s: %w (its output: %s; component logs: %s)", args[0]+" "+args[1], err, logPath, filepath.Join(c.workdir, "logs"))
+		return fmt.Errorf("kwokctl %s: %w (its output, %s, ends with: %s; component logs: %s)",
+			args[0]+" "+args[1], err, logPath, tail(logPath, 3), filepath.Join(c.workdir, "logs"))
 	}
 	return nil
+}
+
+// tail is the last n lines of a log file, at most its last 4 KiB.
+func tail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > 4096 {
+		f.Seek(st.Size()-4096, io.SeekStart) //nolint:errcheck // best effort
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, 4096))
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 func (c *Cluster) create(ctx context.Context, b Binaries) error {
