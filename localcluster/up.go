@@ -80,7 +80,7 @@ func (c *Cluster) Up(ctx context.Context) (Ready, error) {
 		if err := c.writeState(state{Name: c.o.Name, Binaries: b, CreatedDir: prev.CreatedDir}); err != nil {
 			return Ready{}, err
 		}
-		if err := c.create(ctx, b); err != nil {
+		if err := c.createRetrying(ctx, b); err != nil {
 			return Ready{}, err
 		}
 	}
@@ -134,6 +134,34 @@ func tail(path string, n int) string {
 	b, _ := io.ReadAll(io.LimitReader(f, 4096))
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// createRetrying creates the cluster, again (at most 3 times) when a
+// component could not bind its port: kwokctl picks free ports by probing, so
+// another process (a cluster starting at the same moment) can take one
+// before the component binds it.
+func (c *Cluster) createRetrying(ctx context.Context, b Binaries) error {
+	for attempt := 1; ; attempt++ {
+		err := c.create(ctx, b)
+		if err == nil || attempt == 3 || !c.portTaken() {
+			return err
+		}
+		c.logf("a port kwokctl picked was taken meanwhile (another cluster starting?); creating the cluster again")
+		if err := c.down(ctx, false); err != nil {
+			return err
+		}
+	}
+}
+
+// portTaken reports whether a component's log says its address was in use.
+func (c *Cluster) portTaken() bool {
+	logs, _ := filepath.Glob(filepath.Join(c.workdir, "logs", "*.log"))
+	for _, l := range logs {
+		if strings.Contains(tail(l, 20), "address already in use") {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Cluster) create(ctx context.Context, b Binaries) error {
