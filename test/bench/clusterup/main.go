@@ -81,7 +81,8 @@ func run(ctx context.Context, hookback, bins string, runs int) error {
 		for _, s := range steps {
 			took, err := c.up(ctx, s.args)
 			if err != nil {
-				return fmt.Errorf("round %d, %s: %w", i+1, s.what, err)
+				// A cluster that failed to start may have started processes.
+				return errors.Join(fmt.Errorf("round %d, %s: %w", i+1, s.what, err), c.down(context.WithoutCancel(ctx)))
 			}
 			log.Printf("round %d: %s: %s", i+1, s.what, took.Round(time.Millisecond))
 			results[s.what] = append(results[s.what], took)
