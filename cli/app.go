@@ -133,6 +133,7 @@ func commands(ext Extension) *commandSet {
 	s.add(auditCommand(ext))
 	s.add(testCommand(ext))
 	s.add(caCommand())
+	s.add(clusterCommand())
 	s.add(completionCommand())
 	return s
 }

@@ -16,9 +16,11 @@ func interspersed(app *cli.App, args []string) []string {
 		return args
 	}
 	cmd := app.Command(args[cmdAt])
-	if cmdAt+1 < len(args) && cmd.Command(args[cmdAt+1]) != nil {
-		// A subcommand (test init) reads its own flags.
-		return args
+	// A subcommand right after its command (`hookback cluster up --name x`)
+	// takes the flags that follow it.
+	for cmdAt+1 < len(args) && cmd.Command(args[cmdAt+1]) != nil {
+		cmdAt++
+		cmd = cmd.Command(args[cmdAt])
 	}
 	var flags, positional []string
 	rest := args[cmdAt+1:]

@@ -32,6 +32,7 @@ func Examples() map[string][]Example {
 		"serve":     serveExamples,
 		"uninstall": uninstallExamples,
 		"relay":     relayExamples,
+		"cluster":   clusterExamples,
 	}
 }
 

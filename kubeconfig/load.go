@@ -141,7 +141,8 @@ func (o Options) inCluster() (*Config, error) {
 	}
 	rc, err := build()
 	if err != nil {
-		return nil, errkind.New(ErrNoConfig, errors.New("no kubeconfig found: set --kubeconfig or KUBECONFIG, or create ~/.kube/config"))
+		return nil, errkind.New(ErrNoConfig, errors.New("no kubeconfig found: set --kubeconfig or KUBECONFIG, or create ~/.kube/config; "+
+			"to try hookback without a cluster: hookback cluster up, then export KUBECONFIG=$(hookback cluster kubeconfig)"))
 	}
 	if o.Context != "" {
 		return nil, fmt.Errorf("--context %q given but no kubeconfig file was found: set --kubeconfig or KUBECONFIG", o.Context)

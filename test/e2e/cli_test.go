@@ -79,6 +79,16 @@ func (s *shellEnv) shell(ctx context.Context, line string) *exec.Cmd {
 // TestHelpExamplesRun runs every example of every command's --help, as
 // written, against the cluster: a wrong example fails here.
 func TestHelpExamplesRun(t *testing.T) {
+	// The cluster examples start, show and stop a cluster of their own, in a
+	// cache of their own, from hack/cluster's binaries (no download).
+	clusterCache := t.TempDir()
+	t.Cleanup(func() {
+		cmd := exec.Command(env.binary, "cluster", "down", "--name", "example")
+		cmd.Env = append(os.Environ(), "HOOKBACK_CACHE_DIR="+clusterCache)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("hookback cluster down --name example: %v\n%s", err, out)
+		}
+	})
 	for cmdName, examples := range cli.Examples() {
 		for _, ex := range examples {
 			t.Run(strings.TrimSpace(cmdName+" "+ex.Command), func(t *testing.T) {
@@ -92,6 +102,9 @@ func TestHelpExamplesRun(t *testing.T) {
 					ns := namespace(t)
 					s.environ = append(s.environ, "HOOKBACK_INSTALL_NAMESPACE="+ns)
 					t.Cleanup(func() { _, _, _ = hookback(t, env.kubeconfig, "uninstall", "--install-namespace", ns, "--wait", "5s") })
+				}
+				if cmdName == "cluster" {
+					s.environ = append(s.environ, "HOOKBACK_CACHE_DIR="+clusterCache, "HOOKBACK_BINARIES="+clusterBinDir(t))
 				}
 				if cmdName == "relay" {
 					s.environ = append(s.environ, "HOOKBACK_RELAY_SECRET=e2e-example")
