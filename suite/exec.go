@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -47,13 +46,12 @@ var _ Output = (*outputBuffer)(nil)
 // Ready says it serves, the command exits (an error with its output), or
 // the deadline passes (the server is stopped).
 func StartServer(ctx context.Context, opts ExecOptions) (*Server, error) {
-	cmd := exec.Command("/bin/sh", "-c", opts.Command)
+	cmd := shellCommand(opts.Command)
 	cmd.Dir = opts.Dir
 	cmd.Env = append(os.Environ(), opts.Env...)
 	out := &outputBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
-	// Its own group: go run and make start children, which must stop too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%w %q: %w", ErrServer, opts.Command, err)
 	}
@@ -89,8 +87,7 @@ func (s *Server) Output() Output { return s.out }
 // Stop sends SIGTERM to the server's process group, then SIGKILL after the
 // grace period, and waits for it.
 func (s *Server) Stop() {
-	pid := s.cmd.Process.Pid
-	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	terminate(s.cmd.Process)
 	grace := s.opts.Grace
 	if grace <= 0 {
 		grace = 10 * time.Second
@@ -101,12 +98,12 @@ func (s *Server) Stop() {
 	case err := <-s.done:
 		s.done <- err
 	case <-t.C:
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		kill(s.cmd.Process)
 		err := <-s.done
 		s.done <- err
 	}
 	// Whatever its children left behind in the group.
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	kill(s.cmd.Process)
 }
 
 // outputBuffer keeps the server's output, readable by offset.
