@@ -21,23 +21,23 @@ func TestStartStepsInOrder(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("start's steps = %v, want %v", got, want)
 	}
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/usage.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(readme)
 	start := strings.Index(text, "### What `start` does")
 	if start < 0 {
-		t.Fatal(`README has no "What start does" section`)
+		t.Fatal(`docs/usage.md has no "What start does" section`)
 	}
 	text = text[start:]
-	// What the README says for each step, in the order start takes them.
+	// What docs/usage.md says for each step, in the order start takes them.
 	said := []string{"takes this session's Lease", "Starts the controllers", "deploys the relay", "server-side apply", "verifies with a canary", "ready banner"}
 	at := 0
 	for _, phrase := range said {
 		i := strings.Index(strings.ToLower(text[at:]), strings.ToLower(phrase))
 		if i < 0 {
-			t.Fatalf("README's \"What start does\" does not say %q after the step before it", phrase)
+			t.Fatalf("docs/usage.md's \"What start does\" does not say %q after the step before it", phrase)
 		}
 		at += i
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -44,7 +45,13 @@ type Webhook struct {
 // Name is the webhook's name in its configuration.
 func (w *Webhook) Name() string { return w.access().GetName() }
 
+// accessors guards the accessors made lazily: cases run concurrently
+// (--concurrency) and may match the same webhook at once.
+var accessors sync.Mutex
+
 func (w *Webhook) access() webhook.WebhookAccessor {
+	accessors.Lock()
+	defer accessors.Unlock()
 	if w.accessor == nil {
 		defaults(w)
 		if w.Mutating != nil {
