@@ -20,7 +20,7 @@ var auditExamples = []Example{
 	{Command: "hookback audit --webhooks pod-lifespan -o junit > audit.xml", Comment: "a JUnit report for CI: a testcase per object, a failure per denial"},
 	{Command: "hookback audit --webhooks pod-name --operation UPDATE -o json", Comment: "no-change UPDATEs instead of CREATEs (pod-name judges only what changed); one JSON object per review"},
 	{Command: "hookback audit --policy policies/ --webhooks none", Comment: "what your ValidatingAdmissionPolicies and MutatingAdmissionPolicies would do to every existing object, evaluated with the apiserver's own code"},
-	{Command: "hookback audit --policy policy.yaml --webhook-config config/webhook --upstream https://127.0.0.1:9443", Comment: "a migration: your webhook and the policy meant to replace it, side by side on every existing object; exit 1 on any disagreement"},
+	{Command: "hookback audit --policy policies/policy.yaml --webhooks pod-name", Comment: "a migration: a webhook and the policy meant to replace it, side by side on every existing object; exit 1 on any disagreement (--webhook-config and --upstream for yours)"},
 }
 
 func auditCommand(ext Extension) (*cli.Command, *binder) {

@@ -44,6 +44,12 @@ func newShellEnv(t *testing.T) *shellEnv {
 	if err := os.CopyFS(filepath.Join(dir, "config"), os.DirFS(repoPath("test", "e2e", "crmanager", "config"))); err != nil {
 		t.Fatal(err)
 	}
+	// The Kubernetes documentation's ValidatingAdmissionPolicy, for the
+	// --policy examples.
+	if err := os.MkdirAll(filepath.Join(dir, "policies"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, repoPath("policy", "testdata", "basic", "policy.yaml"), filepath.Join(dir, "policies", "policy.yaml"))
 	// A suite for the built-ins, for the test examples.
 	if err := os.CopyFS(filepath.Join(dir, "suite"), os.DirFS(repoPath("testdata", "suite"))); err != nil {
 		t.Fatal(err)
