@@ -83,7 +83,8 @@ func eachGoFile(t *testing.T, tests bool, mode parser.Mode, fn func(path string,
 }
 
 // topLevelPathRE matches a path that begins with one of the repository's
-// top-level directories (hidden ones included, the cache excepted), after a
+// top-level directories (hidden ones included, what .gitignore lists
+// excepted: .cache, dist and bin are build output), after a
 // space, quote, bracket or the start of a line: not the tail of a URL or a
 // Go import path.
 func topLevelPathRE(t *testing.T) *regexp.Regexp {
@@ -92,9 +93,10 @@ func topLevelPathRE(t *testing.T) *regexp.Regexp {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ignored := gitignored()
 	var dirs []string
 	for _, e := range entries {
-		if e.IsDir() && e.Name() != ".git" && e.Name() != ".cache" {
+		if e.IsDir() && e.Name() != ".git" && !ignored[e.Name()] {
 			dirs = append(dirs, regexp.QuoteMeta(e.Name()))
 		}
 	}

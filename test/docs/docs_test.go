@@ -80,12 +80,7 @@ func layoutNames(t *testing.T, text string) []string {
 // but hidden ones and what .gitignore lists (build output).
 func layoutDirs(t *testing.T) []string {
 	t.Helper()
-	ignored := map[string]bool{}
-	if b, err := os.ReadFile(".gitignore"); err == nil {
-		for line := range strings.SplitSeq(string(b), "\n") {
-			ignored[strings.Trim(strings.TrimSpace(line), "/")] = true
-		}
-	}
+	ignored := gitignored()
 	entries, err := os.ReadDir(".")
 	if err != nil {
 		t.Fatal(err)
@@ -228,4 +223,16 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// gitignored are the names .gitignore lists: build output (bin/, dist/),
+// which neither the layout nor the docs' paths answer for.
+func gitignored() map[string]bool {
+	ignored := map[string]bool{}
+	if b, err := os.ReadFile(".gitignore"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			ignored[strings.Trim(strings.TrimSpace(line), "/")] = true
+		}
+	}
+	return ignored
 }
