@@ -10,11 +10,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/builtin/controllers"
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/internal/errkind"
 	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/rbac"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/session"
 )
@@ -148,14 +148,14 @@ func DNSNames(service, namespace string) []string {
 // selected parts' declarations. No laptop-session permissions (canary
 // ConfigMaps, other sessions' Leases, deleting configurations): those are
 // `hookback uninstall`'s, run by a person.
-func ServePermissions(namespace string, caSecret bool, webhookNames, controllerNames []string) ([]admission.Permission, error) {
+func ServePermissions(namespace string, caSecret bool, webhookNames, controllerNames []string) ([]rbac.Permission, error) {
 	ctl, err := controllers.Permissions(controllerNames)
 	if err != nil {
 		return nil, err
 	}
-	var core []admission.Permission
+	var core []rbac.Permission
 	add := func(verb, group, resource, ns, name, why string) {
-		core = append(core, admission.Permission{Verb: verb, Group: group, Resource: resource, Namespace: ns, Name: name,
+		core = append(core, rbac.Permission{Verb: verb, Group: group, Resource: resource, Namespace: ns, Name: name,
 			Why: why, Part: registration.PartCore})
 	}
 	for _, res := range []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"} {
@@ -177,5 +177,5 @@ func ServePermissions(namespace string, caSecret bool, webhookNames, controllerN
 	}
 	add("create", "", "events", "", "", "Events")
 	add("patch", "", "events", "", "", "Events (repeats)")
-	return admission.MergePermissions(core, webhooks.Permissions(webhookNames), ctl), nil
+	return rbac.Merge(core, webhooks.Permissions(webhookNames), ctl), nil
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/internal/errkind"
+	"github.com/hookback/hookback/rbac"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/session"
 )
@@ -93,7 +94,7 @@ func InCluster(o Options) ([]runtime.Object, error) {
 	if err := o.Validate(); err != nil {
 		return nil, errkind.New(ErrInvalidConfig, err)
 	}
-	roles, err := rbac(o)
+	roles, err := serveRoles(o)
 	if err != nil {
 		return nil, fmt.Errorf("render in-cluster: %w", err)
 	}
@@ -135,15 +136,15 @@ func sessionConfig(o Options) session.Options {
 		WebhookOptions: webhooks.DefaultOptions()}
 }
 
-// rbac is the least-privilege roles of serve (ServePermissions), bound to
+// serveRoles is the least-privilege roles of serve (ServePermissions), bound to
 // the install's ServiceAccount.
-func rbac(o Options) ([]runtime.Object, error) {
+func serveRoles(o Options) ([]runtime.Object, error) {
 	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: o.Namespace, Name: Name}
 	perms, err := ServePermissions(o.Namespace, !o.CertManager, o.Webhooks, o.Controllers)
 	if err != nil {
 		return nil, err
 	}
-	r := registration.NewRBAC(perms, Name, []rbacv1.Subject{subject})
+	r := rbac.GrantFor(perms, Name, []rbacv1.Subject{subject})
 	out := []runtime.Object{r.ClusterRole, r.ClusterRoleBinding}
 	r.ClusterRole.Labels, r.ClusterRoleBinding.Labels = Labels(), Labels()
 	for i := range r.Roles {

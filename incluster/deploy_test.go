@@ -10,7 +10,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/rbac"
 	"github.com/hookback/hookback/session"
 )
 
@@ -68,14 +68,14 @@ func TestInClusterGrantsEveryDeclaredPermission(t *testing.T) {
 				}
 			}
 			for _, verb := range []string{"get", "create", "update"} {
-				p := admission.Permission{Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Namespace: o.Namespace, Name: LeaseName}
+				p := rbac.Permission{Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Namespace: o.Namespace, Name: LeaseName}
 				if !granted(byNS[o.Namespace], p) {
 					t.Errorf("leader election: %+v not granted in %s", p, o.Namespace)
 				}
 			}
 			// A pod never deregisters nor runs a laptop session's canary:
 			// those grants would only widen what a compromised pod can do.
-			for _, p := range []admission.Permission{
+			for _, p := range []rbac.Permission{
 				{Verb: "delete", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"},
 				{Verb: "delete", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"},
 				{Verb: "create", Resource: "configmaps", Namespace: o.Namespace},
@@ -103,7 +103,7 @@ func rulesByNamespace(objs []runtime.Object) map[string][]rbacv1.PolicyRule {
 	return out
 }
 
-func granted(rules []rbacv1.PolicyRule, p admission.Permission) bool {
+func granted(rules []rbacv1.PolicyRule, p rbac.Permission) bool {
 	res := p.Resource
 	if p.Subresource != "" {
 		res += "/" + p.Subresource

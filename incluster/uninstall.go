@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
-	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/rbac"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/session"
 )
@@ -73,8 +73,8 @@ var (
 )
 
 // UninstallPermissions are what Uninstall lists and deletes.
-func UninstallPermissions(namespace string) []admission.Permission {
-	var out []admission.Permission
+func UninstallPermissions(namespace string) []rbac.Permission {
+	var out []rbac.Permission
 	for _, s := range append(append([]uninstallStep{}, stopSteps...), restSteps...) {
 		if s.gvr.Group == "cert-manager.io" {
 			continue // optional: only with --cert-manager
@@ -84,11 +84,11 @@ func UninstallPermissions(namespace string) []admission.Permission {
 			ns = namespace
 		}
 		for _, verb := range []string{"list", "delete"} {
-			out = append(out, admission.Permission{Verb: verb, Group: s.gvr.Group, Resource: s.gvr.Resource, Namespace: ns,
+			out = append(out, rbac.Permission{Verb: verb, Group: s.gvr.Group, Resource: s.gvr.Resource, Namespace: ns,
 				Why: "uninstall", Part: registration.PartCore})
 		}
 	}
-	return append(out, admission.Permission{Verb: "list", Resource: "pods", Namespace: namespace, Why: "wait for the pods to stop", Part: registration.PartCore})
+	return append(out, rbac.Permission{Verb: "list", Resource: "pods", Namespace: namespace, Why: "wait for the pods to stop", Part: registration.PartCore})
 }
 
 // Uninstall removes everything labelled as the install in cfg.Namespace

@@ -12,13 +12,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/internal/errkind"
+	"github.com/hookback/hookback/rbac"
 )
 
 // Permission is what preflight checks: the type every part declares its
 // needs in.
-type Permission = admission.Permission
+type Permission = rbac.Permission
 
 // PermissionResult is the outcome of one SelfSubjectAccessReview.
 type PermissionResult struct {

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/discovery"
 
 	"github.com/hookback/hookback/internal/errkind"
-	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/manifests"
 )
 
 // ErrPolicy marks a policy manifest hookback cannot use: an unsupported
@@ -54,7 +54,7 @@ type Set struct {
 // Load reads policies like --webhook-config reads webhook configurations:
 // each path a file, a directory, a kustomize directory, or "-" for stdin.
 func Load(paths []string, stdin io.Reader) (*Set, error) {
-	docs, err := registration.LoadManifests(paths, stdin)
+	docs, err := manifests.Load(paths, stdin)
 	if err != nil {
 		return nil, fmt.Errorf("load policies: %w", err)
 	}
@@ -63,7 +63,7 @@ func Load(paths []string, stdin io.Reader) (*Set, error) {
 
 // FromDocuments sorts manifest documents into a Set; every problem is
 // reported at once, each naming its document.
-func FromDocuments(docs []registration.Document) (*Set, error) {
+func FromDocuments(docs []manifests.Document) (*Set, error) {
 	s := &Set{}
 	var errs []error
 	for _, d := range docs {

@@ -12,9 +12,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/hookback/hookback/manifests"
 	"sigs.k8s.io/yaml"
-
-	"github.com/hookback/hookback/registration"
 )
 
 // File is the name of the project file kubebuilder (and Operator SDK,
@@ -75,7 +74,7 @@ func Load(dir string) (*Project, error) {
 	if p.Name == "" {
 		p.Name = filepath.Base(pf.Repo)
 	}
-	if p.Manifests, p.Fallback, err = manifests(dir); err != nil {
+	if p.Manifests, p.Fallback, err = manifestPaths(dir); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -97,14 +96,14 @@ func layout(v any) []string {
 	return nil
 }
 
-// manifests picks config/default when it renders and says something to
+// manifestPaths picks config/default when it renders and says something to
 // hookback; else config/webhook and config/crd, those that exist.
-func manifests(dir string) ([]string, string, error) {
+func manifestPaths(dir string) ([]string, string, error) {
 	def := filepath.Join(dir, "config", "default")
 	var why string
-	if !registration.IsKustomization(def) {
+	if !manifests.IsKustomization(def) {
 		why = def + " is missing or has no kustomization"
-	} else if m, err := registration.ReadManifests([]string{def}, nil); err != nil {
+	} else if m, err := manifests.Read([]string{def}, nil); err != nil {
 		why = fmt.Sprintf("%s does not render: %v", def, err)
 	} else if len(m.Webhooks) == 0 && len(m.CRDs) == 0 {
 		why = def + " holds no webhook configuration nor CRD (are ../webhook and ../crd commented out in its kustomization?)"

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookback/hookback/internal/errkind"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -39,9 +38,9 @@ var CRDResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Ver
 // CRD is one CustomResourceDefinition of the user's manifests.
 type CRD struct {
 	// Object is the CRD as the intake gives it (CA injectors removed);
-	// Source is where it was read, for messages.
+	// Source is where it was read ("FILE document N"), for messages.
 	Object *unstructured.Unstructured
-	Source Document
+	Source string
 	Name   string
 	// Conversion is the route of a CRD whose spec.conversion.strategy is
 	// Webhook (Path is ConversionPath(Name), UpstreamPath the manifest's
@@ -68,30 +67,6 @@ func ConversionOf(path string) (crd, upstreamPath string, ok bool) {
 	}
 	crd, err := url.PathUnescape(name)
 	return crd, "/" + up, err == nil
-}
-
-// CRDsOf reads the intake's CRDs. A CRD whose conversion webhook names no
-// usable target is an error naming its document.
-func CRDsOf(m *Manifests) ([]CRD, error) {
-	var crds []CRD
-	var errs []error
-	for i, o := range m.CRDs {
-		c := CRD{Object: o, Source: m.CRDSources[i], Name: o.GetName()}
-		r, ok, err := ConversionTarget(o)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", c.Source.Location(), err))
-			continue
-		}
-		if ok {
-			r.Path, r.Webhooks = ConversionPath(c.Name, r.UpstreamPath), []string{c.Name}
-			c.Conversion = &r
-		}
-		crds = append(crds, c)
-	}
-	if len(errs) > 0 {
-		return nil, errkind.New(ErrManifest, errors.Join(errs...))
-	}
-	return crds, nil
 }
 
 // CRDs installs the user's missing CRDs, points conversion webhooks at
@@ -194,7 +169,7 @@ func (c *CRDs) install(ctx context.Context, crd CRD, convert bool, to Target) er
 	if _, err := c.Dynamic.Resource(CRDResource).Apply(ctx, crd.Name, o, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
 		return fmt.Errorf("install CustomResourceDefinition %q: %w", crd.Name, err)
 	}
-	c.Log.Info("installed CustomResourceDefinition missing from the cluster; it stays after hookback stops", "crd", crd.Name, "source", crd.Source.Location())
+	c.Log.Info("installed CustomResourceDefinition missing from the cluster; it stays after hookback stops", "crd", crd.Name, "source", crd.Source)
 	return c.waitEstablished(ctx, crd.Name)
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -35,6 +36,29 @@ func crdObject(t *testing.T, name, conversion string) *unstructured.Unstructured
 	return o
 }
 
+// crdsOf is what the manifests package's CRDsOf gives for these CRDs, whose
+// conversion (when Webhook) is a service target, as liveConversion's is.
+func crdsOf(t *testing.T, objs ...*unstructured.Unstructured) ([]CRD, error) {
+	t.Helper()
+	var crds []CRD
+	for i, o := range objs {
+		c := CRD{Object: o, Source: fmt.Sprintf("crd.yaml document %d", i+1), Name: o.GetName()}
+		if strategy, _, _ := unstructured.NestedString(o.Object, "spec", "conversion", "strategy"); strategy == "Webhook" {
+			svc, _, err := unstructured.NestedMap(o.Object, "spec", "conversion", "webhook", "clientConfig", "service")
+			if err != nil {
+				return nil, err
+			}
+			up, _ := svc["path"].(string)
+			ns, _ := svc["namespace"].(string)
+			name, _ := svc["name"].(string)
+			c.Conversion = &Route{Path: ConversionPath(c.Name, up), UpstreamPath: up, Webhooks: []string{c.Name},
+				Service: &ServiceRef{Namespace: ns, Name: name, Port: 443, Path: up}}
+		}
+		crds = append(crds, c)
+	}
+	return crds, nil
+}
+
 func fakeDynamic(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{CRDResource: "CustomResourceDefinitionList"}, objs...)
@@ -55,8 +79,7 @@ func TestRedirectAndRestoreExactly(t *testing.T) {
 	live := crdObject(t, "widgets.shop.io", liveConversion)
 	var logs bytes.Buffer
 	c := &CRDs{Dynamic: fakeDynamic(live), Session: "s1", LeaseRef: "default/hookback-s1", Log: slog.New(slog.NewTextHandler(&logs, nil))}
-	m := &Manifests{CRDs: []*unstructured.Unstructured{crdObject(t, "widgets.shop.io", liveConversion)}, CRDSources: []Document{{Source: "crd.yaml", Index: 1}}}
-	crds, err := CRDsOf(m)
+	crds, err := crdsOf(t, crdObject(t, "widgets.shop.io", liveConversion))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +125,7 @@ func TestRedirectAndRestoreExactly(t *testing.T) {
 func TestRedirectToService(t *testing.T) {
 	live := crdObject(t, "widgets.shop.io", liveConversion)
 	c := &CRDs{Dynamic: fakeDynamic(live), Session: "s1", LeaseRef: "default/hookback-s1", Log: slog.New(slog.DiscardHandler)}
-	crds, err := CRDsOf(&Manifests{CRDs: []*unstructured.Unstructured{crdObject(t, "widgets.shop.io", liveConversion)}, CRDSources: []Document{{Source: "crd.yaml", Index: 1}}})
+	crds, err := crdsOf(t, crdObject(t, "widgets.shop.io", liveConversion))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +155,7 @@ func TestEnsureReportsDifferencesAndFilters(t *testing.T) {
 	}, "spec", "versions")
 	var logs bytes.Buffer
 	c := &CRDs{Dynamic: fakeDynamic(live), Session: "s1", Log: slog.New(slog.NewTextHandler(&logs, nil))}
-	crds, err := CRDsOf(&Manifests{CRDs: []*unstructured.Unstructured{want}, CRDSources: []Document{{Source: "x", Index: 1}}})
+	crds, err := crdsOf(t, want)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +183,7 @@ func TestCleanupRestoresDeadSessionsCRDs(t *testing.T) {
 	live := crdObject(t, "widgets.shop.io", liveConversion)
 	dyn := fakeDynamic(live)
 	dead := &CRDs{Dynamic: dyn, Session: "dead", LeaseRef: "default/hookback-dead", Log: slog.New(slog.DiscardHandler)}
-	crds, _ := CRDsOf(&Manifests{CRDs: []*unstructured.Unstructured{live.DeepCopy()}, CRDSources: []Document{{Source: "x", Index: 1}}})
+	crds, _ := crdsOf(t, live.DeepCopy())
 	if _, _, err := dead.Ensure(context.Background(), crds, func(string) bool { return true }, Target{URL: "https://h"}); err != nil {
 		t.Fatal(err)
 	}

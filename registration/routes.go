@@ -22,3 +22,48 @@ func UpstreamPathOf(routePath string) string {
 	}
 	return routePath
 }
+
+// Route path prefixes. A route path encodes the whole in-cluster target, so
+// that two services serving the same path get different routes, and stays
+// readable in logs:
+//
+//	service target: /upstream/svc/NAMESPACE/NAME/PORT/PATH
+//	url target:     /upstream/url/HOST/PORT/PATH
+//
+// PORT is always explicit (443 when the manifest leaves it out) and PATH is
+// the target's path, "/" when absent, so /upstream/svc/system/webhook-service/443/
+// stands for the service's root. Segments are path-escaped.
+const (
+	RoutePrefixService = "/upstream/svc/"
+	RoutePrefixURL     = "/upstream/url/"
+)
+
+// Route is one path hookback serves for the user's webhooks, and the
+// in-cluster target it stands for.
+type Route struct {
+	// Path is hookback's path, unique per distinct target (see RoutePrefixService).
+	Path string
+	// Service is the target service, or nil for a url target.
+	Service *ServiceRef
+	// URL is the original clientConfig.url, for url targets; when several
+	// spellings name one target (https://h/x, https://h:443/x), the first.
+	URL string
+	// UpstreamPath is the escaped path of the original target, used when
+	// forwarding. It never has a query: the apiserver refuses query
+	// parameters in webhook URLs, and so does manifests.Rewrite.
+	UpstreamPath string
+	// Webhooks names the webhooks routed here, for logs.
+	Webhooks []string
+}
+
+// ServiceRef is a clientConfig.service target, port and path defaulted.
+type ServiceRef struct {
+	Namespace, Name string
+	// Port is 443 when the manifest leaves it out.
+	Port int32
+	// Path is "/" when the manifest leaves it out.
+	Path string
+}
+
+// Key is "NAMESPACE/NAME", what `--upstream NAMESPACE/SERVICE=URL` maps.
+func (s ServiceRef) Key() string { return s.Namespace + "/" + s.Name }

@@ -73,7 +73,7 @@ func Render(name string, tmpl []byte, data TemplateData, opts RenderOptions) (*R
 		return nil, err
 	}
 	for _, o := range objs {
-		prepare(o, data.Session, opts.LeaseRef)
+		Prepare(o, data.Session, opts.LeaseRef)
 	}
 	return &Registration{Objects: objs}, nil
 }
@@ -101,7 +101,7 @@ func execute(name string, tmpl []byte, data TemplateData, paths []string) ([]*un
 		if err := checkConfiguration(o, paths); err != nil {
 			return nil, errkind.New(ErrTemplate, fmt.Errorf("bad webhook template: %s: %w", name, err))
 		}
-		// Keyed before prepare's suffix, which is the same for every object.
+		// Keyed before Prepare's suffix, which is the same for every object.
 		key := o.GetKind() + "/" + o.GetName()
 		if seen[key] {
 			return nil, errkind.New(ErrTemplate, fmt.Errorf("bad webhook template: %s: %s defined twice", name, key))
@@ -188,9 +188,9 @@ func checkWebhookURL(hook map[string]any, paths []string) error {
 	return nil
 }
 
-// prepare suffixes the name with the session, so two developers on one
+// Prepare suffixes the name with the session, so two developers on one
 // cluster never collide, and labels the object as hookback's.
-func prepare(o *unstructured.Unstructured, session, leaseRef string) {
+func Prepare(o *unstructured.Unstructured, session, leaseRef string) {
 	if !strings.HasSuffix(o.GetName(), "-"+session) {
 		o.SetName(o.GetName() + "-" + session)
 	}

@@ -84,7 +84,7 @@ func CanaryConfiguration(session, url, caBundle, leaseRef string) *unstructured.
 			"admissionReviewVersions": []any{"v1"},
 		}},
 	}}
-	prepare(o, session, leaseRef)
+	Prepare(o, session, leaseRef)
 	return o
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/chain"
 	"github.com/hookback/hookback/inspector"
+	"github.com/hookback/hookback/rbac"
 	"github.com/hookback/hookback/registration"
 )
 
@@ -32,19 +33,19 @@ type chainRun struct {
 
 // chainPermissions are what --chain reads besides the webhook
 // configurations registration already watches.
-func chainPermissions(cfg Options) []admission.Permission {
+func chainPermissions(cfg Options) []rbac.Permission {
 	if !cfg.Chain {
 		return nil
 	}
-	var out []admission.Permission
+	var out []rbac.Permission
 	for _, res := range []string{"mutatingadmissionpolicies", "mutatingadmissionpolicybindings", "validatingadmissionpolicies", "validatingadmissionpolicybindings"} {
 		for _, verb := range []string{"list", "watch"} {
-			out = append(out, admission.Permission{Verb: verb, Group: "admissionregistration.k8s.io", Resource: res,
+			out = append(out, rbac.Permission{Verb: verb, Group: "admissionregistration.k8s.io", Resource: res,
 				Why: "--chain: name the policies that could have changed an object", Part: "chain"})
 		}
 	}
 	for _, verb := range []string{"list", "watch"} {
-		out = append(out, admission.Permission{Verb: verb, Resource: "namespaces", Why: "--chain: match namespace selectors", Part: "chain"})
+		out = append(out, rbac.Permission{Verb: verb, Resource: "namespaces", Why: "--chain: match namespace selectors", Part: "chain"})
 	}
 	return out
 }

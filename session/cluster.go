@@ -12,9 +12,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/advertise"
 	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/rbac"
 )
 
 // requestTimeout bounds every registration request; informers watch
@@ -41,7 +41,7 @@ func (c *Cluster) Now() time.Time {
 
 // Connect loads the kubeconfig and checks that the apiserver answers and
 // that every permission in perms is granted, before anything is written.
-func Connect(ctx context.Context, opts kubeconfig.Options, log *slog.Logger, perms []admission.Permission) (*Cluster, error) {
+func Connect(ctx context.Context, opts kubeconfig.Options, log *slog.Logger, perms []rbac.Permission) (*Cluster, error) {
 	cfg, err := kubeconfig.Load(opts)
 	if err != nil {
 		return nil, err

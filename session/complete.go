@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/manifests"
 	"github.com/hookback/hookback/upstream"
 )
 
@@ -47,7 +47,7 @@ type Config struct {
 	opts Options
 	// manifests are your --webhook-config manifests as read at Complete;
 	// nil without any.
-	manifests *registration.Manifests
+	manifests *manifests.Set
 }
 
 // Complete resolves o into a Config: zero fields take their defaults
@@ -72,7 +72,7 @@ func CompleteWhatRuns(o Options) (*Config, error) {
 func read(o Options) (*Config, error) {
 	c := &Config{opts: o}
 	if len(o.User.Manifests) > 0 {
-		m, err := registration.ReadManifests(o.User.Manifests, o.User.Stdin)
+		m, err := manifests.Read(o.User.Manifests, o.User.Stdin)
 		if err != nil {
 			return nil, err
 		}
@@ -86,7 +86,7 @@ func read(o Options) (*Config, error) {
 func (c *Config) Options() Options { return c.opts }
 
 // Manifests are your manifests as Complete read them; nil without any.
-func (c *Config) Manifests() *registration.Manifests { return c.manifests }
+func (c *Config) Manifests() *manifests.Set { return c.manifests }
 
 // withDefaults fills what a zero Options leaves open; Complete calls it,
 // once.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/manifests"
 )
 
 // completed is o through CompleteWhatRuns (defaults, manifests read, no
@@ -30,10 +30,10 @@ func render(ctx context.Context, o Options) ([]byte, error) {
 // loadUser is loadUserWebhooks on spec's manifests, read as Complete reads
 // them.
 func loadUser(spec UserWebhooks, cfg Options) (*userWebhooks, error) {
-	var m *registration.Manifests
+	var m *manifests.Set
 	if len(spec.Manifests) > 0 {
 		var err error
-		if m, err = registration.ReadManifests(spec.Manifests, spec.Stdin); err != nil {
+		if m, err = manifests.Read(spec.Manifests, spec.Stdin); err != nil {
 			return nil, err
 		}
 	}

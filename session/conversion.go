@@ -11,6 +11,7 @@ import (
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/conversion"
 	"github.com/hookback/hookback/inspector"
+	"github.com/hookback/hookback/manifests"
 	"github.com/hookback/hookback/record"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/upstream"
@@ -32,7 +33,7 @@ func loadConversions(u *userWebhooks, cfg Options) (*conversions, error) {
 	if u.manifests == nil {
 		return c, nil
 	}
-	crds, err := registration.CRDsOf(u.manifests)
+	crds, err := manifests.CRDsOf(u.manifests)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"os"
 
-	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/rbac"
 	"github.com/hookback/hookback/registration"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -105,8 +105,8 @@ func withAction(e *corev1.Event) *corev1.Event {
 }
 
 // eventPermissions are what recording Events needs, for every part.
-func eventPermissions() []admission.Permission {
-	return []admission.Permission{
+func eventPermissions() []rbac.Permission {
+	return []rbac.Permission{
 		{Verb: "create", Resource: "events", Why: "Events", Part: registration.PartCore},
 		{Verb: "patch", Resource: "events", Why: "Events (repeats)", Part: registration.PartCore},
 	}

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 
+	"github.com/hookback/hookback/manifests"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/reload"
 )
@@ -40,7 +41,7 @@ func manifestRoots(paths []string) []string {
 	var out []string
 	for _, p := range paths {
 		root := filepath.Clean(p)
-		if registration.IsKustomization(root) {
+		if manifests.IsKustomization(root) {
 			root = filepath.Dir(root)
 		}
 		if !slices.Contains(out, root) {
@@ -84,8 +85,8 @@ func (r *run) reloadManifests(ctx context.Context) {
 
 // reread reads the manifests as loadUserWebhooks did, with their routes
 // and CRDs.
-func (u *userWebhooks) reread(session string) (*registration.Manifests, []registration.Route, []registration.CRD, error) {
-	m, err := registration.ReadManifests(u.spec.Manifests, nil)
+func (u *userWebhooks) reread(session string) (*manifests.Set, []registration.Route, []registration.CRD, error) {
+	m, err := manifests.Read(u.spec.Manifests, nil)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -94,11 +95,11 @@ func (u *userWebhooks) reread(session string) (*registration.Manifests, []regist
 	}
 	var routes []registration.Route
 	if len(m.Webhooks) > 0 {
-		if _, routes, err = registration.RewriteManifests(m.Webhooks, u.spec.manifestOptions("https://hookback.invalid", "", session, "")); err != nil {
+		if _, routes, err = manifests.Rewrite(m.Webhooks, u.spec.manifestOptions("https://hookback.invalid", "", session, "")); err != nil {
 			return nil, nil, nil, err
 		}
 	}
-	crds, err := registration.CRDsOf(m)
+	crds, err := manifests.CRDsOf(m)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("CustomResourceDefinitions: %w", err)
 	}
@@ -132,7 +133,7 @@ func unserved(served, routes []registration.Route, conv *conversions, crds []reg
 
 // sameObjects reports whether a and b hold the same webhook configurations
 // and CRDs, wherever they were read from.
-func sameObjects(a, b *registration.Manifests) bool {
+func sameObjects(a, b *manifests.Set) bool {
 	if a == nil || b == nil || len(a.Webhooks) != len(b.Webhooks) || len(a.CRDs) != len(b.CRDs) {
 		return false
 	}

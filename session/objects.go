@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/manifests"
 	"github.com/hookback/hookback/registration"
 )
 
@@ -73,7 +74,7 @@ type Placement struct {
 	Scope registration.Scope
 	// Manifests, when set, replace the ones Complete read: start re-reads
 	// yours when they change.
-	Manifests *registration.Manifests
+	Manifests *manifests.Set
 	// Observe, when set, derives observer configurations from the ones
 	// rendered (start --chain's, which match what yours match); they are
 	// named, labelled and narrowed by the scope like every other.
@@ -156,7 +157,7 @@ func (c *Config) Objects(p Placement) (*Objects, error) {
 		out.Redirect = p.Scope.Convert
 	}
 	if m != nil {
-		if out.CRDs, err = registration.CRDsOf(m); err != nil {
+		if out.CRDs, err = manifests.CRDsOf(m); err != nil {
 			return nil, err
 		}
 	}
@@ -165,11 +166,11 @@ func (c *Config) Objects(p Placement) (*Objects, error) {
 
 // rewriteYours rewrites your manifests' webhook configurations to point at
 // p's target, with the routes they are served on.
-func rewriteYours(u UserWebhooks, m *registration.Manifests, p Placement, session string) ([]*unstructured.Unstructured, []registration.Route, error) {
+func rewriteYours(u UserWebhooks, m *manifests.Set, p Placement, session string) ([]*unstructured.Unstructured, []registration.Route, error) {
 	if m == nil || len(m.Webhooks) == 0 {
 		return nil, nil, nil
 	}
-	reg, routes, err := registration.RewriteManifests(m.Webhooks, u.manifestOptions(p.Target.URL, p.Target.CABundle, session, p.LeaseRef))
+	reg, routes, err := manifests.Rewrite(m.Webhooks, u.manifestOptions(p.Target.URL, p.Target.CABundle, session, p.LeaseRef))
 	if err != nil {
 		return nil, nil, err
 	}

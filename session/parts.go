@@ -20,6 +20,7 @@ import (
 	"github.com/hookback/hookback/builtin/controllers"
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/inspector"
+	"github.com/hookback/hookback/rbac"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/tunnel"
 )
@@ -27,17 +28,17 @@ import (
 // Permissions lists what a run of c needs: registration's own, Events,
 // what the selected webhooks and controllers declare, the tunnel's, and
 // your CRDs'.
-func Permissions(c *Config) ([]admission.Permission, error) {
+func Permissions(c *Config) ([]rbac.Permission, error) {
 	cfg := c.opts
 	ctl, err := controllers.Permissions(cfg.Controllers)
 	if err != nil {
 		return nil, err
 	}
-	var tun []admission.Permission
+	var tun []rbac.Permission
 	if cfg.Tunnel.Enabled {
 		tun = tunnel.Permissions(cfg.Tunnel.Namespace)
 	}
-	return admission.MergePermissions(registration.Permissions(cfg.LeaseNamespace), eventPermissions(),
+	return rbac.Merge(registration.Permissions(cfg.LeaseNamespace), eventPermissions(),
 		webhooks.Permissions(cfg.Webhooks), ctl, tun, manifestPermissions(c.manifests), chainPermissions(cfg)), nil
 }
 
@@ -150,12 +151,12 @@ func paths(hooks []admission.Webhook) []string {
 // RBAC is the least-privilege ClusterRole (and lease-namespace Role) for a
 // run of c, bound to subjects: the same declarations Permissions returns
 // and check verifies.
-func RBAC(c *Config, name string, subjects []rbacv1.Subject) (*registration.RBAC, error) {
+func RBAC(c *Config, name string, subjects []rbacv1.Subject) (*rbac.Grant, error) {
 	perms, err := Permissions(c)
 	if err != nil {
 		return nil, err
 	}
-	return registration.NewRBAC(perms, name, subjects), nil
+	return rbac.GrantFor(perms, name, subjects), nil
 }
 
 // RBACYAML is RBAC as YAML, with a header saying how it was made.

@@ -7,10 +7,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/hookback/hookback/rbac"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
-
-	"github.com/hookback/hookback/admission"
 )
 
 var updateDocs = flag.Bool("update", false, "rewrite docs/rbac.yaml from the declared permissions")
@@ -85,7 +84,7 @@ func TestRBACGrantsEveryDeclaredPermission(t *testing.T) {
 	}
 }
 
-func granted(rules []rbacv1.PolicyRule, p admission.Permission) bool {
+func granted(rules []rbacv1.PolicyRule, p rbac.Permission) bool {
 	res := p.Resource
 	if p.Subresource != "" {
 		res += "/" + p.Subresource

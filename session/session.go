@@ -24,6 +24,7 @@ import (
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/internal/lifecycle"
+	"github.com/hookback/hookback/manifests"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/server"
 	"github.com/hookback/hookback/tunnel"
@@ -110,7 +111,7 @@ func runOn(ctx context.Context, c *Config, cl *Cluster, started time.Time) (err 
 
 // loadYours reads your webhooks and CRDs and builds their forwarders, and
 // sets which conversions the session redirects (the scope's).
-func loadYours(cfg *Options, m *registration.Manifests) (*yours, error) {
+func loadYours(cfg *Options, m *manifests.Set) (*yours, error) {
 	user, err := loadUserWebhooks(cfg.User, *cfg, m)
 	if err != nil {
 		return nil, err

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hookback/hookback/certs"
 	"io"
 	"log/slog"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/manifests"
+	"github.com/hookback/hookback/rbac"
 
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/registration"
@@ -75,11 +78,11 @@ type UserWebhooks struct {
 
 // permissions are what the manifests need beyond the webhook
 // configurations every session may write: the CRDs'.
-func manifestPermissions(m *registration.Manifests) []admission.Permission {
+func manifestPermissions(m *manifests.Set) []rbac.Permission {
 	if m == nil || len(m.CRDs) == 0 {
 		return nil
 	}
-	return registration.CRDPermissions()
+	return manifests.CRDPermissions()
 }
 
 // Validate reports every problem at once, naming the flags: the CLI runs
@@ -115,15 +118,15 @@ func (u UserWebhooks) options(up Upstream) upstream.Options {
 }
 
 // manifestOptions are the rewrite options for hookback's URL and caBundle.
-func (u UserWebhooks) manifestOptions(url, caBundle, session, leaseRef string) registration.ManifestOptions {
-	return registration.ManifestOptions{URL: url, CABundle: caBundle, Session: session, LeaseRef: leaseRef,
+func (u UserWebhooks) manifestOptions(url, caBundle, session, leaseRef string) manifests.RewriteOptions {
+	return manifests.RewriteOptions{URL: url, CABundle: caBundle, Session: session, LeaseRef: leaseRef,
 		KeepFailurePolicy: u.KeepFailurePolicy, TimeoutSeconds: int32(u.Timeout / time.Second)}
 }
 
 // checkMapped refuses an --upstream NAMESPACE/SERVICE=URL that no webhook
 // and no CRD conversion of the manifests sends to: a typo, or the name
 // before kustomize's namePrefix, would otherwise go unnoticed.
-func (u UserWebhooks) checkMapped(m *registration.Manifests) error {
+func (u UserWebhooks) checkMapped(m *manifests.Set) error {
 	named := m.Services()
 	var errs []error
 	for _, up := range u.Upstreams {
@@ -196,14 +199,14 @@ type userWebhooks struct {
 	spec UserWebhooks
 	// manifests are what the intake found: webhook configurations, CRDs
 	// (for their install and conversion redirect) and the kinds skipped.
-	manifests *registration.Manifests
+	manifests *manifests.Set
 	routes    []registration.Route
 	hooks     []admission.Webhook
 	late      *lateReport
 	shadow    *shadowReport
 }
 
-func loadUserWebhooks(spec UserWebhooks, cfg Options, m *registration.Manifests) (*userWebhooks, error) {
+func loadUserWebhooks(spec UserWebhooks, cfg Options, m *manifests.Set) (*userWebhooks, error) {
 	if m == nil {
 		return &userWebhooks{spec: spec, late: newLateReport(cfg.Log, spec.LateAnswerTimeout), shadow: newShadowReport(cfg.Log, false)}, nil
 	}
@@ -225,7 +228,7 @@ func loadUserWebhooks(spec UserWebhooks, cfg Options, m *registration.Manifests)
 	}
 	// The routes depend on the manifests alone; URL and caBundle are known
 	// later and filled in at every render.
-	reg, routes, err := registration.RewriteManifests(m.Webhooks, spec.manifestOptions("https://hookback.invalid", "", cfg.Session, ""))
+	reg, routes, err := manifests.Rewrite(m.Webhooks, spec.manifestOptions("https://hookback.invalid", "", cfg.Session, ""))
 	if err != nil {
 		return nil, err
 	}

@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/rbac"
 )
 
 // Config is `start --tunnel`: the apiserver reaches hookback through
@@ -81,11 +81,11 @@ var relayResources = []struct {
 }
 
 // Permissions are what a tunnel session needs in its namespace ns.
-func Permissions(ns string) []admission.Permission {
-	var ps []admission.Permission
+func Permissions(ns string) []rbac.Permission {
+	var ps []rbac.Permission
 	add := func(group, resource, sub, why string, verbs ...string) {
 		for _, v := range verbs {
-			ps = append(ps, admission.Permission{Verb: v, Group: group, Resource: resource, Subresource: sub,
+			ps = append(ps, rbac.Permission{Verb: v, Group: group, Resource: resource, Subresource: sub,
 				Namespace: ns, Why: why, Part: "tunnel"})
 		}
 	}

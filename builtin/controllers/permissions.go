@@ -3,7 +3,7 @@ package controllers
 import (
 	"strings"
 
-	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/rbac"
 	rbacv1 "k8s.io/api/rbac/v1"
 )
 
@@ -15,16 +15,16 @@ import (
 //
 // Events are not listed: they go through the recorder shared with the
 // webhooks (core/v1 events create and patch).
-func Permissions(selected []string) ([]admission.Permission, error) {
+func Permissions(selected []string) ([]rbac.Permission, error) {
 	want, err := selectControllers(selected)
 	if err != nil {
 		return nil, err
 	}
-	var out []admission.Permission
+	var out []rbac.Permission
 	add := func(reason, group, resource, subresource, name string, verbs ...string) {
 		part, _, _ := strings.Cut(reason, " ")
 		for _, v := range verbs {
-			out = append(out, admission.Permission{Verb: v, Group: group, Resource: resource, Subresource: subresource,
+			out = append(out, rbac.Permission{Verb: v, Group: group, Resource: resource, Subresource: subresource,
 				Name: name, Why: reason, Part: part})
 		}
 	}
@@ -63,5 +63,5 @@ func Permissions(selected []string) ([]admission.Permission, error) {
 			}
 		}
 	}
-	return admission.MergePermissions(out), nil
+	return rbac.Merge(out), nil
 }

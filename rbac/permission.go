@@ -1,4 +1,4 @@
-package admission
+package rbac
 
 // Permission is one access a part of hookback (a webhook, a controller, the
 // registration itself) needs from the cluster, in the shape of a
@@ -42,8 +42,8 @@ func (p Permission) key() [6]string {
 	return [6]string{p.Verb, p.Group, p.Resource, p.Subresource, p.Namespace, p.Name}
 }
 
-// MergePermissions concatenates lists, keeping the first of duplicates.
-func MergePermissions(lists ...[]Permission) []Permission {
+// Merge concatenates lists, keeping the first of duplicates.
+func Merge(lists ...[]Permission) []Permission {
 	seen := map[[6]string]bool{}
 	var out []Permission
 	for _, l := range lists {

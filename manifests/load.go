@@ -1,4 +1,4 @@
-package registration
+package manifests
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 // StdinSource is the Document.Source of documents read from "-".
 const StdinSource = "<stdin>"
 
-// manifestExts are the file names LoadManifests reads from a directory.
+// manifestExts are the file names Load reads from a directory.
 var manifestExts = []string{".yaml", ".yml", ".json"}
 
 // Document is one YAML/JSON object read from a manifest source, with where it
@@ -44,14 +44,14 @@ func (d Document) Location() string {
 	return fmt.Sprintf("%s document %d", d.Source, d.Index)
 }
 
-// LoadManifests reads every path in order: a file, a kustomization
+// Load reads every path in order: a file, a kustomization
 // directory (rendered, see IsKustomization; its Documents' Source is the
 // directory), a directory (its *.yaml,
 // *.yml and *.json files, sorted by name, not recursive), or "-" for stdin,
 // which can be read only once. Multi-document YAML ("---") and List kinds
 // (their items) are split into Documents; empty documents are skipped.
-// Read errors name the path; parse errors also wrap ErrManifest.
-func LoadManifests(paths []string, stdin io.Reader) ([]Document, error) {
+// Read errors name the path; parse errors also wrap ErrInvalid.
+func Load(paths []string, stdin io.Reader) ([]Document, error) {
 	var docs []Document
 	stdinRead := false
 	for _, p := range paths {
@@ -145,14 +145,14 @@ func decodeManifest(source string, b []byte) ([]Document, error) {
 			if errors.Is(err, io.EOF) {
 				return docs, nil
 			}
-			return nil, errkind.New(ErrManifest, fmt.Errorf("%s document %d: %w", source, i, err))
+			return nil, errkind.New(ErrInvalid, fmt.Errorf("%s document %d: %w", source, i, err))
 		}
 		if len(bytes.TrimSpace(raw)) == 0 {
 			continue // a document of comments only
 		}
 		var m map[string]any
 		if err := utiljson.Unmarshal(raw, &m); err != nil {
-			return nil, errkind.New(ErrManifest, fmt.Errorf("%s document %d: not an object: %w", source, i, err))
+			return nil, errkind.New(ErrInvalid, fmt.Errorf("%s document %d: not an object: %w", source, i, err))
 		}
 		if len(m) == 0 {
 			continue
@@ -164,7 +164,7 @@ func decodeManifest(source string, b []byte) ([]Document, error) {
 		}
 		items, err := listItems(o)
 		if err != nil {
-			return nil, errkind.New(ErrManifest, fmt.Errorf("%s document %d: %s: %w", source, i, o.GetKind(), err))
+			return nil, errkind.New(ErrInvalid, fmt.Errorf("%s document %d: %s: %w", source, i, o.GetKind(), err))
 		}
 		for _, it := range items {
 			docs = append(docs, Document{Source: source, Index: i, Object: it})

@@ -1,4 +1,4 @@
-package registration
+package manifests
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/hookback/hookback/registration"
 )
 
 // docRef is what a Document says about itself, for exact comparisons.
@@ -24,7 +26,7 @@ func refs(docs []Document) []docRef {
 	return out
 }
 
-func TestLoadManifests(t *testing.T) {
+func TestLoad(t *testing.T) {
 	in := func(f string) string { return manifestPath("in", f) }
 	dir := manifestPath("dir")
 	tests := []struct {
@@ -34,27 +36,27 @@ func TestLoadManifests(t *testing.T) {
 		want  []docRef
 	}{
 		{name: "file", paths: []string{in("controller-gen.yaml")}, want: []docRef{
-			{in("controller-gen.yaml"), 1, KindMutatingHook, "mutating-webhook-configuration"},
-			{in("controller-gen.yaml"), 2, KindValidatingHook, "validating-webhook-configuration"},
+			{in("controller-gen.yaml"), 1, registration.KindMutatingHook, "mutating-webhook-configuration"},
+			{in("controller-gen.yaml"), 2, registration.KindValidatingHook, "validating-webhook-configuration"},
 		}},
 		{name: "empty documents skipped, comment-only ones counted", paths: []string{in("match-conditions.yaml")}, want: []docRef{
-			{in("match-conditions.yaml"), 2, KindMutatingHook, "sidecar-injector"},
+			{in("match-conditions.yaml"), 2, registration.KindMutatingHook, "sidecar-injector"},
 		}},
 		{name: "list items share the list's index", paths: []string{in("list.yaml")}, want: []docRef{
-			{in("list.yaml"), 1, KindValidatingHook, "policy"},
-			{in("list.yaml"), 1, KindMutatingHook, "policy"},
+			{in("list.yaml"), 1, registration.KindValidatingHook, "policy"},
+			{in("list.yaml"), 1, registration.KindMutatingHook, "policy"},
 		}},
 		{name: "json", paths: []string{in("url.json")}, want: []docRef{
-			{in("url.json"), 1, KindValidatingHook, "external"},
+			{in("url.json"), 1, registration.KindValidatingHook, "external"},
 		}},
 		{name: "directory sorted, not recursive, manifests only", paths: []string{dir}, want: []docRef{
-			{dir + "/a.json", 1, KindMutatingHook, "a"},
-			{dir + "/b.yml", 1, KindValidatingHook, "b"},
+			{dir + "/a.json", 1, registration.KindMutatingHook, "a"},
+			{dir + "/b.yml", 1, registration.KindValidatingHook, "b"},
 			{dir + "/c.yaml", 1, "ConfigMap", "c"},
 			{dir + "/c.yaml", 2, "ConfigMap", "d"},
 		}},
 		{name: "stdin between files", paths: []string{in("url.json"), "-"}, stdin: "---\nkind: List\napiVersion: v1\nitems:\n- {kind: ConfigMap, metadata: {name: x}}\n---\n{}\n---\nkind: Secret\nmetadata: {name: s}\n", want: []docRef{
-			{in("url.json"), 1, KindValidatingHook, "external"},
+			{in("url.json"), 1, registration.KindValidatingHook, "external"},
 			{StdinSource, 1, "ConfigMap", "x"},
 			{StdinSource, 3, "Secret", "s"},
 		}},
@@ -62,7 +64,7 @@ func TestLoadManifests(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			docs, err := LoadManifests(tc.paths, strings.NewReader(tc.stdin))
+			docs, err := Load(tc.paths, strings.NewReader(tc.stdin))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +75,7 @@ func TestLoadManifests(t *testing.T) {
 	}
 }
 
-func TestLoadManifestsErrors(t *testing.T) {
+func TestLoadErrors(t *testing.T) {
 	missing := manifestPath("in", "missing.yaml")
 	empty := t.TempDir()
 	tests := []struct {
@@ -81,7 +83,7 @@ func TestLoadManifestsErrors(t *testing.T) {
 		paths    []string
 		stdin    string
 		want     string
-		manifest bool // wraps ErrManifest
+		manifest bool // wraps ErrInvalid
 	}{
 		{name: "missing file", paths: []string{missing}, want: "read manifest: stat " + missing + ": no such file or directory"},
 		{name: "stdin twice", paths: []string{"-", "-"}, want: `manifest "-" given twice: stdin can be read only once`},
@@ -92,17 +94,17 @@ func TestLoadManifestsErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := LoadManifests(tc.paths, strings.NewReader(tc.stdin))
+			_, err := Load(tc.paths, strings.NewReader(tc.stdin))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("LoadManifests() error = %v, want it to contain %q", err, tc.want)
+				t.Fatalf("Load() error = %v, want it to contain %q", err, tc.want)
 			}
-			if got := errors.Is(err, ErrManifest); got != tc.manifest {
-				t.Errorf("errors.Is(err, ErrManifest) = %v, want %v", got, tc.manifest)
+			if got := errors.Is(err, ErrInvalid); got != tc.manifest {
+				t.Errorf("errors.Is(err, ErrInvalid) = %v, want %v", got, tc.manifest)
 			}
 		})
 	}
 	t.Run("missing file is fs.ErrNotExist", func(t *testing.T) {
-		if _, err := LoadManifests([]string{missing}, nil); !errors.Is(err, fs.ErrNotExist) {
+		if _, err := Load([]string{missing}, nil); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("error = %v, want fs.ErrNotExist", err)
 		}
 	})

@@ -1,4 +1,4 @@
-package registration
+package manifests
 
 import (
 	"errors"
@@ -9,60 +9,20 @@ import (
 	"strings"
 
 	"github.com/hookback/hookback/internal/errkind"
+	"github.com/hookback/hookback/registration"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// ErrManifest marks user webhook manifests (--webhook-config) that hookback
+// ErrInvalid marks user webhook manifests (--webhook-config) that hookback
 // refuses to rewrite and apply.
-var ErrManifest = errors.New("registration: bad webhook manifest")
+var ErrInvalid = errors.New("manifests: bad webhook manifest")
 
-// Route path prefixes. A route path encodes the whole in-cluster target, so
-// that two services serving the same path get different routes, and stays
-// readable in logs:
-//
-//	service target: /upstream/svc/NAMESPACE/NAME/PORT/PATH
-//	url target:     /upstream/url/HOST/PORT/PATH
-//
-// PORT is always explicit (443 when the manifest leaves it out) and PATH is
-// the target's path, "/" when absent, so /upstream/svc/system/webhook-service/443/
-// stands for the service's root. Segments are path-escaped.
-const (
-	RoutePrefixService = "/upstream/svc/"
-	RoutePrefixURL     = "/upstream/url/"
-)
+// admissionGroupV1 is the only apiVersion of webhook configurations that
+// hookback rewrites.
+const admissionGroupV1 = "admissionregistration.k8s.io/v1"
 
-// Route is one path hookback serves for the user's webhooks, and the
-// in-cluster target it stands for.
-type Route struct {
-	// Path is hookback's path, unique per distinct target (see RoutePrefixService).
-	Path string
-	// Service is the target service, or nil for a url target.
-	Service *ServiceRef
-	// URL is the original clientConfig.url, for url targets; when several
-	// spellings name one target (https://h/x, https://h:443/x), the first.
-	URL string
-	// UpstreamPath is the escaped path of the original target, used when
-	// forwarding. It never has a query: the apiserver refuses query
-	// parameters in webhook URLs, and so does RewriteManifests.
-	UpstreamPath string
-	// Webhooks names the webhooks routed here, for logs.
-	Webhooks []string
-}
-
-// ServiceRef is a clientConfig.service target, port and path defaulted.
-type ServiceRef struct {
-	Namespace, Name string
-	// Port is 443 when the manifest leaves it out.
-	Port int32
-	// Path is "/" when the manifest leaves it out.
-	Path string
-}
-
-// Key is "NAMESPACE/NAME", what `--upstream NAMESPACE/SERVICE=URL` maps.
-func (s ServiceRef) Key() string { return s.Namespace + "/" + s.Name }
-
-// ManifestOptions say how RewriteManifests points webhooks at hookback.
-type ManifestOptions struct {
+// RewriteOptions say how Rewrite points webhooks at hookback.
+type RewriteOptions struct {
 	// URL is hookback's base URL, https://host:port; a trailing slash is dropped.
 	URL string
 	// CABundle is the base64 PEM set on every rewritten webhook; "" leaves
@@ -80,7 +40,7 @@ type ManifestOptions struct {
 	TimeoutSeconds int32
 }
 
-// RewriteManifests returns what to apply and what to serve. Every document
+// Rewrite returns what to apply and what to serve. Every document
 // must be an admissionregistration.k8s.io/v1 Mutating- or
 // ValidatingWebhookConfiguration; each webhook's clientConfig becomes
 // {url: opts.URL + route.Path, caBundle: opts.CABundle}, its failurePolicy
@@ -88,17 +48,17 @@ type ManifestOptions struct {
 // (when set). Every other field is kept as written. Objects are copied, named
 // and labelled like Render's; docs are not modified. Routes are sorted by Path.
 //
-// On any problem nothing is returned: the error, which wraps ErrManifest,
+// On any problem nothing is returned: the error, which wraps ErrInvalid,
 // lists every problem, each naming its source, document, object and reason.
-func RewriteManifests(docs []Document, opts ManifestOptions) (*Registration, []Route, error) {
+func Rewrite(docs []Document, opts RewriteOptions) (*registration.Registration, []registration.Route, error) {
 	if err := opts.check(); err != nil {
 		return nil, nil, err
 	}
 	opts.URL = strings.TrimRight(opts.URL, "/")
 	if len(docs) == 0 {
-		return nil, nil, errkind.New(ErrManifest, errors.New("no webhook configurations in the manifests"))
+		return nil, nil, errkind.New(ErrInvalid, errors.New("no webhook configurations in the manifests"))
 	}
-	rw := &rewriter{opts: opts, routes: map[string]*Route{}, seen: map[string]string{}}
+	rw := &rewriter{opts: opts, routes: map[string]*registration.Route{}, seen: map[string]string{}}
 	var objs []*unstructured.Unstructured
 	var errs []error
 	for _, d := range docs {
@@ -111,17 +71,17 @@ func RewriteManifests(docs []Document, opts ManifestOptions) (*Registration, []R
 		}
 	}
 	if len(errs) > 0 {
-		return nil, nil, errkind.New(ErrManifest, errors.Join(errs...))
+		return nil, nil, errkind.New(ErrInvalid, errors.Join(errs...))
 	}
-	routes := make([]Route, 0, len(rw.routes))
+	routes := make([]registration.Route, 0, len(rw.routes))
 	for _, r := range rw.routes {
 		routes = append(routes, *r)
 	}
-	slices.SortFunc(routes, func(a, b Route) int { return strings.Compare(a.Path, b.Path) })
-	return &Registration{Objects: objs}, routes, nil
+	slices.SortFunc(routes, func(a, b registration.Route) int { return strings.Compare(a.Path, b.Path) })
+	return &registration.Registration{Objects: objs}, routes, nil
 }
 
-func (o ManifestOptions) check() error {
+func (o RewriteOptions) check() error {
 	u, err := url.Parse(o.URL)
 	if err != nil || u.Scheme != "https" || u.Host == "" {
 		return fmt.Errorf("hookback URL %q is not an https URL", o.URL)
@@ -135,11 +95,11 @@ func (o ManifestOptions) check() error {
 	return nil
 }
 
-// rewriter carries what RewriteManifests accumulates across documents.
+// rewriter carries what Rewrite accumulates across documents.
 type rewriter struct {
-	opts   ManifestOptions
-	routes map[string]*Route // by Path
-	seen   map[string]string // kind/name -> location, to refuse duplicates
+	opts   RewriteOptions
+	routes map[string]*registration.Route // by Path
+	seen   map[string]string              // kind/name -> location, to refuse duplicates
 }
 
 // rewrite checks and rewrites a copy of one document. It returns every
@@ -188,7 +148,7 @@ func (rw *rewriter) rewrite(d Document) (*unstructured.Unstructured, []error) {
 		return nil, []error{fmt.Errorf("%s: %w", what, err)}
 	}
 	cleanMetadata(o)
-	prepare(o, rw.opts.Session, rw.opts.LeaseRef)
+	registration.Prepare(o, rw.opts.Session, rw.opts.LeaseRef)
 	return o, nil
 }
 
@@ -223,7 +183,7 @@ func (rw *rewriter) rewriteHook(hm map[string]any) error {
 
 func checkKind(o *unstructured.Unstructured) error {
 	kind := o.GetKind()
-	isHook := kind == KindMutatingHook || kind == KindValidatingHook
+	isHook := kind == registration.KindMutatingHook || kind == registration.KindValidatingHook
 	switch {
 	case isHook && o.GetAPIVersion() == admissionGroupV1:
 		return nil
@@ -231,7 +191,7 @@ func checkKind(o *unstructured.Unstructured) error {
 		return fmt.Errorf("%s is not supported: convert it to %s", o.GetAPIVersion(), admissionGroupV1)
 	default:
 		return fmt.Errorf("not a webhook configuration: only %s %s and %s can be registered; hookback serves the webhooks itself, so leave out the rest of the deployment",
-			admissionGroupV1, KindMutatingHook, KindValidatingHook)
+			admissionGroupV1, registration.KindMutatingHook, registration.KindValidatingHook)
 	}
 }
 
@@ -242,7 +202,7 @@ func describe(o *unstructured.Unstructured) string {
 	if kind == "" {
 		kind = "object without kind"
 	}
-	if (kind == KindMutatingHook || kind == KindValidatingHook) && o.GetAPIVersion() == admissionGroupV1 {
+	if (kind == registration.KindMutatingHook || kind == registration.KindValidatingHook) && o.GetAPIVersion() == admissionGroupV1 {
 		return fmt.Sprintf("%s %q", kind, o.GetName())
 	}
 	return fmt.Sprintf("%s %s %q", o.GetAPIVersion(), kind, o.GetName())

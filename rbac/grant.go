@@ -1,4 +1,4 @@
-package registration
+package rbac
 
 import (
 	"bytes"
@@ -9,36 +9,34 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
-
-	"github.com/hookback/hookback/admission"
 )
 
-// RBAC is the least-privilege role for a list of declared permissions: a
+// Grant is the least-privilege role for a list of declared permissions: a
 // ClusterRole for what is needed in every namespace (or cluster-scoped), a
 // Role per namespace for the rest, each bound to the same subjects. It is
 // derived from the declarations check verifies, so the two cannot drift.
-type RBAC struct {
+type Grant struct {
 	ClusterRole        *rbacv1.ClusterRole
 	ClusterRoleBinding *rbacv1.ClusterRoleBinding
 	Roles              []*rbacv1.Role
 	RoleBindings       []*rbacv1.RoleBinding
 }
 
-// NewRBAC groups perms into rules: one rule per (group, resource or
+// GrantFor groups perms into rules: one rule per (group, resource or
 // resource/subresource, resourceName) with the verbs sorted, so that a grant
 // restricted by resourceNames stays restricted. name names every object.
-func NewRBAC(perms []admission.Permission, name string, subjects []rbacv1.Subject) *RBAC {
-	byNS := map[string][]admission.Permission{}
+func GrantFor(perms []Permission, name string, subjects []rbacv1.Subject) *Grant {
+	byNS := map[string][]Permission{}
 	for _, p := range perms {
 		byNS[p.Namespace] = append(byNS[p.Namespace], p)
 	}
 	// Not managed-by: whoever applies these owns them; hookback never
 	// writes or deletes them.
-	labels := map[string]string{"app.kubernetes.io/part-of": ManagedByValue}
+	labels := map[string]string{"app.kubernetes.io/part-of": partOf}
 	meta := func(ns string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}
 	}
-	out := &RBAC{
+	out := &Grant{
 		ClusterRole: &rbacv1.ClusterRole{TypeMeta: typeMeta("ClusterRole"), ObjectMeta: meta(""), Rules: rules(byNS[""])},
 		ClusterRoleBinding: &rbacv1.ClusterRoleBinding{TypeMeta: typeMeta("ClusterRoleBinding"), ObjectMeta: meta(""),
 			Subjects: subjects, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}},
@@ -64,7 +62,7 @@ func typeMeta(kind string) metav1.TypeMeta {
 
 // rules merges the verbs of permissions on the same object set, in a
 // stable order (by group, resource, name).
-func rules(perms []admission.Permission) []rbacv1.PolicyRule {
+func rules(perms []Permission) []rbacv1.PolicyRule {
 	type key struct{ group, resource, name string }
 	verbs := map[key][]string{}
 	for _, p := range perms {
@@ -98,7 +96,7 @@ func rules(perms []admission.Permission) []rbacv1.PolicyRule {
 }
 
 // Objects are the objects in apply order: roles before their bindings.
-func (r *RBAC) Objects() []any {
+func (r *Grant) Objects() []any {
 	out := []any{r.ClusterRole, r.ClusterRoleBinding}
 	for i := range r.Roles {
 		out = append(out, r.Roles[i], r.RoleBindings[i])
@@ -108,7 +106,7 @@ func (r *RBAC) Objects() []any {
 
 // YAML is a multi-document stream of Objects, behind header (comment lines
 // without the leading "# ").
-func (r *RBAC) YAML(header string) ([]byte, error) {
+func (r *Grant) YAML(header string) ([]byte, error) {
 	var buf bytes.Buffer
 	for _, line := range strings.Split(strings.TrimRight(header, "\n"), "\n") {
 		if header != "" {
@@ -125,3 +123,7 @@ func (r *RBAC) YAML(header string) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// partOf labels the objects as hookback's without claiming them: the value
+// of hookback's app.kubernetes.io/managed-by label, which they must not carry.
+const partOf = "hookback"

@@ -1,33 +1,37 @@
-package registration
+package manifests
 
 import (
+	"errors"
 	"fmt"
-	"github.com/hookback/hookback/admission"
 	"io"
 	"maps"
 	"slices"
 	"strings"
 
+	"github.com/hookback/hookback/internal/errkind"
+	"github.com/hookback/hookback/rbac"
+	"github.com/hookback/hookback/registration"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// CRD kinds ReadManifests keeps.
+// CRD kinds Read keeps.
 const (
 	KindCRD         = "CustomResourceDefinition"
 	apiextensionsV1 = "apiextensions.k8s.io/v1"
 )
 
-// Manifests is what ReadManifests found in the user's manifests: what
+// Manifests is what Read found in the user's manifests: what
 // hookback registers (webhook configurations), what it installs or
 // redirects (CRDs), and what it leaves out (everything else, counted).
-type Manifests struct {
+type Set struct {
 	// Webhooks are the Mutating- and ValidatingWebhookConfigurations, as
-	// read (any apiVersion: RewriteManifests refuses all but v1, by name).
+	// read (any apiVersion: Rewrite refuses all but v1, by name).
 	Webhooks []Document
 	// CRDs are the apiextensions.k8s.io/v1 CustomResourceDefinitions, as
 	// read, in input order, each with the cert-manager CA-injection
 	// annotations removed (hookback sets the caBundle itself). They belong
-	// to the caller: ReadManifests keeps no reference.
+	// to the caller: Read keeps no reference.
 	CRDs []*unstructured.Unstructured
 	// CRDSources is the Document of each CRD (same index), for messages.
 	CRDSources []Document
@@ -36,24 +40,24 @@ type Manifests struct {
 	Skipped map[string]int
 }
 
-// ReadManifests reads every path (see LoadManifests; a directory holding a
+// Read reads every path (see Load; a directory holding a
 // kustomization is rendered as `kubectl kustomize` would) and sorts the
 // objects into webhook configurations, CRDs and the rest.
-func ReadManifests(paths []string, stdin io.Reader) (*Manifests, error) {
-	docs, err := LoadManifests(paths, stdin)
+func Read(paths []string, stdin io.Reader) (*Set, error) {
+	docs, err := Load(paths, stdin)
 	if err != nil {
 		return nil, err
 	}
-	return SortManifests(docs), nil
+	return Sort(docs), nil
 }
 
-// SortManifests sorts documents as ReadManifests does.
-func SortManifests(docs []Document) *Manifests {
-	m := &Manifests{Skipped: map[string]int{}}
+// Sort sorts documents as Read does.
+func Sort(docs []Document) *Set {
+	m := &Set{Skipped: map[string]int{}}
 	for _, d := range docs {
 		o := d.Object
 		switch kind := o.GetKind(); {
-		case kind == KindMutatingHook || kind == KindValidatingHook:
+		case kind == registration.KindMutatingHook || kind == registration.KindValidatingHook:
 			m.Webhooks = append(m.Webhooks, d)
 		case kind == KindCRD && o.GetAPIVersion() == apiextensionsV1:
 			crd := o.DeepCopy()
@@ -69,7 +73,7 @@ func SortManifests(docs []Document) *Manifests {
 
 // SkippedSummary is the one line naming the kinds left out, with counts,
 // sorted: "apps/v1 Deployment (1), v1 Service (2)"; "" when none were.
-func (m *Manifests) SkippedSummary() string {
+func (m *Set) SkippedSummary() string {
 	kinds := slices.Sorted(maps.Keys(m.Skipped))
 	parts := make([]string, 0, len(kinds))
 	for _, k := range kinds {
@@ -93,18 +97,18 @@ func removeCAInjectors(o *unstructured.Unstructured) {
 // strategy is Webhook; the Route (without Webhooks) is the clientConfig's
 // target, service or url, read as a webhook's clientConfig is, so that
 // `--upstream NAMESPACE/SERVICE=URL` maps both alike.
-func ConversionTarget(crd *unstructured.Unstructured) (r Route, ok bool, err error) {
+func ConversionTarget(crd *unstructured.Unstructured) (r registration.Route, ok bool, err error) {
 	strategy, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "strategy")
 	if strategy != "Webhook" {
-		return Route{}, false, nil
+		return registration.Route{}, false, nil
 	}
 	wh, found, err := unstructured.NestedMap(crd.Object, "spec", "conversion", "webhook")
 	if err != nil || !found {
-		return Route{}, true, fmt.Errorf("CustomResourceDefinition %q: conversion strategy Webhook without spec.conversion.webhook", crd.GetName())
+		return registration.Route{}, true, fmt.Errorf("CustomResourceDefinition %q: conversion strategy Webhook without spec.conversion.webhook", crd.GetName())
 	}
 	r, err = hookTarget(wh)
 	if err != nil {
-		return Route{}, true, fmt.Errorf("CustomResourceDefinition %q conversion webhook: %w", crd.GetName(), err)
+		return registration.Route{}, true, fmt.Errorf("CustomResourceDefinition %q conversion webhook: %w", crd.GetName(), err)
 	}
 	return r, true, nil
 }
@@ -112,7 +116,7 @@ func ConversionTarget(crd *unstructured.Unstructured) (r Route, ok bool, err err
 // Services lists the in-cluster Services the manifests send requests to,
 // as NAMESPACE/NAME, sorted, once each: those of the webhooks and of the
 // CRDs' conversion webhooks.
-func (m *Manifests) Services() []string {
+func (m *Set) Services() []string {
 	set := map[string]bool{}
 	for _, d := range m.Webhooks {
 		hooks, _, _ := unstructured.NestedSlice(d.Object.Object, "webhooks")
@@ -137,11 +141,35 @@ const PartCRDs = "crds"
 // CRDPermissions is what the manifests' CRDs need: reading them, installing
 // a missing one (server-side apply creates), and pointing a conversion
 // webhook at hookback and back (patch), also after a crash (list).
-func CRDPermissions() []admission.Permission {
-	var ps []admission.Permission
+func CRDPermissions() []rbac.Permission {
+	var ps []rbac.Permission
 	for _, verb := range []string{"get", "list", "create", "patch"} {
-		ps = append(ps, admission.Permission{Verb: verb, Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions",
+		ps = append(ps, rbac.Permission{Verb: verb, Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions",
 			Why: "install missing CRDs, redirect and restore conversion webhooks", Part: PartCRDs})
 	}
 	return ps
+}
+
+// CRDsOf reads the intake's CRDs. A CRD whose conversion webhook names no
+// usable target is an error naming its document.
+func CRDsOf(m *Set) ([]registration.CRD, error) {
+	var crds []registration.CRD
+	var errs []error
+	for i, o := range m.CRDs {
+		c := registration.CRD{Object: o, Source: m.CRDSources[i].Location(), Name: o.GetName()}
+		r, ok, err := ConversionTarget(o)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", c.Source, err))
+			continue
+		}
+		if ok {
+			r.Path, r.Webhooks = registration.ConversionPath(c.Name, r.UpstreamPath), []string{c.Name}
+			c.Conversion = &r
+		}
+		crds = append(crds, c)
+	}
+	if len(errs) > 0 {
+		return nil, errkind.New(ErrInvalid, errors.Join(errs...))
+	}
+	return crds, nil
 }

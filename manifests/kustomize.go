@@ -1,4 +1,4 @@
-package registration
+package manifests
 
 import (
 	"fmt"
@@ -31,7 +31,7 @@ func kustomize(dir string) ([]byte, error) {
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
 	rm, err := k.Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
-		return nil, errkind.New(ErrManifest, fmt.Errorf("render kustomization %s: %w", dir, err))
+		return nil, errkind.New(ErrInvalid, fmt.Errorf("render kustomization %s: %w", dir, err))
 	}
 	b, err := rm.AsYaml()
 	if err != nil {

@@ -1,48 +1,61 @@
-package registration
+package manifests
 
 import (
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/hookback/hookback/registration"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // updateGolden is true under -update (shared with TestRenderGolden) or
 // UPDATE_GOLDEN=1.
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func readFile(t *testing.T, parts ...string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(parts...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func updateGolden() bool { return *update || os.Getenv("UPDATE_GOLDEN") == "1" }
 
 func manifestPath(parts ...string) string {
 	return filepath.Join(append([]string{"..", "testdata", "manifests"}, parts...)...)
 }
 
-func baseOptions() ManifestOptions {
-	return ManifestOptions{URL: "https://192.168.1.20:8443/", CABundle: "Q0EgUEVN", Session: "dev", LeaseRef: "default/hookback-dev"}
+func baseOptions() RewriteOptions {
+	return RewriteOptions{URL: "https://192.168.1.20:8443/", CABundle: "Q0EgUEVN", Session: "dev", LeaseRef: "default/hookback-dev"}
 }
 
-func svcRoute(ns, name string, port int32, path string, hooks ...string) Route {
-	return Route{
+func svcRoute(ns, name string, port int32, path string, hooks ...string) registration.Route {
+	return registration.Route{
 		Path:         "/upstream/svc/" + ns + "/" + name + "/" + portString(int64(port)) + path,
-		Service:      &ServiceRef{Namespace: ns, Name: name, Port: port, Path: path},
+		Service:      &registration.ServiceRef{Namespace: ns, Name: name, Port: port, Path: path},
 		UpstreamPath: path,
 		Webhooks:     hooks,
 	}
 }
 
-func TestRewriteManifestsGolden(t *testing.T) {
+func TestRewriteGolden(t *testing.T) {
 	tests := []struct {
 		name   string
 		files  []string
-		opts   func(*ManifestOptions)
-		routes []Route
+		opts   func(*RewriteOptions)
+		routes []registration.Route
 	}{
 		{
 			name:  "controller-gen",
 			files: []string{"controller-gen.yaml"},
-			routes: []Route{
+			routes: []registration.Route{
 				svcRoute("system", "webhook-service", 443, "/mutate-batch-tutorial-kubebuilder-io-v1-cronjob", "mcronjob.kb.io"),
 				svcRoute("system", "webhook-service", 443, "/validate-batch-tutorial-kubebuilder-io-v1-cronjob", "vcronjob.kb.io"),
 			},
@@ -50,14 +63,14 @@ func TestRewriteManifestsGolden(t *testing.T) {
 		{
 			name:   "list-keep-failure-policy-timeout",
 			files:  []string{"list.yaml"},
-			opts:   func(o *ManifestOptions) { o.KeepFailurePolicy, o.TimeoutSeconds = true, 7 },
-			routes: []Route{svcRoute("policy-system", "policy-webhook", 8443, "/", "pods.policy.example.com", "defaults.policy.example.com")},
+			opts:   func(o *RewriteOptions) { o.KeepFailurePolicy, o.TimeoutSeconds = true, 7 },
+			routes: []registration.Route{svcRoute("policy-system", "policy-webhook", 8443, "/", "pods.policy.example.com", "defaults.policy.example.com")},
 		},
 		{
 			name:  "url-public-ca",
 			files: []string{"url.json"},
-			opts:  func(o *ManifestOptions) { o.CABundle = "" },
-			routes: []Route{
+			opts:  func(o *RewriteOptions) { o.CABundle = "" },
+			routes: []registration.Route{
 				{Path: "/upstream/url/10.0.0.7/9443/", URL: "https://10.0.0.7:9443", UpstreamPath: "/", Webhooks: []string{"c.external.example.com"}},
 				{Path: "/upstream/url/hooks.example.com/443/validate/a", URL: "https://hooks.example.com/validate/a", UpstreamPath: "/validate/a",
 					Webhooks: []string{"a.external.example.com", "b.external.example.com"}},
@@ -66,7 +79,7 @@ func TestRewriteManifestsGolden(t *testing.T) {
 		{
 			name:  "same-path",
 			files: []string{"same-path.yaml"},
-			routes: []Route{
+			routes: []registration.Route{
 				svcRoute("team-a", "webhook", 443, "/validate", "team-a.example.com"),
 				svcRoute("team-b", "webhook", 443, "/", "team-b-root.example.com"),
 				svcRoute("team-b", "webhook", 443, "/validate", "team-b.example.com"),
@@ -75,7 +88,7 @@ func TestRewriteManifestsGolden(t *testing.T) {
 		{
 			name:   "match-conditions",
 			files:  []string{"match-conditions.yaml"},
-			routes: []Route{svcRoute("injector", "sidecar-injector", 443, "/inject", "inject.sidecar.example.com")},
+			routes: []registration.Route{svcRoute("injector", "sidecar-injector", 443, "/inject", "inject.sidecar.example.com")},
 		},
 	}
 	for _, tc := range tests {
@@ -84,7 +97,7 @@ func TestRewriteManifestsGolden(t *testing.T) {
 			for _, f := range tc.files {
 				paths = append(paths, manifestPath("in", f))
 			}
-			docs, err := LoadManifests(paths, nil)
+			docs, err := Load(paths, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,12 +106,12 @@ func TestRewriteManifestsGolden(t *testing.T) {
 				tc.opts(&opts)
 			}
 			before := deepCopyDocs(docs)
-			reg, routes, err := RewriteManifests(docs, opts)
+			reg, routes, err := Rewrite(docs, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(docs, before) {
-				t.Error("RewriteManifests modified its input documents")
+				t.Error("Rewrite modified its input documents")
 			}
 			if !reflect.DeepEqual(routes, tc.routes) {
 				t.Errorf("routes:\n got %+v\nwant %+v", routes, tc.routes)
@@ -115,7 +128,7 @@ func TestRewriteManifestsGolden(t *testing.T) {
 				}
 			}
 			if want := readFile(t, golden); string(want) != string(got) {
-				t.Errorf("rewritten YAML differs from %s (UPDATE_GOLDEN=1 go test ./registration -run TestRewriteManifestsGolden):\n%s", golden, got)
+				t.Errorf("rewritten YAML differs from %s (UPDATE_GOLDEN=1 go test ./manifests -run TestRewriteGolden):\n%s", golden, got)
 			}
 		})
 	}
@@ -133,7 +146,7 @@ func deepCopyDocs(docs []Document) []Document {
 // checkKeptVerbatim proves, beyond the golden files, that every webhook
 // field hookback does not own is exactly as written, and that the owned
 // ones follow opts.
-func checkKeptVerbatim(t *testing.T, docs []Document, reg *Registration, opts ManifestOptions) {
+func checkKeptVerbatim(t *testing.T, docs []Document, reg *registration.Registration, opts RewriteOptions) {
 	t.Helper()
 	if len(reg.Objects) != len(docs) {
 		t.Fatalf("%d objects for %d documents", len(reg.Objects), len(docs))
@@ -163,7 +176,7 @@ func checkKeptVerbatim(t *testing.T, docs []Document, reg *Registration, opts Ma
 	}
 }
 
-func TestRewriteManifestsRefuses(t *testing.T) {
+func TestRewriteRefuses(t *testing.T) {
 	tests := []struct {
 		name  string
 		files []string
@@ -202,13 +215,13 @@ func TestRewriteManifestsRefuses(t *testing.T) {
 			for _, f := range tc.files {
 				paths = append(paths, manifestPath(f))
 			}
-			docs, err := LoadManifests(paths, nil)
+			docs, err := Load(paths, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			reg, routes, err := RewriteManifests(docs, baseOptions())
-			if !errors.Is(err, ErrManifest) {
-				t.Fatalf("RewriteManifests() error = %v, want ErrManifest", err)
+			reg, routes, err := Rewrite(docs, baseOptions())
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Rewrite() error = %v, want ErrInvalid", err)
 			}
 			if reg != nil || routes != nil {
 				t.Errorf("returned %v, %v along with an error: nothing must be applied", reg, routes)
@@ -228,46 +241,46 @@ func TestRewriteManifestsRefuses(t *testing.T) {
 	}
 }
 
-func TestRewriteManifestsOptions(t *testing.T) {
-	docs, err := LoadManifests([]string{manifestPath("in", "controller-gen.yaml")}, nil)
+func TestRewriteOptions(t *testing.T) {
+	docs, err := Load([]string{manifestPath("in", "controller-gen.yaml")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
 		name string
-		opts func(*ManifestOptions)
+		opts func(*RewriteOptions)
 		want string
 	}{
-		{name: "timeout too long", opts: func(o *ManifestOptions) { o.TimeoutSeconds = 31 }, want: "webhook timeout 31s is out of range: the apiserver allows 1 to 30 seconds"},
-		{name: "negative timeout", opts: func(o *ManifestOptions) { o.TimeoutSeconds = -1 }, want: "webhook timeout -1s is out of range: the apiserver allows 1 to 30 seconds"},
-		{name: "http base URL", opts: func(o *ManifestOptions) { o.URL = "http://127.0.0.1:8443" }, want: `hookback URL "http://127.0.0.1:8443" is not an https URL`},
-		{name: "no session", opts: func(o *ManifestOptions) { o.Session = "" }, want: "no session to name the webhook configurations after"},
+		{name: "timeout too long", opts: func(o *RewriteOptions) { o.TimeoutSeconds = 31 }, want: "webhook timeout 31s is out of range: the apiserver allows 1 to 30 seconds"},
+		{name: "negative timeout", opts: func(o *RewriteOptions) { o.TimeoutSeconds = -1 }, want: "webhook timeout -1s is out of range: the apiserver allows 1 to 30 seconds"},
+		{name: "http base URL", opts: func(o *RewriteOptions) { o.URL = "http://127.0.0.1:8443" }, want: `hookback URL "http://127.0.0.1:8443" is not an https URL`},
+		{name: "no session", opts: func(o *RewriteOptions) { o.Session = "" }, want: "no session to name the webhook configurations after"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := baseOptions()
 			tc.opts(&opts)
-			if _, _, err := RewriteManifests(docs, opts); err == nil || err.Error() != tc.want {
-				t.Errorf("RewriteManifests() error = %v, want %q", err, tc.want)
+			if _, _, err := Rewrite(docs, opts); err == nil || err.Error() != tc.want {
+				t.Errorf("Rewrite() error = %v, want %q", err, tc.want)
 			}
 		})
 	}
 	t.Run("no documents", func(t *testing.T) {
-		if _, _, err := RewriteManifests(nil, baseOptions()); !errors.Is(err, ErrManifest) {
-			t.Errorf("RewriteManifests(nil) error = %v, want ErrManifest", err)
+		if _, _, err := Rewrite(nil, baseOptions()); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Rewrite(nil) error = %v, want ErrInvalid", err)
 		}
 	})
 	t.Run("timeout 30 allowed", func(t *testing.T) {
 		opts := baseOptions()
 		opts.TimeoutSeconds = 30
-		if _, _, err := RewriteManifests(docs, opts); err != nil {
+		if _, _, err := Rewrite(docs, opts); err != nil {
 			t.Error(err)
 		}
 	})
 }
 
 func TestServiceRefKey(t *testing.T) {
-	if got := (ServiceRef{Namespace: "system", Name: "webhook-service", Port: 443, Path: "/"}).Key(); got != "system/webhook-service" {
+	if got := (registration.ServiceRef{Namespace: "system", Name: "webhook-service", Port: 443, Path: "/"}).Key(); got != "system/webhook-service" {
 		t.Errorf("Key() = %q", got)
 	}
 }

@@ -1,4 +1,4 @@
-package registration
+package manifests
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/hookback/hookback/registration"
 )
 
 func projectPath(parts ...string) string {
@@ -19,7 +21,7 @@ type intake struct {
 	Skipped                  string
 }
 
-func summarize(m *Manifests) intake {
+func summarize(m *Set) intake {
 	var out intake
 	for _, d := range m.Webhooks {
 		out.Webhooks = append(out.Webhooks, d.Object.GetKind()+"/"+d.Object.GetName())
@@ -32,12 +34,12 @@ func summarize(m *Manifests) intake {
 	return out
 }
 
-func TestReadManifests(t *testing.T) {
+func TestRead(t *testing.T) {
 	// config/default as kubebuilder scaffolds it: namespace and name prefix
 	// applied to the webhooks' Service, but not to the CRD's conversion
 	// Service (kustomize has no name reference for it), as in-cluster.
 	rendered := intake{
-		Webhooks: []string{KindMutatingHook + "/project-mutating-webhook-configuration", KindValidatingHook + "/project-validating-webhook-configuration"},
+		Webhooks: []string{registration.KindMutatingHook + "/project-mutating-webhook-configuration", registration.KindValidatingHook + "/project-validating-webhook-configuration"},
 		CRDs:     []string{"cronjobs.batch.tutorial.kubebuilder.io"},
 		Services: []string{"project-system/project-webhook-service", "project-system/webhook-service"},
 		Skipped:  "apps/v1 Deployment (1), cert-manager.io/v1 Certificate (1), cert-manager.io/v1 Issuer (1), v1 Namespace (1), v1 Service (1)",
@@ -56,7 +58,7 @@ func TestReadManifests(t *testing.T) {
 		{name: "bundle", paths: []string{projectPath("dist", "install.yaml")}, want: rendered},
 		{name: "bundle on stdin", paths: []string{"-"}, stdin: string(bundle), want: rendered},
 		{name: "kustomize directory without prefix", paths: []string{projectPath("config", "webhook")}, want: intake{
-			Webhooks: []string{KindMutatingHook + "/mutating-webhook-configuration", KindValidatingHook + "/validating-webhook-configuration"},
+			Webhooks: []string{registration.KindMutatingHook + "/mutating-webhook-configuration", registration.KindValidatingHook + "/validating-webhook-configuration"},
 			Services: []string{"system/webhook-service"},
 			Skipped:  "v1 Service (1)",
 		}},
@@ -66,7 +68,7 @@ func TestReadManifests(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, err := ReadManifests(tt.paths, strings.NewReader(tt.stdin))
+			m, err := Read(tt.paths, strings.NewReader(tt.stdin))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,16 +84,16 @@ func TestReadManifests(t *testing.T) {
 	}
 }
 
-func TestReadManifestsBadKustomization(t *testing.T) {
+func TestReadBadKustomization(t *testing.T) {
 	dir := manifestPath("bad-kustomize")
-	_, err := ReadManifests([]string{dir}, nil)
-	if !errors.Is(err, ErrManifest) || !strings.Contains(err.Error(), "render kustomization "+dir) || !strings.Contains(err.Error(), "missing.yaml") {
-		t.Fatalf("err = %v, want ErrManifest naming %s and missing.yaml", err, dir)
+	_, err := Read([]string{dir}, nil)
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "render kustomization "+dir) || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Fatalf("err = %v, want ErrInvalid naming %s and missing.yaml", err, dir)
 	}
 }
 
 func TestConversionTarget(t *testing.T) {
-	m, err := ReadManifests([]string{projectPath("config", "default")}, nil)
+	m, err := Read([]string{projectPath("config", "default")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,8 +101,8 @@ func TestConversionTarget(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("ok %v, err %v", ok, err)
 	}
-	want := Route{Path: "/upstream/svc/project-system/webhook-service/443/convert", UpstreamPath: "/convert",
-		Service: &ServiceRef{Namespace: "project-system", Name: "webhook-service", Port: 443, Path: "/convert"}}
+	want := registration.Route{Path: "/upstream/svc/project-system/webhook-service/443/convert", UpstreamPath: "/convert",
+		Service: &registration.ServiceRef{Namespace: "project-system", Name: "webhook-service", Port: 443, Path: "/convert"}}
 	if !reflect.DeepEqual(r, want) {
 		t.Errorf("got %+v, want %+v", r, want)
 	}
