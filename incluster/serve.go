@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/internal/lifecycle"
+	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/server"
 	"github.com/hookback/hookback/session"
@@ -34,7 +35,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if err != nil {
 		return err
 	}
-	cl, err := session.Connect(ctx, cfg.Kubeconfig, cfg.Log, perms)
+	cl, err := kubeconfig.Connect(ctx, cfg.Kubeconfig, cfg.Log, perms)
 	if err != nil {
 		return err
 	}
@@ -44,7 +45,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 // serveOn is the rest of Serve, on a connected cluster (tests pass fake
 // clients here). From Assemble on, the listeners are bound: every return
 // goes through the Assembly's Shutdown, which releases them.
-func serveOn(ctx context.Context, cfg ServeConfig, cl *session.Cluster, started time.Time) error {
+func serveOn(ctx context.Context, cfg ServeConfig, cl *kubeconfig.Cluster, started time.Time) error {
 	crt, err := servingCerts(ctx, cfg, cl)
 	if err != nil {
 		return err
@@ -73,7 +74,7 @@ func serveOn(ctx context.Context, cfg ServeConfig, cl *session.Cluster, started 
 
 // servingCerts are cert-manager's files, or a leaf for the Service's names
 // from the CA in the install's Secret.
-func servingCerts(ctx context.Context, cfg ServeConfig, cl *session.Cluster) (certs.Certs, error) {
+func servingCerts(ctx context.Context, cfg ServeConfig, cl *kubeconfig.Cluster) (certs.Certs, error) {
 	names := DNSNames(Name, cfg.Namespace)
 	if cfg.CertFile != "" {
 		return certs.NewFileCerts(context.WithoutCancel(ctx), certs.FileTLSOptions{CertFile: cfg.CertFile, KeyFile: cfg.KeyFile,
@@ -113,7 +114,7 @@ func (t tempCerts) Stop() {
 // replica is a running serve.
 type replica struct {
 	cfg    ServeConfig
-	cl     *session.Cluster
+	cl     *kubeconfig.Cluster
 	srv    *server.Server
 	certs  certs.Certs
 	parts  *session.Assembly

@@ -16,7 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/hookback/hookback/builtin/webhooks"
-	"github.com/hookback/hookback/session"
+	"github.com/hookback/hookback/kubeconfig"
 )
 
 // freePort is a loopback port nothing listens on right now.
@@ -39,7 +39,7 @@ func TestServeReleasesListenersOnFailure(t *testing.T) {
 	refused := errors.New("apply refused by the test")
 	dyn.PrependReactor("*", "*", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, refused })
 	cs := fake.NewClientset()
-	cl := &session.Cluster{Client: cs, Watch: cs, Dynamic: dyn}
+	cl := &kubeconfig.Cluster{Client: cs, Watch: cs, Dynamic: dyn}
 	cfg := ServeConfig{Namespace: "hb", Identity: "a", BindAddress: "127.0.0.1", Port: port,
 		HealthAddress: "127.0.0.1:" + strconv.Itoa(health), Template: template(t), Webhooks: []string{"pod-name"}, WebhookOptions: webhooks.DefaultOptions(),
 		LeaseDuration: 3 * time.Second, Log: slog.New(slog.DiscardHandler)}.withDefaults()

@@ -104,7 +104,7 @@ func Uninstall(ctx context.Context, cfg UninstallConfig) ([]string, error) {
 	if cfg.PodsTimeout == 0 {
 		cfg.PodsTimeout = time.Minute
 	}
-	cl, err := session.Connect(ctx, cfg.Kubeconfig, cfg.Log, UninstallPermissions(cfg.Namespace))
+	cl, err := kubeconfig.Connect(ctx, cfg.Kubeconfig, cfg.Log, UninstallPermissions(cfg.Namespace))
 	if err != nil {
 		return nil, err
 	}

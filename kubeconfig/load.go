@@ -1,4 +1,5 @@
-// Package kubeconfig loads a kubeconfig with client-go's loading rules, builds
+// Package kubeconfig loads a kubeconfig with client-go's loading rules, connects
+// (the clients every command uses, after the preflight), builds
 // clients from it, and runs the preflight checks hookback needs before it writes
 // anything into a cluster: server version, identity and permissions.
 package kubeconfig

@@ -14,6 +14,7 @@ import (
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/internal/portholder"
+	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/server"
 )
 
@@ -96,7 +97,7 @@ func Assemble(ctx context.Context, o AssemblyOptions) (_ *Assembly, err error) {
 	if err := y.attach(cfg, store, a.Metrics); err != nil {
 		return nil, err
 	}
-	if a.parts, err = buildParts(cfg, &Cluster{Watch: o.Watch}, a.factory, a.recorders, a.Metrics.Registry, store); err != nil {
+	if a.parts, err = buildParts(cfg, &kubeconfig.Cluster{Watch: o.Watch}, a.factory, a.recorders, a.Metrics.Registry, store); err != nil {
 		return nil, err
 	}
 	hooks := slices.Concat(y.chain.wrap(a.parts.webhooks), y.chain.wrap(y.user.hooks), y.probes)

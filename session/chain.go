@@ -12,6 +12,7 @@ import (
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/chain"
 	"github.com/hookback/hookback/inspector"
+	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/rbac"
 	"github.com/hookback/hookback/registration"
 )
@@ -53,7 +54,7 @@ func chainPermissions(cfg Options) []rbac.Permission {
 // newChainRun builds start --chain's parts on cl, or nil when --chain is
 // off. Their webhooks go to y's probes (served, but not the session's
 // own), and wrap has your webhooks report their answers.
-func newChainRun(cfg Options, cl *Cluster, y *yours) *chainRun {
+func newChainRun(cfg Options, cl *kubeconfig.Cluster, y *yours) *chainRun {
 	if !cfg.Chain {
 		return nil
 	}

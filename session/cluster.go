@@ -9,70 +9,10 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/hookback/hookback/advertise"
 	"github.com/hookback/hookback/kubeconfig"
-	"github.com/hookback/hookback/rbac"
 )
-
-// requestTimeout bounds every registration request; informers watch
-// without one.
-const requestTimeout = 30 * time.Second
-
-// Cluster is a connected cluster and the clients hookback uses on it.
-type Cluster struct {
-	Config *kubeconfig.Config
-	// Client has a request timeout; Watch has none, for informers.
-	Client  kubernetes.Interface
-	Watch   kubernetes.Interface
-	Dynamic dynamic.Interface
-}
-
-// Now is the time on the apiserver's clock, by which session Leases are
-// written and judged.
-func (c *Cluster) Now() time.Time {
-	if c.Config == nil {
-		return time.Now()
-	}
-	return c.Config.Clock.Now()
-}
-
-// Connect loads the kubeconfig and checks that the apiserver answers and
-// that every permission in perms is granted, before anything is written.
-func Connect(ctx context.Context, opts kubeconfig.Options, log *slog.Logger, perms []rbac.Permission) (*Cluster, error) {
-	cfg, err := kubeconfig.Load(opts)
-	if err != nil {
-		return nil, err
-	}
-	cs, err := cfg.Clientset(requestTimeout)
-	if err != nil {
-		return nil, err
-	}
-	v, err := kubeconfig.ServerVersion(ctx, cs, cfg.Server)
-	if err != nil {
-		return nil, err
-	}
-	log.Info("connected", "server", cfg.Server, "context", cfg.Context, "version", v.GitVersion)
-	results, err := kubeconfig.CheckPermissions(ctx, cs, perms)
-	if err != nil {
-		return nil, err
-	}
-	if missing := kubeconfig.Missing(results); len(missing) > 0 {
-		who, _ := kubeconfig.WhoAmI(ctx, cs)
-		return nil, kubeconfig.MissingError(who.Username, missing)
-	}
-	watch, err := cfg.Clientset(0)
-	if err != nil {
-		return nil, err
-	}
-	dyn, err := cfg.Dynamic(requestTimeout)
-	if err != nil {
-		return nil, err
-	}
-	return &Cluster{Config: cfg, Client: cs, Watch: watch, Dynamic: dyn}, nil
-}
 
 // Advertise decides the host the apiserver dials, with advertise's default
 // strategies on the kubeconfig, and logs which one chose it and why the

@@ -84,11 +84,11 @@ func Cleanup(ctx context.Context, cfg CleanupConfig) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	cs, err := kc.Clientset(requestTimeout)
+	cs, err := kc.Clientset(kubeconfig.RequestTimeout)
 	if err != nil {
 		return nil, err
 	}
-	dyn, err := kc.Dynamic(requestTimeout)
+	dyn, err := kc.Dynamic(kubeconfig.RequestTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func Cleanup(ctx context.Context, cfg CleanupConfig) ([]string, error) {
 	if cfg.TunnelNamespace == "" {
 		cfg.TunnelNamespace = tunnel.DefaultNamespace
 	}
-	cl := &Cluster{Config: kc, Client: cs, Dynamic: dyn}
+	cl := &kubeconfig.Cluster{Config: kc, Client: cs, Dynamic: dyn}
 	relays, rerr := tunnel.Cleanup(ctx, tunnel.Clients{Client: cl.Client, Dynamic: cl.Dynamic}, cfg.TunnelNamespace, "", opts, cfg.Log)
 	for _, s := range relays {
 		if !slices.Contains(removed, s) {

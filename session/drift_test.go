@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hookback/hookback/kubeconfig"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,7 +27,7 @@ func TestStartPutsBackADeletedConfiguration(t *testing.T) {
 	callsBack(t, j, cs, dyn)
 	shareConfigurations(t, j, cs, dyn)
 	out := &syncBuffer{}
-	stop := startUntilReady(t, startConfig(t, out), &Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, out)
+	stop := startUntilReady(t, startConfig(t, out), &kubeconfig.Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, out)
 	defer func() {
 		if err := stop(); err != nil {
 			t.Errorf("a cancelled run returned %v, want nil", err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hookback/hookback/kubeconfig"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -42,7 +43,7 @@ func TestStartReloadsYourManifests(t *testing.T) {
 	cfg := startConfig(t, out)
 	cfg.Log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg.User = UserWebhooks{Manifests: []string{file}, Upstreams: []Upstream{{URL: upstreamServer(t).URL}}, UpstreamInsecure: true}
-	stop := startUntilReady(t, cfg, &Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, out)
+	stop := startUntilReady(t, cfg, &kubeconfig.Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, out)
 	if got := yourOperations(t, dyn); got != "CREATE" {
 		t.Fatalf("registered operations %q, want CREATE", got)
 	}

@@ -23,6 +23,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/project"
 	"github.com/hookback/hookback/registration"
 )
@@ -90,7 +91,7 @@ func TestRenderIsWhatStartApplies(t *testing.T) {
 			cs, dyn := newFakeClients(t, j)
 			callsBack(t, j, cs, dyn)
 			establishes(dyn)
-			stop := startUntilReady(t, cfg, &Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, out)
+			stop := startUntilReady(t, cfg, &kubeconfig.Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, out)
 			defer func() {
 				if err := stop(); err != nil {
 					t.Errorf("run = %v, want a clean stop", err)

@@ -20,6 +20,7 @@ import (
 	"github.com/hookback/hookback/builtin/controllers"
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/inspector"
+	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/rbac"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/tunnel"
@@ -50,7 +51,7 @@ type parts struct {
 
 // buildParts builds the selected built-ins and the extra webhooks on the
 // shared informer factory and event recorders.
-func buildParts(cfg Options, cl *Cluster, factory informers.SharedInformerFactory, recorders *eventRecorders, reg prometheus.Registerer, store *inspector.Store) (*parts, error) {
+func buildParts(cfg Options, cl *kubeconfig.Cluster, factory informers.SharedInformerFactory, recorders *eventRecorders, reg prometheus.Registerer, store *inspector.Store) (*parts, error) {
 	deps := webhooks.Deps{Log: cfg.Log, Recorder: recorders.For}
 	if store != nil {
 		// The inspector shows, with each review, the Events it caused.

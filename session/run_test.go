@@ -28,6 +28,7 @@ import (
 	"github.com/hookback/hookback/builtin/controllers"
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/tunnel"
 )
@@ -49,7 +50,7 @@ func startConfig(t *testing.T, out *syncBuffer) Options {
 
 // startUntilReady runs cfg on cl until the banner is out, and returns a stop that
 // cancels the run and returns what it returned.
-func startUntilReady(t *testing.T, cfg Options, cl *Cluster, out *syncBuffer) func() error {
+func startUntilReady(t *testing.T, cfg Options, cl *kubeconfig.Cluster, out *syncBuffer) func() error {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -155,7 +156,7 @@ func TestStartWritesInOrder(t *testing.T) {
 			out := &syncBuffer{}
 			cfg := startConfig(t, out)
 			tt.change(t, &cfg)
-			stop := startUntilReady(t, cfg, &Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, out)
+			stop := startUntilReady(t, cfg, &kubeconfig.Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, out)
 			j.add("ready")
 			if tt.ready != nil {
 				tt.ready(t, dyn)
@@ -203,7 +204,7 @@ func TestStartTunnelNeverAttaches(t *testing.T) {
 	// Nothing listens at port 1: the port-forward to the relay is refused.
 	kc := localConfig()
 	kc.Rest = &rest.Config{Host: "https://127.0.0.1:1"}
-	err := runOn(context.Background(), completed(t, cfg), &Cluster{Config: kc, Client: cs, Watch: cs, Dynamic: dyn}, time.Now())
+	err := runOn(context.Background(), completed(t, cfg), &kubeconfig.Cluster{Config: kc, Client: cs, Watch: cs, Dynamic: dyn}, time.Now())
 	if err == nil || !strings.Contains(err.Error(), "did not attach within 300ms") || !strings.Contains(err.Error(), "kubectl -n tun describe pod") {
 		t.Fatalf("runOn = %v, want the attach timeout and how to look at the relay", err)
 	}
@@ -264,7 +265,7 @@ func TestStartReportsALateAnswer(t *testing.T) {
 	cfg.RecordDir = t.TempDir()
 	cfg.User = UserWebhooks{Manifests: []string{filepath.Join("testdata", "user", "webhooks.yaml")},
 		Upstreams: []Upstream{{URL: up.URL}}, UpstreamInsecure: true, Timeout: time.Second, LateAnswerTimeout: 10 * time.Second}
-	stop := startUntilReady(t, cfg, &Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, out)
+	stop := startUntilReady(t, cfg, &kubeconfig.Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, out)
 	defer func() {
 		if err := stop(); err != nil {
 			t.Errorf("run = %v, want a clean stop", err)
@@ -329,7 +330,7 @@ func TestStartShadow(t *testing.T) {
 	cfg.Inspector = InspectorConfig{Address: "127.0.0.1:0"}
 	cfg.User = UserWebhooks{Manifests: []string{filepath.Join("testdata", "user", "webhooks.yaml")},
 		Upstreams: []Upstream{{URL: up.URL}}, UpstreamInsecure: true, Shadow: ShadowConfig{Target: dep.URL, CAFile: ca}}
-	stop := startUntilReady(t, cfg, &Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, out)
+	stop := startUntilReady(t, cfg, &kubeconfig.Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, out)
 	o, err := dyn.Tracker().Get(validatingGVR, "", "yours-unit")
 	if err != nil {
 		t.Fatalf("your configuration is not registered: %v", err)

@@ -12,7 +12,7 @@ import (
 
 // resolveScope resolves the configured scope against the connected cluster
 // and refuses to register cluster-wide on a cluster that is not local.
-func resolveScope(ctx context.Context, cfg Options, cl *Cluster) (registration.Scope, error) {
+func resolveScope(ctx context.Context, cfg Options, cl *kubeconfig.Cluster) (registration.Scope, error) {
 	sc := cfg.Scope
 	if err := sc.Resolve(ctx, cl.Client, cl.Config.Server, cl.Config.Context); err != nil {
 		return sc, err
@@ -45,7 +45,7 @@ func renderScope(ctx context.Context, cfg Options) (registration.Scope, error) {
 }
 
 // newDrift watches what the session registers for changes by others.
-func newDrift(cfg Options, cl *Cluster, reg *registration.Registrar, kubectl string) *registration.Drift {
+func newDrift(cfg Options, cl *kubeconfig.Cluster, reg *registration.Registrar, kubectl string) *registration.Drift {
 	dir := cfg.Certs.StateDir
 	if dir == "" {
 		dir = os.TempDir()

@@ -24,6 +24,7 @@ import (
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/internal/lifecycle"
+	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/manifests"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/server"
@@ -39,7 +40,7 @@ func Run(ctx context.Context, c *Config) error {
 		return err
 	}
 	// 1. The cluster, and every permission the enabled parts declare.
-	cl, err := Connect(ctx, c.opts.Kubeconfig, c.opts.Log, perms)
+	cl, err := kubeconfig.Connect(ctx, c.opts.Kubeconfig, c.opts.Log, perms)
 	if err != nil {
 		return err
 	}
@@ -49,7 +50,7 @@ func Run(ctx context.Context, c *Config) error {
 // runOn is the rest of Run, on a connected cluster (tests pass fake
 // clients here). cfg is the run's own copy of c's options: what the run
 // resolves (the scope) it sets there.
-func runOn(ctx context.Context, c *Config, cl *Cluster, started time.Time) (err error) {
+func runOn(ctx context.Context, c *Config, cl *kubeconfig.Cluster, started time.Time) (err error) {
 	cfg := c.opts
 	if cfg.Scope, err = resolveScope(ctx, cfg, cl); err != nil {
 		return err
@@ -154,7 +155,7 @@ type run struct {
 	// resolved them (the scope).
 	config  *Config
 	cfg     Options
-	cluster *Cluster
+	cluster *kubeconfig.Cluster
 	server  *server.Server
 	canary  *registration.Canary
 	certs   certs.Certs
@@ -196,7 +197,7 @@ type run struct {
 	errs             *lifecycle.Errors
 }
 
-func newRun(cfg Options, cl *Cluster, srv *server.Server, canary *registration.Canary, crt certs.Certs, p *parts, url string) *run {
+func newRun(cfg Options, cl *kubeconfig.Cluster, srv *server.Server, canary *registration.Canary, crt certs.Certs, p *parts, url string) *run {
 	return &run{
 		// runOn sets the completed Config; a run built by hand (tests) has
 		// its options and no manifests.

@@ -22,6 +22,7 @@ import (
 	"github.com/hookback/hookback/builtin/controllers"
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/server"
 )
@@ -114,7 +115,7 @@ func newTestRun(t *testing.T, tmpl string, objects ...runtime.Object) (*run, *jo
 		VerifyTimeout: 300 * time.Millisecond, Template: registration.Template{Default: []byte(tmpl)}, Log: log,
 		Extra: hooks[:1], WebhookOptions: webhooks.DefaultOptions()}.withDefaults()
 	p := &parts{webhooks: hooks[:1], controllers: []controllers.Controller{fakeController{j}}}
-	r := newRun(cfg, &Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, srv, canary, crt, p, "https://"+srv.Addr().String())
+	r := newRun(cfg, &kubeconfig.Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, srv, canary, crt, p, "https://"+srv.Addr().String())
 	return r, j, cs
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/hookback/hookback/advertise"
+	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/tunnel"
 )
@@ -14,7 +15,7 @@ import (
 // reach decides how the apiserver reaches this process: directly at the
 // advertised address, or with --tunnel through the session's relay, whose
 // Service name the certificate must then cover.
-func reach(ctx context.Context, cfg Options, cl *Cluster) (advertise.Decision, *tunnel.Session, error) {
+func reach(ctx context.Context, cfg Options, cl *kubeconfig.Cluster) (advertise.Decision, *tunnel.Session, error) {
 	if !cfg.Tunnel.Enabled {
 		d, err := Advertise(ctx, cfg.Log, cfg.AdvertiseAddress, cl.Config)
 		return d, nil, err
