@@ -41,32 +41,48 @@ func (r *run) canaryKey() string {
 	return registration.KindValidatingHook + "/hookback-canary-" + r.cfg.Session
 }
 
-// loop keeps the session alive: heartbeat, template and certificate reloads,
-// and a stop on ctx or on a failed server or controller.
-func (r *run) loop(ctx context.Context) error {
-	reapply := make(chan struct{}, 1)
-	r.working.Go(func(ctx context.Context) error {
-		r.heartbeat.Run(ctx, r.cfg.LeaseDuration/6, r.reverifyLater, func(err error) { r.lost <- err })
-		return nil
-	})
+// reloads are the changes the hot-reload watchers report, read by loop.
+type reloads struct {
+	// reapply: the template or the certificate changed.
+	reapply chan struct{}
+	// manifests: your manifests changed.
+	manifests chan struct{}
+}
+
+// watch starts the template, manifests and certificate watchers. run
+// starts them before its first step, so that each takes its baseline
+// before the manifests are applied: an edit saved while start registers,
+// or just after ready, is reported (the channels keep one change each
+// until loop reads them) rather than folded into the baseline and missed.
+func (r *run) watch() reloads {
+	ch := reloads{reapply: make(chan struct{}, 1), manifests: make(chan struct{}, 1)}
 	bg := r.working.Context()
 	if r.cfg.Template.Path != "" {
 		w := &reload.FileWatcher{Path: r.cfg.Template.Path, Interval: r.cfg.ReloadInterval, Debounce: 20 * time.Millisecond, Log: r.cfg.Log}
-		wait, err := w.Watch(bg, reapply)
+		wait, err := w.Watch(bg, ch.reapply)
 		if err != nil {
 			r.cfg.Log.Warn("template hot reload disabled", "error", err)
 		} else {
 			r.working.Wait(wait)
 		}
 	}
-	manifests := make(chan struct{}, 1)
-	r.watchManifests(bg, manifests)
-	wait, err := r.certs.Watch(bg, reapply)
+	r.watchManifests(bg, ch.manifests)
+	wait, err := r.certs.Watch(bg, ch.reapply)
 	if err != nil {
 		r.cfg.Log.Warn("certificate hot reload disabled", "error", err)
 	} else if wait != nil {
 		r.working.Wait(wait)
 	}
+	return ch
+}
+
+// loop keeps the session alive: heartbeat, template and certificate reloads,
+// and a stop on ctx or on a failed server or controller.
+func (r *run) loop(ctx context.Context, ch reloads) error {
+	r.working.Go(func(ctx context.Context) error {
+		r.heartbeat.Run(ctx, r.cfg.LeaseDuration/6, r.reverifyLater, func(err error) { r.lost <- err })
+		return nil
+	})
 	for {
 		select {
 		case <-ctx.Done():
@@ -79,9 +95,9 @@ func (r *run) loop(ctx context.Context) error {
 			// session registered is that run's: shutdown must not undo it.
 			r.acquired = false
 			return fmt.Errorf("%w: stopped without deregistering, the webhook configurations are the other run's now", err)
-		case <-reapply:
+		case <-ch.reapply:
 			r.reapply(ctx)
-		case <-manifests:
+		case <-ch.manifests:
 			r.reloadManifests(ctx)
 		case why := <-r.regained:
 			// The configurations, and a relay, may have been removed

@@ -268,13 +268,14 @@ func (r *run) run(ctx context.Context, started time.Time) (err error) {
 		r.shutdown()
 		err = errors.Join(err, r.errs.Err())
 	}()
+	reloads := r.watch()
 	for _, s := range r.steps(started) {
 		if err := s.do(ctx); err != nil {
 			return err
 		}
 	}
 	// Heartbeat and hot reload until the end.
-	return r.loop(ctx)
+	return r.loop(ctx, reloads)
 }
 
 // startControllers runs every controller on the working group.
