@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/session"
 	"github.com/hookback/hookback/tunnel"
@@ -206,8 +207,8 @@ func checkUpstreams(c *cli.Context, o ServeOptions) error {
 // permissions go.
 func checkConfig(o CheckOptions) (session.Options, error) {
 	user, userErr := o.Serve.user()
-	hooks, _ := session.SelectWebhooks(splitList(o.Serve.Webhooks))
-	ctls, _ := session.SelectControllers(splitList(o.Serve.Controllers))
+	hooks, _ := assembly.SelectWebhooks(splitList(o.Serve.Webhooks))
+	ctls, _ := assembly.SelectControllers(splitList(o.Serve.Controllers))
 	err := errors.Join(validateSelection(o.Serve.Webhooks, o.Serve.Controllers), userErr, o.Serve.projectErr)
 	return session.Options{LeaseNamespace: o.LeaseNamespace, Webhooks: hooks, Controllers: ctls, Tunnel: o.Tunnel,
 		User: user, Project: o.Serve.project}, err

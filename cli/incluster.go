@@ -9,8 +9,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/incluster"
-	"github.com/hookback/hookback/session"
 )
 
 // inClusterFlagNames are render's flags for --in-cluster only.
@@ -98,8 +98,8 @@ func refuseOldNamespace(c *cli.Context) error {
 // deploy is the deploy Options of these, with the template text; call
 // after Validate.
 func (o InClusterOptions) deploy(tmpl []byte) incluster.Options {
-	hooks, _ := session.SelectWebhooks(splitList(o.Webhooks))
-	ctls, _ := session.SelectControllers(splitList(o.Controllers))
+	hooks, _ := assembly.SelectWebhooks(splitList(o.Webhooks))
+	ctls, _ := assembly.SelectControllers(splitList(o.Controllers))
 	return incluster.Options{Namespace: o.Namespace, Image: o.Image, Replicas: int32(o.Replicas),
 		Webhooks: hooks, Controllers: ctls, Template: tmpl, CertManager: o.CertManager, CustomTemplate: o.Template != ""}
 }

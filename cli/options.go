@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/builtin/controllers"
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
@@ -226,10 +227,10 @@ func configUsage(err error) error {
 // validateSelection checks --webhooks and --controllers.
 func validateSelection(webhooks, controllers string) error {
 	var errs []error
-	if _, err := session.SelectWebhooks(splitList(webhooks)); err != nil {
+	if _, err := assembly.SelectWebhooks(splitList(webhooks)); err != nil {
 		errs = append(errs, fmt.Errorf("--webhooks: %w", err))
 	}
-	if _, err := session.SelectControllers(splitList(controllers)); err != nil {
+	if _, err := assembly.SelectControllers(splitList(controllers)); err != nil {
 		errs = append(errs, fmt.Errorf("--controllers: %w", err))
 	}
 	return errors.Join(errs...)
@@ -243,8 +244,8 @@ func (o ServeOptions) certs() certs.Options {
 
 // config is the session Config of these options; call after Validate.
 func (o ServeOptions) config(ext Extension, log *slog.Logger) session.Options {
-	hooks, _ := session.SelectWebhooks(splitList(o.Webhooks))
-	ctls, _ := session.SelectControllers(splitList(o.Controllers))
+	hooks, _ := assembly.SelectWebhooks(splitList(o.Webhooks))
+	ctls, _ := assembly.SelectControllers(splitList(o.Controllers))
 	user, _ := o.user()
 	name := o.Session
 	if name == "" {

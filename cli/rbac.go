@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/session"
 	"github.com/hookback/hookback/tunnel"
 )
@@ -72,8 +73,8 @@ func runRBAC(c *cli.Context, o RBACOptions) error {
 	if err := errors.Join(validateSelection(o.Serve.Webhooks, o.Serve.Controllers), userErr, o.Serve.projectErr); err != nil {
 		return usage(err)
 	}
-	hooks, _ := session.SelectWebhooks(splitList(o.Serve.Webhooks))
-	ctls, _ := session.SelectControllers(splitList(o.Serve.Controllers))
+	hooks, _ := assembly.SelectWebhooks(splitList(o.Serve.Webhooks))
+	ctls, _ := assembly.SelectControllers(splitList(o.Serve.Controllers))
 	subject, err := parseSubject(o.Subject)
 	if err != nil {
 		return usage(err)

@@ -18,10 +18,10 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/record"
 	"github.com/hookback/hookback/registration"
-	"github.com/hookback/hookback/session"
 	"github.com/hookback/hookback/upstream"
 )
 
@@ -84,7 +84,7 @@ func runReplay(c *cli.Context, o ReplayOptions) error {
 		return usage(fmt.Errorf("replay takes one FILE (or - for stdin), got %d arguments", c.NArg()))
 	}
 	g, opts := o.GlobalOptions, o.Options
-	if err := errors.Join(g.Validate(), session.ValidateWebhookOptions(opts)); err != nil {
+	if err := errors.Join(g.Validate(), assembly.ValidateWebhookOptions(opts)); err != nil {
 		return usage(err)
 	}
 	body, err := readInput(c.Args().First())

@@ -9,10 +9,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/builtin/controllers"
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/incluster"
-	"github.com/hookback/hookback/session"
 )
 
 var serveExamples = []Example{
@@ -75,8 +75,8 @@ func (o PodOptions) check(ext Extension) (incluster.ServeConfig, error) {
 
 // config is the incluster.ServeConfig of the flags.
 func (o PodOptions) config(ext Extension) (incluster.ServeConfig, error) {
-	hooks, _ := session.SelectWebhooks(splitList(o.Webhooks))
-	ctls, _ := session.SelectControllers(splitList(o.Controllers))
+	hooks, _ := assembly.SelectWebhooks(splitList(o.Webhooks))
+	ctls, _ := assembly.SelectControllers(splitList(o.Controllers))
 	tmpl := ext.Template
 	if o.Template != "" {
 		b, err := os.ReadFile(o.Template)

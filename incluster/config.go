@@ -10,13 +10,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/builtin/controllers"
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/internal/errkind"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/rbac"
 	"github.com/hookback/hookback/registration"
-	"github.com/hookback/hookback/session"
 )
 
 // Names of what serve keeps in the install's namespace.
@@ -123,7 +123,7 @@ func (c ServeConfig) Validate() error {
 	if len(c.Template) == 0 {
 		errs = append(errs, errors.New("the webhook template is empty"))
 	}
-	if err := session.ValidateWebhookOptions(c.WebhookOptions); err != nil {
+	if err := assembly.ValidateWebhookOptions(c.WebhookOptions); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) == 0 {

@@ -24,11 +24,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/internal/errkind"
 	"github.com/hookback/hookback/rbac"
 	"github.com/hookback/hookback/registration"
-	"github.com/hookback/hookback/session"
 )
 
 // Fixed names and ports of the install.
@@ -48,7 +48,7 @@ type Options struct {
 	Namespace string
 	Image     string
 	Replicas  int32
-	// Webhooks and Controllers are resolved built-in names (session.Select).
+	// Webhooks and Controllers are resolved built-in names (assembly.Select).
 	Webhooks, Controllers []string
 	// Template is the webhook configuration template, as start uses it.
 	Template []byte
@@ -128,14 +128,6 @@ func serviceAccount(o Options) *corev1.ServiceAccount {
 	return &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: meta(o, Name)}
 }
 
-// sessionConfig is the run the pods make, for the declarations: the Lease
-// of leader election lives in the install's namespace.
-func sessionConfig(o Options) session.Options {
-	// Webhook options change what a handler does, never its name or path.
-	return session.Options{LeaseNamespace: o.Namespace, Webhooks: o.Webhooks, Controllers: o.Controllers,
-		WebhookOptions: webhooks.DefaultOptions()}
-}
-
 // serveRoles is the least-privilege roles of serve (ServePermissions), bound to
 // the install's ServiceAccount.
 func serveRoles(o Options) ([]runtime.Object, error) {
@@ -156,7 +148,8 @@ func serveRoles(o Options) ([]runtime.Object, error) {
 
 // webhookConfigurations renders start's template with service references.
 func webhookConfigurations(o Options) ([]runtime.Object, error) {
-	served, err := session.ServedWebhooks(sessionConfig(o))
+	// Webhook options change what a handler does, never its name or path.
+	served, err := assembly.ServedWebhooks(o.Webhooks, webhooks.DefaultOptions(), nil)
 	if err != nil {
 		return nil, err
 	}

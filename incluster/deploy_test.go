@@ -10,8 +10,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/rbac"
-	"github.com/hookback/hookback/session"
 )
 
 func template(t *testing.T) []byte {
@@ -25,11 +25,11 @@ func template(t *testing.T) []byte {
 
 func all(t *testing.T) (hooks, ctls []string) {
 	t.Helper()
-	hooks, err := session.SelectWebhooks([]string{"all"})
+	hooks, err := assembly.SelectWebhooks([]string{"all"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctls, err = session.SelectControllers([]string{"all"})
+	ctls, err = assembly.SelectControllers([]string{"all"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,12 +11,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/internal/lifecycle"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/server"
-	"github.com/hookback/hookback/session"
 )
 
 // Serve runs one replica until ctx is done: it serves every selected
@@ -56,14 +56,14 @@ func serveOn(ctx context.Context, cfg ServeConfig, cl *kubeconfig.Cluster, start
 		return err
 	}
 	// The parts, assembled as start assembles them.
-	a, err := session.Assemble(ctx, session.AssemblyOptions{Webhooks: cfg.Webhooks, Controllers: cfg.Controllers,
+	a, err := assembly.Assemble(ctx, assembly.Options{Webhooks: cfg.Webhooks, Controllers: cfg.Controllers,
 		WebhookOptions: cfg.WebhookOptions, Watch: cl.Watch, TLS: crt.TLSConfig(),
 		Address: net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.Port)), HealthAddress: cfg.HealthAddress, Log: cfg.Log})
 	if err != nil {
 		return err
 	}
 	defer a.Shutdown()
-	lead, err := newLeader(cl.Client, cfg, a.Controllers(), a.Metrics.Registry, cl.Now)
+	lead, err := newLeader(cl.Client, cfg, a.Parts.Runnables(), a.Metrics.Registry, cl.Now)
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ type replica struct {
 	cl     *kubeconfig.Cluster
 	srv    *server.Server
 	certs  certs.Certs
-	parts  *session.Assembly
+	parts  *assembly.Process
 	leader *leader
 	objs   []*unstructured.Unstructured
 	// started is when Serve began, for the ready line.

@@ -17,10 +17,10 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
+	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/rbac"
 	"github.com/hookback/hookback/registration"
-	"github.com/hookback/hookback/session"
 )
 
 // UninstallConfig says which install to remove.
@@ -113,7 +113,7 @@ func Uninstall(ctx context.Context, cfg UninstallConfig) ([]string, error) {
 	if err := u.waitPodsGone(ctx, cfg.PodsTimeout); err != nil {
 		errs = append(errs, err)
 	} else {
-		errs = append(errs, session.CleanupShared(ctx, cl.Client, cl.Dynamic, cfg.LeaseNamespace, PresenceSession, cl.Now, cfg.Log))
+		errs = append(errs, assembly.CleanupShared(ctx, cl.Client, cl.Dynamic, cfg.LeaseNamespace, PresenceSession, cl.Now, cfg.Log))
 	}
 	errs = append(errs, u.delete(ctx, restSteps))
 	return u.deleted, errors.Join(errs...)

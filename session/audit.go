@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/audit"
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/kubeconfig"
@@ -122,7 +123,7 @@ func AuditWebhooks(c *Config) ([]audit.Webhook, error) {
 // Objects, with cfg, c's options as the audit resolved them (the scope,
 // the upstream CA).
 func auditInputs(c *Config, cfg Options) ([]audit.Webhook, []audit.Conversion, error) {
-	served, err := ServedWebhooks(cfg)
+	served, err := assembly.ServedWebhooks(cfg.Webhooks, cfg.WebhookOptions, cfg.Extra)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -2,11 +2,12 @@ package session
 
 import (
 	"fmt"
-	"github.com/hookback/hookback/project"
 	"io"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hookback/hookback/project"
 
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/registration"

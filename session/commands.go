@@ -5,13 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
-	"time"
 
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-
-	"github.com/hookback/hookback/builtin/controllers"
-	"github.com/hookback/hookback/builtin/webhooks"
+	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/registration"
@@ -106,25 +101,7 @@ func Cleanup(ctx context.Context, cfg CleanupConfig) ([]string, error) {
 		}
 	}
 	slices.Sort(removed)
-	return removed, errors.Join(err, rerr, CleanupShared(ctx, cs, dyn, cfg.LeaseNamespace, "", kc.Clock.Now, cfg.Log))
-}
-
-// CleanupShared undoes what the parts wrote outside any configuration (exec
-// RBAC, node CPU), for every part no live session but except still uses:
-// the last step of cleanup and of `hookback uninstall` (which removes the
-// session of the in-cluster install).
-func CleanupShared(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, leaseNamespace, except string, now func() time.Time, log *slog.Logger) error {
-	r := &registration.Registrar{Client: cs, Dynamic: dyn, Log: log}
-	namespaces, err := r.LeaseNamespaces(ctx, leaseNamespace)
-	if err != nil {
-		return err
-	}
-	live, err := registration.LiveParts(ctx, cs, namespaces, except, now)
-	if err != nil {
-		return err
-	}
-	shared := SharedCleanups(cs, log, webhooks.Names(), controllers.Names())
-	return registration.RunCleanups(ctx, shared, live, log)
+	return removed, errors.Join(err, rerr, assembly.CleanupShared(ctx, cs, dyn, cfg.LeaseNamespace, "", kc.Clock.Now, cfg.Log))
 }
 
 // ProbeUpstreams reports, per upstream URL, whether it accepts connections

@@ -13,10 +13,10 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/builtin/controllers"
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/kubeconfig"
@@ -115,7 +115,7 @@ func TestCleanupShared(t *testing.T) {
 				j.add("list rolebindings")
 				return false, nil, nil
 			})
-			err := CleanupShared(context.Background(), cs, dyn, "default", "", time.Now, slog.New(slog.DiscardHandler))
+			err := assembly.CleanupShared(context.Background(), cs, dyn, "default", "", time.Now, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,39 +127,4 @@ func TestCleanupShared(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestAssembly: the in-cluster serve mode gets the same built-ins start
-// assembles, its listeners are bound, its informers sync, and Events its
-// parts record reach the cluster with their action.
-func TestAssembly(t *testing.T) {
-	cs := fake.NewClientset()
-	c, err := Assemble(context.Background(), AssemblyOptions{Webhooks: []string{webhooks.NamePodEviction, webhooks.NameNodeStatus},
-		Controllers: []string{controllers.ExecRBACName}, WebhookOptions: webhooks.DefaultOptions(), Watch: cs,
-		Address: "127.0.0.1:0", HealthAddress: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Shutdown()
-	if got := c.Server.Paths(); len(got) != 2 {
-		t.Errorf("served paths = %v, want pod-eviction's and node-status'", got)
-	}
-	if got := c.parts.names(); strings.Join(got, ",") != webhooks.NamePodEviction+","+webhooks.NameNodeStatus+","+controllers.ExecRBACName &&
-		strings.Join(got, ",") != webhooks.NameNodeStatus+","+webhooks.NamePodEviction+","+controllers.ExecRBACName {
-		t.Errorf("parts = %v", got)
-	}
-	if n := len(c.Controllers()); n != 1 {
-		t.Errorf("%d controllers, want 1", n)
-	}
-	if c.Inspector != nil {
-		t.Error("serve has no inspector, yet one was assembled")
-	}
-	c.Start()
-	waitFor(t, "the informers to sync", c.Synced)
-	c.recorders.For("unit").Eventf(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "l", Namespace: "default"}},
-		nil, "Normal", "Tested", "Test", "a note")
-	waitFor(t, "the Event", func() bool {
-		list, err := cs.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{})
-		return err == nil && len(list.Items) == 1 && list.Items[0].Action == "Test" && list.Items[0].Reason == "Tested"
-	})
 }

@@ -83,7 +83,7 @@ func TestRunEnds(t *testing.T) {
 	}{{
 		name: "a controller fails: stopped unexpectedly, deregistered",
 		setup: func(r *run, j *journal, _ *fake.Clientset) {
-			r.parts.controllers = []controllers.Controller{failingController{j}}
+			r.parts.Controllers = []controllers.Controller{failingController{j}}
 		},
 		wantErr: func(err error) bool {
 			return err != nil && strings.Contains(err.Error(), "stopped unexpectedly") && strings.Contains(err.Error(), "watch refused")
@@ -120,7 +120,7 @@ func TestRunEnds(t *testing.T) {
 		name:  "regained: applies again and verifies again, then a clean stop",
 		setup: func(*run, *journal, *fake.Clientset) {},
 		then: func(t *testing.T, r *run, _ *fake.Clientset) {
-			j := r.parts.controllers[0].(fakeController).j
+			j := r.parts.Controllers[0].(fakeController).j
 			r.reverifyLater("the test said so")
 			waitFor(t, "a second canary call", func() bool { return count(j.all(), "canary called") == 2 })
 		},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/reload"
@@ -144,7 +145,7 @@ func (r *run) reapply(ctx context.Context) {
 
 // cleanupShared runs the cleanup of every part no other live session runs.
 func (r *run) cleanupShared(ctx context.Context) error {
-	cleanups := SharedCleanups(r.cluster.Client, r.cfg.Log, r.cfg.Webhooks, r.cfg.Controllers)
+	cleanups := assembly.SharedCleanups(r.cluster.Client, r.cfg.Log, r.cfg.Webhooks, r.cfg.Controllers)
 	if len(cleanups) == 0 {
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/manifests"
 	"github.com/hookback/hookback/registration"
 )
@@ -105,7 +106,7 @@ func (c *Config) Objects(p Placement) (*Objects, error) {
 	if m == nil {
 		m = c.manifests
 	}
-	served, err := ServedWebhooks(cfg)
+	served, err := assembly.ServedWebhooks(cfg.Webhooks, cfg.WebhookOptions, cfg.Extra)
 	if err != nil {
 		return nil, err
 	}

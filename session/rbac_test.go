@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/rbac"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
@@ -18,8 +19,8 @@ var updateDocs = flag.Bool("update", false, "rewrite docs/rbac.yaml from the dec
 // default lease namespace, the default name and subject.
 func docsRBAC(t *testing.T) []byte {
 	t.Helper()
-	hooks, _ := SelectWebhooks([]string{"all"})
-	ctls, _ := SelectControllers([]string{"all"})
+	hooks, _ := assembly.SelectWebhooks([]string{"all"})
+	ctls, _ := assembly.SelectControllers([]string{"all"})
 	out, err := RBACYAML(completed(t, Options{LeaseNamespace: "default", Webhooks: hooks, Controllers: ctls}), "hookback-developer",
 		[]rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "hookback-developers"}})
 	if err != nil {
@@ -52,8 +53,8 @@ func TestRBACDocMatchesDeclarations(t *testing.T) {
 // declaration as an RBAC authorizer would: a rule must match verb, group,
 // resource[/subresource], and name when the rule restricts names.
 func TestRBACGrantsEveryDeclaredPermission(t *testing.T) {
-	hooks, _ := SelectWebhooks([]string{"all"})
-	ctls, _ := SelectControllers([]string{"all"})
+	hooks, _ := assembly.SelectWebhooks([]string{"all"})
+	ctls, _ := assembly.SelectControllers([]string{"all"})
 	cfg := Options{LeaseNamespace: "hookback-leases", Webhooks: hooks, Controllers: ctls}
 	perms, err := Permissions(completed(t, cfg))
 	if err != nil {

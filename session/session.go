@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/internal/lifecycle"
@@ -85,9 +86,9 @@ func runOn(ctx context.Context, c *Config, cl *kubeconfig.Cluster, started time.
 	canary := registration.NewCanary()
 	y.probes = []admission.Webhook{{Name: "canary", Path: registration.CanaryPath, Handler: canary}}
 	y.chain = newChainRun(cfg, cl, y)
-	a, err := Assemble(ctx, AssemblyOptions{Webhooks: cfg.Webhooks, Controllers: cfg.Controllers,
+	a, err := assembly.Assemble(ctx, assembly.Options{Webhooks: cfg.Webhooks, Controllers: cfg.Controllers,
 		WebhookOptions: cfg.WebhookOptions, Extra: slices.Concat(cfg.Extra, observerWebhooks(cfg.Observers)), Watch: cl.Watch, TLS: crt.TLSConfig(),
-		Address: net.JoinHostPort(bind, strconv.Itoa(cfg.Port)), HealthAddress: cfg.HealthAddress, Log: cfg.Log, yours: y})
+		Address: net.JoinHostPort(bind, strconv.Itoa(cfg.Port)), HealthAddress: cfg.HealthAddress, Log: cfg.Log, Additions: y})
 	if err != nil {
 		return err
 	}
@@ -101,7 +102,7 @@ func runOn(ctx context.Context, c *Config, cl *kubeconfig.Cluster, started time.
 	if tun != nil {
 		url = "https://" + decision.Host // the relay's Service port, 443
 	}
-	r := newRun(cfg, cl, a.Server, canary, crt, a.parts, url)
+	r := newRun(cfg, cl, a.Server, canary, crt, a.Parts, url)
 	r.config = c
 	r.user, r.inspector, r.tunnel, r.metrics, r.upstreamPair, r.conversions = y.user, a.Inspector, tun, a.Metrics.Registry, pair, y.conversions
 	r.drift = newDrift(cfg, cl, r.registrar, r.kubectl())
@@ -122,7 +123,7 @@ func loadYours(cfg *Options, m *manifests.Set) (*yours, error) {
 		return nil, err
 	}
 	cfg.RedirectConversion = scopeConversions(*cfg, conv)
-	return &yours{user: user, conversions: conv, inspector: cfg.Inspector, recordDir: cfg.RecordDir}, nil
+	return &yours{cfg: *cfg, user: user, conversions: conv}, nil
 }
 
 // listenHost is the host the webhook server binds: --bind-address; else,
@@ -159,7 +160,7 @@ type run struct {
 	server  *server.Server
 	canary  *registration.Canary
 	certs   certs.Certs
-	parts   *parts
+	parts   *assembly.Parts
 	user    *userWebhooks
 	// upstreamPair is what start did about the upstream's certificate.
 	upstreamPair *certs.UpstreamPair
@@ -197,7 +198,7 @@ type run struct {
 	errs             *lifecycle.Errors
 }
 
-func newRun(cfg Options, cl *kubeconfig.Cluster, srv *server.Server, canary *registration.Canary, crt certs.Certs, p *parts, url string) *run {
+func newRun(cfg Options, cl *kubeconfig.Cluster, srv *server.Server, canary *registration.Canary, crt certs.Certs, p *assembly.Parts, url string) *run {
 	return &run{
 		// runOn sets the completed Config; a run built by hand (tests) has
 		// its options and no manifests.
@@ -205,7 +206,7 @@ func newRun(cfg Options, cl *kubeconfig.Cluster, srv *server.Server, canary *reg
 		cfg:    cfg, cluster: cl, server: srv, canary: canary, certs: crt, parts: p, url: url, user: &userWebhooks{},
 		registrar: &registration.Registrar{Client: cl.Client, Dynamic: cl.Dynamic, Session: cfg.Session, Log: cfg.Log},
 		heartbeat: &registration.Heartbeat{Client: cl.Client, Namespace: cfg.LeaseNamespace, Session: cfg.Session,
-			Holder: holderIdentity(), Duration: cfg.LeaseDuration, Parts: p.names(), Now: cl.Now, Meanwhile: ", webhooks fail open meanwhile", Log: cfg.Log},
+			Holder: holderIdentity(), Duration: cfg.LeaseDuration, Parts: p.Names(), Now: cl.Now, Meanwhile: ", webhooks fail open meanwhile", Log: cfg.Log},
 		leaseRef: cfg.LeaseNamespace + "/" + registration.LeaseName(cfg.Session),
 		regained: make(chan string, 1),
 		lost:     make(chan error, 1),
@@ -280,8 +281,8 @@ func (r *run) run(ctx context.Context, started time.Time) (err error) {
 
 // startControllers runs every controller on the working group.
 func (r *run) startControllers(context.Context) error {
-	for i, run := range r.parts.runnables() {
-		r.working.GoUntilStopped("controller "+r.parts.controllers[i].Name(), run)
+	for i, run := range r.parts.Runnables() {
+		r.working.GoUntilStopped("controller "+r.parts.Controllers[i].Name(), run)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/builtin/controllers"
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
@@ -114,7 +115,7 @@ func newTestRun(t *testing.T, tmpl string, objects ...runtime.Object) (*run, *jo
 	cfg := Options{Session: "unit", LeaseNamespace: "default", LeaseDuration: 30 * time.Second, RequireVerified: true,
 		VerifyTimeout: 300 * time.Millisecond, Template: registration.Template{Default: []byte(tmpl)}, Log: log,
 		Extra: hooks[:1], WebhookOptions: webhooks.DefaultOptions()}.withDefaults()
-	p := &parts{webhooks: hooks[:1], controllers: []controllers.Controller{fakeController{j}}}
+	p := &assembly.Parts{Webhooks: hooks[:1], Controllers: []controllers.Controller{fakeController{j}}}
 	r := newRun(cfg, &kubeconfig.Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, srv, canary, crt, p, "https://"+srv.Addr().String())
 	return r, j, cs
 }

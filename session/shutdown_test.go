@@ -87,7 +87,7 @@ func TestShutdownInOrder(t *testing.T) {
 	addDynamic(t, dyn, schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
 		tunnel.Manifests(tunnel.Spec{Name: tunnel.RelayName("unit"), Namespace: "tun", Session: "unit"}).Deployment)
 	r.cfg.Webhooks = []string{webhooks.NameNodeStatus} // a part with a shared cleanup
-	r.parts.controllers = []controllers.Controller{probingController{j, r.server.Addr()}}
+	r.parts.Controllers = []controllers.Controller{probingController{j, r.server.Addr()}}
 	r.errs = lifecycle.NewErrors()
 	r.serving = lifecycle.NewGroup(context.Background(), r.errs)
 	r.working = r.serving.Child()

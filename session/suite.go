@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/conversion"
 	"github.com/hookback/hookback/registration"
@@ -66,7 +67,7 @@ func TestTargets(c *Config) (*TestSetup, error) {
 		}
 		cfg.User.UpstreamCA = caFile
 	}
-	served, err := ServedWebhooks(cfg)
+	served, err := assembly.ServedWebhooks(cfg.Webhooks, cfg.WebhookOptions, cfg.Extra)
 	if err != nil {
 		return nil, err
 	}

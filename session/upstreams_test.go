@@ -7,12 +7,13 @@ import (
 	"os"
 	"time"
 
-	"github.com/hookback/hookback/certs"
-	"github.com/hookback/hookback/internal/syncbuf"
 	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/internal/syncbuf"
 )
 
 func TestLoadUserWebhooksMapping(t *testing.T) {

@@ -1,4 +1,4 @@
-package session
+package assembly
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/tools/record"
 )
 
-// eventRecorders hands each webhook and controller an events.EventRecorder
+// Events hands each webhook and controller an events.EventRecorder
 // that writes through client-go's record broadcaster.
 //
 // Why not the events.k8s.io broadcaster: it merges every Event with the same
@@ -24,7 +24,7 @@ import (
 // two generateName pods reporting against their Namespace) would only show the
 // first message. The record broadcaster deduplicates on the message: the same
 // problem again bumps the count of its Event, a different one gets its own.
-type eventRecorders struct {
+type Events struct {
 	broadcaster record.EventBroadcaster
 	client      kubernetes.Interface
 	host        string
@@ -44,28 +44,29 @@ const (
 // one (Evict, InjectSidecar, ...). It never reaches the apiserver.
 const actionAnnotation = "hookback.dev/event-action"
 
-func newEventRecorders(ctx context.Context, cs kubernetes.Interface) *eventRecorders {
+// NewEvents records through cs until Shutdown, on ctx.
+func NewEvents(ctx context.Context, cs kubernetes.Interface) *Events {
 	host, _ := os.Hostname()
 	b := record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{
 		MaxEvents: maxSimilar,
 		BurstSize: eventsBurst,
 	}))
-	return &eventRecorders{broadcaster: b, client: cs, host: host}
+	return &Events{broadcaster: b, client: cs, host: host}
 }
 
 // For returns the recorder of one component (a webhook or controller name,
 // the Event's reportingController).
-func (e *eventRecorders) For(component string) events.EventRecorder {
+func (e *Events) For(component string) events.EventRecorder {
 	return recordAdapter{rec: e.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component, Host: e.host})}
 }
 
 // Start sends recorded Events to the cluster, until Shutdown.
-func (e *eventRecorders) Start() {
+func (e *Events) Start() {
 	e.broadcaster.StartRecordingToSink(actionSink{&typedcorev1.EventSinkImpl{Interface: e.client.CoreV1().Events("")}})
 }
 
 // Shutdown stops recording; Events still queued are dropped.
-func (e *eventRecorders) Shutdown() { e.broadcaster.Shutdown() }
+func (e *Events) Shutdown() { e.broadcaster.Shutdown() }
 
 // recordAdapter is the events.EventRecorder the webhooks and controllers
 // use, over a record.EventRecorder. related is not kept: none of the
@@ -104,8 +105,8 @@ func withAction(e *corev1.Event) *corev1.Event {
 	return e
 }
 
-// eventPermissions are what recording Events needs, for every part.
-func eventPermissions() []rbac.Permission {
+// EventPermissions are what recording Events needs, for every part.
+func EventPermissions() []rbac.Permission {
 	return []rbac.Permission{
 		{Verb: "create", Resource: "events", Why: "Events", Part: registration.PartCore},
 		{Verb: "patch", Resource: "events", Why: "Events (repeats)", Part: registration.PartCore},
