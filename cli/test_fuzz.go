@@ -74,7 +74,7 @@ func runFuzz(ctx context.Context, o fuzzOptions, setup *session.TestSetup, files
 	var rows []suite.Row
 	for _, t := range targets {
 		rep, err := roundtrip.Run(ctx, roundtrip.Options{CRD: t.crd, Converter: t.conv.Converter, N: o.N, Seed: seed, Seeds: seeds,
-			Admit: suite.FuzzAdmitter(hooks, t.crd.Spec.Names.Plural), Log: log})
+			Admit: suite.FuzzAdmitter(hooks, t.crd.Spec.Names.Plural, []suite.ConversionWebhook{t.conv}), Log: log})
 		if err != nil {
 			return nil, fmt.Errorf("conversion fuzz of %s: %w", t.crd.Name, err)
 		}

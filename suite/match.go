@@ -112,9 +112,9 @@ func (w *Webhook) timeout() time.Duration {
 // (ShouldCallHook in k8s.io/apiserver's webhook/generic), whether a
 // webhook is called for a request: its namespaceSelector, objectSelector
 // and rules through the apiserver's predicates, then its matchConditions
-// compiled and evaluated with the apiserver's CEL environment. Not
-// applied: matchPolicy Equivalent's other versions of the resource (they
-// need the cluster's resource mapping).
+// compiled and evaluated with the apiserver's CEL environment. Under
+// matchPolicy Equivalent, a rule naming another version of the request's
+// group and resource matches too (equivalentMatch).
 type matcher struct {
 	compiler cel.ConditionCompiler
 }
@@ -123,25 +123,26 @@ func newMatcher() *matcher {
 	return &matcher{compiler: cel.NewConditionCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))}
 }
 
-// calls reports whether the apiserver would call w for in; an error is the
-// apiserver's own refusal (a matchCondition that fails under
-// failurePolicy Fail, a bad selector).
-func (m *matcher) calls(ctx context.Context, w *Webhook, in *input) (bool, error) {
+// calls reports whether the apiserver would call w for in, and, when w
+// matched only through matchPolicy Equivalent, the resource its rules
+// name in place of the request's; an error is the apiserver's own refusal
+// (a matchCondition that fails under failurePolicy Fail, a bad selector).
+func (m *matcher) calls(ctx context.Context, w *Webhook, in *input) (bool, *equivalent, error) {
 	attr, err := attributes(in)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	h := w.access()
 	nsm := &namespace.Matcher{NamespaceLister: oneNamespace{namespaceOf(in)}}
 	if ok, serr := nsm.MatchNamespaceSelector(h, attr); serr != nil {
-		return false, fmt.Errorf("namespaceSelector: %w", serr)
+		return false, nil, fmt.Errorf("namespaceSelector: %w", serr)
 	} else if !ok {
-		return false, nil
+		return false, nil, nil
 	}
 	if ok, serr := (&object.Matcher{}).MatchObjectSelector(h, attr); serr != nil {
-		return false, fmt.Errorf("objectSelector: %w", serr)
+		return false, nil, fmt.Errorf("objectSelector: %w", serr)
 	} else if !ok {
-		return false, nil
+		return false, nil, nil
 	}
 	matched := false
 	for _, r := range h.GetRules() {
@@ -150,16 +151,21 @@ func (m *matcher) calls(ctx context.Context, w *Webhook, in *input) (bool, error
 			break
 		}
 	}
+	var eq *equivalent
+	if !matched {
+		eq = equivalentMatch(h, attr)
+		matched = eq != nil
+	}
 	if !matched || len(h.GetMatchConditions()) == 0 {
-		return matched, nil
+		return matched, eq, nil
 	}
 	va := &apiadmission.VersionedAttributes{Attributes: attr, VersionedKind: attr.GetKind(),
 		VersionedObject: attr.GetObject(), VersionedOldObject: attr.GetOldObject()}
 	res := h.GetCompiledMatcher(m.compiler).Match(ctx, va, nil, nil)
 	if res.Error != nil {
-		return false, fmt.Errorf("matchConditions (the apiserver refuses the request under failurePolicy Fail): %w", res.Error)
+		return false, nil, fmt.Errorf("matchConditions (the apiserver refuses the request under failurePolicy Fail): %w", res.Error)
 	}
-	return res.Matches, nil
+	return res.Matches, eq, nil
 }
 
 // attributes are the request as the apiserver's admission chain sees it.

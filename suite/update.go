@@ -56,6 +56,10 @@ func Update(rows []Row, w io.Writer) (updated int, err error) {
 		if !slices.ContainsFunc(rs, func(r Row) bool { return r.Status != Pass }) {
 			continue
 		}
+		if len(l.ExpectWebhooks) > 0 {
+			fmt.Fprintf(w, "not updated %s:%d %s: it has expectWebhooks, which --update leaves to you: %s\n", l.File.Path, l.Line, l.Name, rs[0].Detail)
+			continue
+		}
 		e, ok := commonExpect(rs)
 		if !ok {
 			fmt.Fprintf(w, "not updated %s:%d %s: %s\n", l.File.Path, l.Line, l.Name, rs[0].Detail)

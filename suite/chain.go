@@ -1,0 +1,127 @@
+package suite
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// chainOrder sorts the webhooks of a case as the apiserver calls them:
+// mutating configurations sorted by name (sort.SliceStable ByName in
+// k8s.io/apiserver's mutating_webhook_manager.go), the webhooks of one
+// configuration in their order, then the validating ones, which all see
+// the object as the mutating ones left it.
+func chainOrder(hooks []picked) []picked {
+	out := slices.Clone(hooks)
+	slices.SortStableFunc(out, func(a, b picked) int {
+		am, bm := a.w.Mutating != nil, b.w.Mutating != nil
+		switch {
+		case am && !bm:
+			return -1
+		case bm && !am:
+			return 1
+		case am:
+			return cmp.Compare(a.w.Configuration, b.w.Configuration)
+		}
+		return 0
+	})
+	return out
+}
+
+// chainRows calls the webhooks of a case in order, each mutating one with
+// the object as the ones before it patched it, and judges each answer
+// against the case's expectation for that webhook. A denial would end
+// the request in the apiserver; the suite still asks the webhooks after
+// it (with the object as it stood), so that each has its row.
+func chainRows(ctx context.Context, l *Loaded, in *input, hooks []picked, recorded *Outcome, opts Options) []Row {
+	cur := in
+	var rows []Row
+	for _, h := range hooks {
+		got := callPicked(ctx, h, cur, opts.Conversions)
+		row := Row{Webhook: h.w.Name(), Got: got}
+		row.Status, row.Detail, row.Diff = judgeWith(l, l.expectFor(h.w.Name()), *got, recorded)
+		rows = append(rows, row)
+		if h.w.Mutating == nil || got.Result != Patched {
+			continue
+		}
+		next, err := cur.patchedBy(ctx, h, got.Object, opts.Conversions)
+		if err != nil {
+			rows = append(rows, Row{Webhook: h.w.Name(), Status: Erred,
+				Detail: "the webhooks after it cannot be called with its patch: " + err.Error()})
+			return rows
+		}
+		cur = next
+	}
+	return rows
+}
+
+// callPicked calls one webhook with in, converted first to the version
+// its rules name when it matched through matchPolicy Equivalent.
+func callPicked(ctx context.Context, h picked, in *input, convs []ConversionWebhook) *Outcome {
+	if h.outcome != nil {
+		return h.outcome
+	}
+	send := in
+	if h.equivalent != nil {
+		var err error
+		if send, err = in.inVersion(ctx, h.equivalent, convs); err != nil {
+			return &Outcome{Result: Error, Message: err.Error()}
+		}
+	}
+	o := call(ctx, h.w, send)
+	return &o
+}
+
+// patchedBy is in with the object a mutating webhook made, back in the
+// request's version when the webhook had it in another one.
+func (in *input) patchedBy(ctx context.Context, h picked, obj []byte, convs []ConversionWebhook) (*input, error) {
+	if h.equivalent != nil {
+		back, err := convertObject(ctx, h.equivalent.resource, convs, obj, in.req.Kind.Group, in.req.Kind.Version)
+		if err != nil {
+			return nil, err
+		}
+		obj = back
+	}
+	return in.withObject(obj)
+}
+
+// withObject is in with its request's object replaced; a review sent as
+// it is (a recording) gets the object in its request too.
+func (in *input) withObject(obj []byte) (*input, error) {
+	out := *in
+	out.req.Object = runtime.RawExtension{Raw: obj}
+	if in.review == nil {
+		return &out, nil
+	}
+	var review map[string]json.RawMessage
+	if err := json.Unmarshal(in.review, &review); err != nil {
+		return nil, fmt.Errorf("the case's review: %w", err)
+	}
+	var req map[string]json.RawMessage
+	if err := json.Unmarshal(review["request"], &req); err != nil {
+		return nil, fmt.Errorf("the case's review's request: %w", err)
+	}
+	req["object"] = obj
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	review["request"] = b
+	if out.review, err = json.Marshal(review); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// expectFor is the expectation of one webhook: its entry in
+// expectWebhooks, else the case's expect.
+func (l *Loaded) expectFor(webhook string) Expect {
+	if e, ok := l.ExpectWebhooks[webhook]; ok {
+		return e
+	}
+	return l.Expect
+}
