@@ -11,23 +11,28 @@ import (
 )
 
 // chainOrder sorts the webhooks of a case as the apiserver calls them:
-// mutating configurations sorted by name (sort.SliceStable ByName in
-// k8s.io/apiserver's mutating_webhook_manager.go), the webhooks of one
-// configuration in their order, then the validating ones, which all see
-// the object as the mutating ones left it.
+// mutating admission policies first (the MutatingAdmissionPolicy plugin
+// runs before MutatingAdmissionWebhook), then mutating configurations
+// sorted by name (sort.SliceStable ByName in k8s.io/apiserver's
+// mutating_webhook_manager.go), the webhooks of one configuration in
+// their order, then the validating ones, which all see the object as the
+// mutating ones left it.
 func chainOrder(hooks []picked) []picked {
+	rank := func(w *Webhook) int {
+		switch {
+		case w.Mutating != nil && w.Policy:
+			return 0
+		case w.Mutating != nil:
+			return 1
+		}
+		return 2
+	}
 	out := slices.Clone(hooks)
 	slices.SortStableFunc(out, func(a, b picked) int {
-		am, bm := a.w.Mutating != nil, b.w.Mutating != nil
-		switch {
-		case am && !bm:
-			return -1
-		case bm && !am:
-			return 1
-		case am:
-			return cmp.Compare(a.w.Configuration, b.w.Configuration)
+		if c := cmp.Compare(rank(a.w), rank(b.w)); c != 0 || rank(a.w) != 1 {
+			return c
 		}
-		return 0
+		return cmp.Compare(a.w.Configuration, b.w.Configuration)
 	})
 	return out
 }

@@ -213,3 +213,23 @@ func TestChainFromARecordedReview(t *testing.T) {
 		t.Errorf("b saw %v, want a's label", seen)
 	}
 }
+
+// TestChainOrder: mutating policies, then mutating configurations by
+// name (webhooks in order within one), then validating webhooks in the
+// order given.
+func TestChainOrder(t *testing.T) {
+	m := func(conf, name string, policy bool) picked {
+		return picked{w: &Webhook{Configuration: conf, Policy: policy, Mutating: &admissionregistrationv1.MutatingWebhook{Name: name}}}
+	}
+	v := func(conf, name string) picked {
+		return picked{w: &Webhook{Configuration: conf, Validating: &admissionregistrationv1.ValidatingWebhook{Name: name}}}
+	}
+	in := []picked{v("z", "v1"), m("c", "c1", false), m("a", "a1", false), v("a", "v2"), m("MutatingAdmissionPolicy", "p", true), m("a", "a2", false), m("B", "b1", false)}
+	var got []string
+	for _, p := range chainOrder(in) {
+		got = append(got, p.w.Name())
+	}
+	if want := "p,b1,a1,a2,c1,v1,v2"; strings.Join(got, ",") != want {
+		t.Errorf("order %s, want %s", strings.Join(got, ","), want)
+	}
+}

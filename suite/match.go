@@ -38,6 +38,10 @@ type Webhook struct {
 	Mutating   *admissionregistrationv1.MutatingWebhook
 	Validating *admissionregistrationv1.ValidatingWebhook
 	Handler    admission.Handler
+	// Policy marks an admission policy evaluated as a webhook (--policy):
+	// mutating policies run before every mutating webhook, as the
+	// apiserver's admission plugins are ordered.
+	Policy bool
 
 	accessor webhook.WebhookAccessor
 }
