@@ -76,17 +76,33 @@ func Update(rows []Row, w io.Writer) (updated int, err error) {
 		}
 		perFile[l.File] = append(perFile[l.File], change{l, e, strings.Join(diffs, "\n")})
 	}
+	written := objectFiles{}
 	for _, f := range files {
-		src := f.src
+		src, edited := f.src, false
 		cs := perFile[f]
 		// Bottom up, so that earlier line numbers stay right.
 		slices.SortFunc(cs, func(a, b change) int { return b.l.expectK.Line - a.l.expectK.Line })
 		for _, c := range cs {
-			if src, err = splice(src, c.l, c.expect); err != nil {
-				return updated, fmt.Errorf("update %s: %w", f.Path, err)
+			e, edit, where := c.expect, true, fmt.Sprintf("%s:%d", f.Path, c.l.Line)
+			if c.l.Expect.ObjectFile != "" && len(e.Object) > 0 {
+				var path string
+				if e, edit, path, err = written.intoObjectFile(c.l, e); err != nil {
+					fmt.Fprintf(w, "not updated %s %s: %v\n", where, c.l.Name, err)
+					continue
+				}
+				where = path + " (expect.objectFile of " + where + ")"
 			}
-			fmt.Fprintf(w, "updated %s:%d %s: expect %s, was %s\n%s\n", f.Path, c.l.Line, c.l.Name, c.expect.Result, c.l.Expect.Result, indent(c.diff))
+			if edit {
+				if src, err = splice(src, c.l, e); err != nil {
+					return updated, fmt.Errorf("update %s: %w", f.Path, err)
+				}
+				edited = true
+			}
+			fmt.Fprintf(w, "updated %s %s: expect %s, was %s\n%s\n", where, c.l.Name, e.Result, c.l.Expect.Result, indent(c.diff))
 			updated++
+		}
+		if !edited {
+			continue
 		}
 		if err := writeKeepingMode(f.Path, src); err != nil {
 			return updated, err
