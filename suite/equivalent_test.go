@@ -104,3 +104,27 @@ func TestEquivalentInAChain(t *testing.T) {
 		}
 	}
 }
+
+// TestEquivalentBuiltinType: a webhook registered for apps/v1beta1
+// deployments matches an apps/v1 case under Equivalent, and since
+// hookback converts no built-in type offline, the row says the object
+// must be converted to apps/v1beta1, without calling the webhook.
+func TestEquivalentBuiltinType(t *testing.T) {
+	h := &counting{}
+	w := &Webhook{Configuration: "v", Path: "/deploy", Handler: h, Validating: &admissionregistrationv1.ValidatingWebhook{
+		Name: "deploy.example.com", AdmissionReviewVersions: []string{"v1"},
+		Rules: []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			Rule: admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1beta1"}, Resources: []string{"deployments"}}}}}}
+	path := writeSuite(t, header+"- name: deployment\n  operation: CREATE\n  object: {apiVersion: apps/v1, kind: Deployment, metadata: {name: d, namespace: x}}\n  expect: {result: error, message: the object must be converted to apps/v1beta1}\n")
+	files, err := Load([]string{path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := Run(context.Background(), files, Options{Webhooks: []*Webhook{w}})
+	if len(rows) != 1 || rows[0].Status != Pass || !strings.Contains(rows[0].Got.Message, "no conversion webhook of deployments.apps") {
+		t.Errorf("rows %+v", rows)
+	}
+	if n := h.calls.Load(); n != 0 {
+		t.Errorf("the webhook was called %d times with an object in the wrong version", n)
+	}
+}
