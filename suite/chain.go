@@ -42,10 +42,16 @@ func chainOrder(hooks []picked) []picked {
 // against the case's expectation for that webhook. A denial would end
 // the request in the apiserver; the suite still asks the webhooks after
 // it (with the object as it stood), so that each has its row.
-func chainRows(ctx context.Context, l *Loaded, in *input, hooks []picked, recorded *Outcome, opts Options) []Row {
+func chainRows(ctx context.Context, m *matcher, l *Loaded, in *input, hooks []picked, recorded *Outcome, opts Options) []Row {
 	cur := in
 	var rows []Row
 	for _, h := range hooks {
+		if h.pending {
+			var ok bool
+			if h, ok = matchNow(ctx, m, h.w, cur); !ok {
+				continue
+			}
+		}
 		got := callPicked(ctx, h, cur, opts.Conversions)
 		row := Row{Webhook: h.w.Name(), Got: got}
 		row.Status, row.Detail, row.Diff = judgeWith(l, l.expectFor(h.w.Name()), *got, recorded)
@@ -62,6 +68,32 @@ func chainRows(ctx context.Context, l *Loaded, in *input, hooks []picked, record
 		cur = next
 	}
 	return rows
+}
+
+// candidates are the webhooks a case may go to: those it names (by name
+// or path), else every one, each matched in its turn (matchNow).
+func candidates(ctx context.Context, m *matcher, l *Loaded, in *input, hooks []*Webhook) ([]picked, error) {
+	if len(l.Webhooks) > 0 {
+		return pick(ctx, m, l, in, hooks)
+	}
+	out := make([]picked, 0, len(hooks))
+	for _, w := range hooks {
+		out = append(out, picked{w: w, pending: true})
+	}
+	return out, nil
+}
+
+// matchNow decides whether the apiserver calls w for the request as it
+// stands; a refusal (a matchCondition error) is the webhook's outcome.
+func matchNow(ctx context.Context, m *matcher, w *Webhook, in *input) (picked, bool) {
+	ok, eq, err := m.calls(ctx, w, in)
+	switch {
+	case err != nil:
+		return picked{w: w, outcome: &Outcome{Result: Error, Message: err.Error()}}, true
+	case ok:
+		return picked{w: w, equivalent: eq}, true
+	}
+	return picked{}, false
 }
 
 // callPicked calls one webhook with in, converted first to the version

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hookback/hookback/upstream"
 )
@@ -231,5 +232,58 @@ func TestChainOrder(t *testing.T) {
 	}
 	if want := "p,b1,a1,a2,c1,v1,v2"; strings.Join(got, ",") != want {
 		t.Errorf("order %s, want %s", strings.Join(got, ","), want)
+	}
+}
+
+// TestChainMatchesThePatchedObject: whether a webhook is called is decided
+// in its turn, on the object as the mutating webhooks before it left it,
+// as the apiserver's dispatchers decide: a validating webhook selecting
+// tier=web is called for a pod a mutating webhook labels so, and not for
+// one it leaves alone.
+func TestChainMatchesThePatchedObject(t *testing.T) {
+	s := newReviewServer(t, map[string]answer{
+		"/tier": func(obj map[string]any) (string, []map[string]any) {
+			if md, _ := obj["metadata"].(map[string]any); md["name"] == "web" {
+				return addLabel("tier", "web")(obj)
+			}
+			return "", nil
+		},
+		"/web-only": func(map[string]any) (string, []map[string]any) { return "", nil },
+	})
+	web := &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "web"}}
+	hooks := []*Webhook{
+		{Configuration: "v", Path: "/web-only", Handler: s.forwarder(t, "/web-only"), Validating: &admissionregistrationv1.ValidatingWebhook{
+			Name: "web-only.example.com", Rules: podRules(), ObjectSelector: web, AdmissionReviewVersions: []string{"v1"}}},
+		{Configuration: "m", Path: "/tier", Handler: s.forwarder(t, "/tier"), Mutating: &admissionregistrationv1.MutatingWebhook{
+			Name: "tier.example.com", Rules: podRules(), AdmissionReviewVersions: []string{"v1"}}},
+	}
+	path := writeSuite(t, header+`
+- name: labelled-web
+  operation: CREATE
+  namespace: y
+  object: `+pod("web", "")+`
+  expect: {result: allowed}
+  expectWebhooks:
+    tier.example.com: {result: patched, object: `+pod("web", "tier: web")+`}
+- name: left-alone
+  operation: CREATE
+  namespace: y
+  object: `+pod("db", "")+`
+  expect: {result: allowed}
+`)
+	files, err := Load([]string{path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range Run(context.Background(), files, Options{Webhooks: hooks, Concurrency: 1}) {
+		got = append(got, r.Case+" "+r.Webhook+" "+r.Status)
+	}
+	want := "labelled-web tier.example.com PASS,labelled-web web-only.example.com PASS,left-alone tier.example.com PASS"
+	if strings.Join(got, ",") != want {
+		t.Errorf("rows %s, want %s", strings.Join(got, ","), want)
+	}
+	if n := len(s.objects("/web-only")); n != 1 {
+		t.Errorf("web-only was called %d times, want once (for the pod labelled web)", n)
 	}
 }

@@ -122,7 +122,7 @@ func caseRows(ctx context.Context, m *matcher, l *Loaded, opts Options) []Row {
 	if in.conversion != nil {
 		return conversionRows(ctx, l, in, opts)
 	}
-	hooks, err := pick(ctx, m, l, in, opts.Webhooks)
+	hooks, err := candidates(ctx, m, l, in, opts.Webhooks)
 	if err != nil {
 		return []Row{{Webhook: "-", Status: Erred, Detail: err.Error()}}
 	}
@@ -134,7 +134,8 @@ func caseRows(ctx context.Context, m *matcher, l *Loaded, opts Options) []Row {
 		}
 		recorded = &o
 	}
-	if len(hooks) == 0 {
+	rows := chainRows(ctx, m, l, in, chainOrder(hooks), recorded, opts)
+	if len(rows) == 0 {
 		got := &Outcome{Result: Skip}
 		if l.Expect.Result == Skip {
 			return []Row{{Webhook: "-", Status: Pass, Detail: "no webhook is called for this input", Got: got}}
@@ -142,7 +143,7 @@ func caseRows(ctx context.Context, m *matcher, l *Loaded, opts Options) []Row {
 		return []Row{{Webhook: "-", Status: Fail, Got: got, Detail: "no webhook would be called for this input (rules, namespace and object selectors, matchConditions)",
 			Diff: fmt.Sprintf("result: want %s, got skip (no webhook called)", l.Expect.Result)}}
 	}
-	return chainRows(ctx, l, in, chainOrder(hooks), recorded, opts)
+	return rows
 }
 
 // picked is a webhook a case goes to; outcome is set when the apiserver
@@ -154,6 +155,10 @@ type picked struct {
 	// place of the request's (matchPolicy Equivalent): the review it
 	// gets is in that version.
 	equivalent *equivalent
+	// pending: whether the apiserver calls it is decided when its turn
+	// in the chain comes, with the object as the webhooks before it left
+	// it (the apiserver's dispatchers call ShouldCallHook per webhook).
+	pending bool
 }
 
 // pick chooses the webhooks of a case: those it names (by name or path),
