@@ -128,3 +128,38 @@ func TestEquivalentBuiltinType(t *testing.T) {
 		t.Errorf("the webhook was called %d times with an object in the wrong version", n)
 	}
 }
+
+// TestEquivalentMatchConditions: the matchConditions of a webhook matched
+// through another version see the object in that version (v1's
+// spec.size, where the v2 case has spec.count), as the apiserver converts
+// before evaluating them.
+func TestEquivalentMatchConditions(t *testing.T) {
+	for _, tc := range []struct {
+		condition string
+		want      string
+		called    int
+	}{
+		{"object.spec.size == 3", "allowed", 1},
+		{"object.spec.size == 4", "skip", 0},
+	} {
+		t.Run(tc.condition, func(t *testing.T) {
+			s := newReviewServer(t, map[string]answer{"/v1": func(map[string]any) (string, []map[string]any) { return "", nil }})
+			hooks := []*Webhook{{Configuration: "v", Path: "/v1", Handler: s.forwarder(t, "/v1"), Validating: &admissionregistrationv1.ValidatingWebhook{
+				Name: "v1.example.com", Rules: gadgetRules("v1"), AdmissionReviewVersions: []string{"v1"},
+				MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "size", Expression: tc.condition}}}}}
+			path := writeSuite(t, header+"- name: v2-gadget\n  operation: CREATE\n  object: "+gadgetV2+"\n  expect: {result: "+tc.want+"}\n")
+			files, err := Load([]string{path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			conv := []ConversionWebhook{{CRD: "gadgets.test.hookback.dev", Converter: gadgetConverter(t, false)}}
+			rows := Run(context.Background(), files, Options{Webhooks: hooks, Conversions: conv})
+			if len(rows) != 1 || rows[0].Status != Pass {
+				t.Errorf("rows %+v", rows)
+			}
+			if n := len(s.objects("/v1")); n != tc.called {
+				t.Errorf("called %d times, want %d", n, tc.called)
+			}
+		})
+	}
+}

@@ -59,6 +59,7 @@ func FuzzAdmitter(hooks []*Webhook, resource string, convs []ConversionWebhook) 
 		}
 	}
 	m := newMatcher()
+	m.convs = convs
 	file := &File{Path: "conversion-fuzz"}
 	return func(ctx context.Context, _ string, obj map[string]any) (bool, string, error) {
 		raw, err := json.Marshal(obj)

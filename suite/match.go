@@ -121,6 +121,9 @@ func (w *Webhook) timeout() time.Duration {
 // group and resource matches too (equivalentMatch).
 type matcher struct {
 	compiler cel.ConditionCompiler
+	// convs convert the object for the matchConditions of a webhook
+	// matched through an equivalent resource.
+	convs []ConversionWebhook
 }
 
 func newMatcher() *matcher {
@@ -163,13 +166,38 @@ func (m *matcher) calls(ctx context.Context, w *Webhook, in *input) (bool, *equi
 	if !matched || len(h.GetMatchConditions()) == 0 {
 		return matched, eq, nil
 	}
-	va := &apiadmission.VersionedAttributes{Attributes: attr, VersionedKind: attr.GetKind(),
-		VersionedObject: attr.GetObject(), VersionedOldObject: attr.GetOldObject()}
+	va, err := m.versioned(ctx, attr, in, eq)
+	if err != nil {
+		return false, nil, err
+	}
 	res := h.GetCompiledMatcher(m.compiler).Match(ctx, va, nil, nil)
 	if res.Error != nil {
 		return false, nil, fmt.Errorf("matchConditions (the apiserver refuses the request under failurePolicy Fail): %w", res.Error)
 	}
 	return res.Matches, eq, nil
+}
+
+// versioned is the request as the webhook's matchConditions see it: in
+// the version its rules name when it matched through an equivalent
+// resource (the apiserver converts before evaluating them).
+func (m *matcher) versioned(ctx context.Context, attr apiadmission.Attributes, in *input, eq *equivalent) (*apiadmission.VersionedAttributes, error) {
+	va := &apiadmission.VersionedAttributes{Attributes: attr, VersionedKind: attr.GetKind(),
+		VersionedObject: attr.GetObject(), VersionedOldObject: attr.GetOldObject()}
+	if eq == nil {
+		return va, nil
+	}
+	conv, err := in.inVersion(ctx, eq, m.convs)
+	if err != nil {
+		return nil, err
+	}
+	if va.VersionedObject, err = unstructuredOf(conv.req.Object); err != nil {
+		return nil, fmt.Errorf("object: %w", err)
+	}
+	if va.VersionedOldObject, err = unstructuredOf(conv.req.OldObject); err != nil {
+		return nil, fmt.Errorf("oldObject: %w", err)
+	}
+	va.VersionedKind = eq.kind
+	return va, nil
 }
 
 // attributes are the request as the apiserver's admission chain sees it.

@@ -67,6 +67,7 @@ func Run(ctx context.Context, files []*File, opts Options) []Row {
 		n = 8
 	}
 	m := newMatcher()
+	m.convs = opts.Conversions
 	rows := make([][]Row, len(cases))
 	next := make(chan int)
 	var wg sync.WaitGroup
