@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 )
 
 // TestUpdateRewritesTheExpectObjectFile: a failing case whose expected
@@ -58,7 +60,7 @@ func TestUpdateRewritesTheExpectObjectFile(t *testing.T) {
 		t.Fatalf("Update = %d, %v\n%s", n, err, out.String())
 	}
 	stale := filepath.Join(dir, "objects", "stale.json")
-	if !strings.Contains(out.String(), "updated "+stale+" (expect.objectFile of ") {
+	if !strings.Contains(out.String(), "updated "+stale+" (objectFile of ") {
 		t.Errorf("Update printed:\n%s", out.String())
 	}
 	for _, name := range []string{"suite.yaml", "passing.yaml"} {
@@ -76,5 +78,79 @@ func TestUpdateRewritesTheExpectObjectFile(t *testing.T) {
 	}
 	if c := Count(Run(context.Background(), loaded, Options{Webhooks: testWebhooks(h)})); c.Passed != 2 {
 		t.Errorf("after --update: %+v", c)
+	}
+}
+
+// TestUpdateExpectWebhooks: in a chain, a failing webhook with its own
+// expectation gets that entry of expectWebhooks rewritten (its object
+// kept in its file), while expect, which the other webhooks still meet,
+// stays as written.
+func TestUpdateExpectWebhooks(t *testing.T) {
+	dir := t.TempDir()
+	s := newReviewServer(t, map[string]answer{"/a": addLabel("a", "now"), "/check": func(map[string]any) (string, []map[string]any) { return "", nil }})
+	hooks := []*Webhook{
+		{Configuration: "m", Path: "/a", Handler: s.forwarder(t, "/a"), Mutating: &admissionregistrationv1.MutatingWebhook{Name: "a", Rules: podRules(), AdmissionReviewVersions: []string{"v1"}}},
+		{Configuration: "v", Path: "/check", Handler: s.forwarder(t, "/check"), Validating: &admissionregistrationv1.ValidatingWebhook{Name: "check", Rules: podRules(), AdmissionReviewVersions: []string{"v1"}}},
+	}
+	head := header + `- name: chained
+  operation: CREATE
+  namespace: y
+  object: ` + pod("p", "") + `
+  expect: {result: allowed}   # the validating webhook
+`
+	body := head + `  expectWebhooks:
+    a: {result: patched, objectFile: a.yaml}
+`
+	if err := os.WriteFile(filepath.Join(dir, "suite.yaml"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a.yaml"), []byte(pod("p", "a: before")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func() []Row {
+		files, err := Load([]string{filepath.Join(dir, "suite.yaml")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Run(context.Background(), files, Options{Webhooks: hooks})
+	}
+	rows := run()
+	if c := Count(rows); c.Failed != 1 || c.Passed != 1 {
+		t.Fatalf("counts %+v, want a's row failing and check's passing", c)
+	}
+	var out bytes.Buffer
+	if n, err := Update(rows, &out); err != nil || n != 1 {
+		t.Fatalf("Update = %d, %v\n%s", n, err, out.String())
+	}
+	if !strings.Contains(out.String(), "chained (expectWebhooks a): expect patched, was patched") {
+		t.Errorf("Update printed:\n%s", out.String())
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "suite.yaml")); string(b) != body {
+		t.Errorf("the suite changed though only a.yaml's object did:\n%s", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "a.yaml")); !strings.Contains(string(b), "a: now") {
+		t.Errorf("a.yaml:\n%s", b)
+	}
+	if c := Count(run()); c.Passed != 2 {
+		t.Errorf("after --update: %+v", c)
+	}
+
+	// An inline expectation of one webhook: only expectWebhooks is
+	// rewritten; expect and its comment stay.
+	body = head + `  expectWebhooks:
+    a: {result: allowed}
+`
+	if err := os.WriteFile(filepath.Join(dir, "suite.yaml"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := Update(run(), &out); err != nil || n != 1 {
+		t.Fatalf("Update = %d, %v\n%s", n, err, out.String())
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "suite.yaml"))
+	if !strings.HasPrefix(string(b), head+"  expectWebhooks:\n    a:\n") || !strings.Contains(string(b), "result: patched") {
+		t.Errorf("suite after --update:\n%s", b)
+	}
+	if c := Count(run()); c.Passed != 2 {
+		t.Errorf("after the second --update: %+v\n%s", c, b)
 	}
 }
