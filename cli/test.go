@@ -173,7 +173,7 @@ func runTest(c *cli.Context, ext Extension, o TestOptions) error {
 		if o.Serve.project != nil {
 			samples = filepath.Join(o.Serve.project.Dir, "config", "samples")
 		}
-		fuzzed, err := runFuzz(c.Context, o.Fuzz, setup, files, samples, fuzzCaseDir(paths), c.App.ErrWriter, log)
+		fuzzed, err := runFuzz(c.Context, o.Fuzz, o.Serve.GlobalOptions, setup, files, samples, fuzzCaseDir(paths), c.App.ErrWriter, log)
 		if err != nil {
 			return cli.Exit(err.Error(), exitUsage)
 		}

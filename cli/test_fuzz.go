@@ -9,25 +9,30 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/hookback/hookback/conversion/roundtrip"
+	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/session"
 	"github.com/hookback/hookback/suite"
 )
 
 // fuzzOptions are test's conversion fuzzer flags.
 type fuzzOptions struct {
-	N    int
-	CRD  string
-	Seed int
+	N           int
+	CRD         string
+	Seed        int
+	FromCluster int
 }
 
 func (o *fuzzOptions) bind(b *binder) {
 	bind(b, &o.N, "conversion-fuzz", catUser, "make this many objects per served version of each CRD from its schema (and the suite's objects, the project's config/samples), round-trip each through the conversion webhook to every other served version and back, and report each field lost, writing a case per loss into the suite directory; 0: off")
 	bind(b, &o.CRD, "crd", catUser, "with --conversion-fuzz: the CRD file (or directory) to fuzz (default: the CRDs of --webhook-config or the project whose conversion is a webhook)")
 	bind(b, &o.Seed, "seed", catUser, "with --conversion-fuzz: the seed that reproduces a run (0: a new one, printed)")
+	bind(b, &o.FromCluster, "from-cluster", catUser, "with --conversion-fuzz: also start from up to this many objects of each CRD in the cluster of --kubeconfig, listed in the CRD's storage version; 0: no cluster")
 }
 
 // Validate reports every problem at once.
@@ -36,8 +41,11 @@ func (o fuzzOptions) Validate() error {
 	if o.N < 0 {
 		errs = append(errs, fmt.Errorf("--conversion-fuzz %d: want 0 (off) or more", o.N))
 	}
-	if o.N == 0 && (o.CRD != "" || o.Seed != 0) {
-		errs = append(errs, errors.New("--crd and --seed are for --conversion-fuzz N: give it"))
+	if o.N == 0 && (o.CRD != "" || o.Seed != 0 || o.FromCluster != 0) {
+		errs = append(errs, errors.New("--crd, --seed and --from-cluster are for --conversion-fuzz N: give it"))
+	}
+	if o.FromCluster < 0 {
+		errs = append(errs, fmt.Errorf("--from-cluster %d: want 0 (no cluster) or the most objects to list per CRD", o.FromCluster))
 	}
 	return errors.Join(errs...)
 }
@@ -52,8 +60,12 @@ type suiteConversion = suite.ConversionWebhook
 
 // runFuzz fuzzes every target CRD, writes a case per loss into caseDir
 // (when set) and returns the rows to report.
-func runFuzz(ctx context.Context, o fuzzOptions, setup *session.TestSetup, files []*suite.File, samples, caseDir string, stderr io.Writer, log *slog.Logger) ([]suite.Row, error) {
+func runFuzz(ctx context.Context, o fuzzOptions, g GlobalOptions, setup *session.TestSetup, files []*suite.File, samples, caseDir string, stderr io.Writer, log *slog.Logger) ([]suite.Row, error) {
 	targets, err := fuzzTargets(o, setup)
+	if err != nil {
+		return nil, err
+	}
+	fromCluster, err := clusterSeeds(ctx, o, g, targets, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -73,8 +85,8 @@ func runFuzz(ctx context.Context, o fuzzOptions, setup *session.TestSetup, files
 	hooks := testWebhooks(setup)
 	var rows []suite.Row
 	for _, t := range targets {
-		rep, err := roundtrip.Run(ctx, roundtrip.Options{CRD: t.crd, Converter: t.conv.Converter, N: o.N, Seed: seed, Seeds: seeds,
-			Admit: suite.FuzzAdmitter(hooks, t.crd.Spec.Names.Plural), Log: log})
+		rep, err := roundtrip.Run(ctx, roundtrip.Options{CRD: t.crd, Converter: t.conv.Converter, N: o.N, Seed: seed, Seeds: append(slices.Clone(seeds), fromCluster[t.crd.Name]...),
+			Admit: suite.FuzzAdmitter(hooks, t.crd.Spec.Names.Plural, []suite.ConversionWebhook{t.conv}), Log: log})
 		if err != nil {
 			return nil, fmt.Errorf("conversion fuzz of %s: %w", t.crd.Name, err)
 		}
@@ -92,6 +104,32 @@ func runFuzz(ctx context.Context, o fuzzOptions, setup *session.TestSetup, files
 		rows = append(rows, suite.FuzzRows(rep, written)...)
 	}
 	return rows, nil
+}
+
+// clusterSeeds lists, with --from-cluster, the objects of each target CRD
+// in the cluster, by CRD name.
+func clusterSeeds(ctx context.Context, o fuzzOptions, g GlobalOptions, targets []fuzzTarget, stderr io.Writer) (map[string][]map[string]any, error) {
+	if o.FromCluster == 0 {
+		return nil, nil
+	}
+	cfg, err := kubeconfig.Load(g.kubeconfig())
+	if err != nil {
+		return nil, fmt.Errorf("--from-cluster: %w", err)
+	}
+	client, err := cfg.Dynamic(30 * time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("--from-cluster: %w", err)
+	}
+	out := map[string][]map[string]any{}
+	for _, t := range targets {
+		objs, err := roundtrip.ClusterSeeds(ctx, client, t.crd, int64(o.FromCluster))
+		if err != nil {
+			return nil, fmt.Errorf("--from-cluster: %w", err)
+		}
+		fmt.Fprintf(stderr, "conversion fuzz: %d objects of %s in the cluster to start from\n", len(objs), t.crd.Name)
+		out[t.crd.Name] = objs
+	}
+	return out, nil
 }
 
 // fuzzTargets pairs the CRDs to fuzz with their conversion webhooks.

@@ -32,7 +32,7 @@ func testPolicyWebhooks(ctx context.Context, paths []string, stdin io.Reader) ([
 	var out []*suite.Webhook
 	for _, h := range session.PolicyWebhooks(e) {
 		kind, name, _ := strings.Cut(h.Name, "/")
-		w := &suite.Webhook{Configuration: kind, Path: "/policy/" + name, Handler: h.Handler}
+		w := &suite.Webhook{Configuration: kind, Path: "/policy/" + name, Handler: h.Handler, Policy: true}
 		if h.Mutating {
 			w.Mutating = &admissionregistrationv1.MutatingWebhook{Name: name, Rules: h.Rules, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}}
 		} else {

@@ -90,6 +90,10 @@ type Case struct {
 	Ignore []string `json:"ignore,omitempty"`
 
 	Expect Expect `json:"expect"`
+	// ExpectWebhooks are the expectations of single webhooks, by name, in
+	// place of Expect: in a chain, each mutating webhook's row holds the
+	// object as it left that webhook (patched by those before it too).
+	ExpectWebhooks map[string]Expect `json:"expectWebhooks,omitempty"`
 }
 
 // Conversion is the input of a conversion case.

@@ -49,7 +49,9 @@ func (in *conversionInput) viaFirst(ctx context.Context, h ConversionWebhook) (r
 // apiserver would call for a CREATE of an object of resource (plural) in
 // its version whether they admit it, for the conversion fuzzer: the first
 // denial is the answer; a webhook that could not be called is an error.
-func FuzzAdmitter(hooks []*Webhook, resource string) roundtrip.Admitter {
+// A webhook whose rules name another version (matchPolicy Equivalent) is
+// sent the object converted through convs, as the apiserver would.
+func FuzzAdmitter(hooks []*Webhook, resource string, convs []ConversionWebhook) roundtrip.Admitter {
 	var validating []*Webhook
 	for _, w := range hooks {
 		if w.Validating != nil {
@@ -57,6 +59,7 @@ func FuzzAdmitter(hooks []*Webhook, resource string) roundtrip.Admitter {
 		}
 	}
 	m := newMatcher()
+	m.convs = convs
 	file := &File{Path: "conversion-fuzz"}
 	return func(ctx context.Context, _ string, obj map[string]any) (bool, string, error) {
 		raw, err := json.Marshal(obj)
@@ -73,11 +76,7 @@ func FuzzAdmitter(hooks []*Webhook, resource string) roundtrip.Admitter {
 			return false, "", err
 		}
 		for _, p := range picked {
-			got := p.outcome
-			if got == nil {
-				o := call(ctx, p.w, in)
-				got = &o
-			}
+			got := callPicked(ctx, p, in, convs)
 			switch got.Result {
 			case Denied:
 				return false, got.Message, nil

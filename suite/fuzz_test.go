@@ -3,6 +3,7 @@ package suite
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -114,14 +115,20 @@ func TestFuzzLossCases(t *testing.T) {
 }
 
 // TestFuzzAdmitter: the fuzzer's objects go to the validating webhooks
-// whose rules match them (the v1 webhook for a v1 gadget, not the v2 one,
-// nor a mutating one), and a denial is the answer.
+// whose rules match them (the v1 webhook for a v1 gadget, and under
+// matchPolicy Equivalent the v2 one with the gadget converted to v2, not
+// a mutating one), and the first denial is the answer.
 func TestFuzzAdmitter(t *testing.T) {
 	var calls []string
 	var mu sync.Mutex
 	deny := admission.HandlerFunc(func(_ context.Context, req admission.Request) admission.Response {
 		mu.Lock()
-		calls = append(calls, req.Kind.Version+" "+req.Name)
+		var obj struct {
+			Spec map[string]any `json:"spec"`
+		}
+		_ = json.Unmarshal(req.Object.Raw, &obj)
+		_, count := obj.Spec["count"]
+		calls = append(calls, fmt.Sprintf("%s %s count=%v", req.Kind.Version, req.Name, count))
 		mu.Unlock()
 		if strings.Contains(string(req.Object.Raw), `"color":"red"`) {
 			return admission.Denied("no red gadgets")
@@ -137,7 +144,7 @@ func TestFuzzAdmitter(t *testing.T) {
 		{Configuration: "v", Path: "/v2", Handler: deny, Validating: &admissionregistrationv1.ValidatingWebhook{Name: "v2.example.com", Rules: rules("v2"), AdmissionReviewVersions: []string{"v1"}}},
 		{Configuration: "m", Path: "/m", Handler: deny, Mutating: &admissionregistrationv1.MutatingWebhook{Name: "m.example.com", Rules: rules("v1"), AdmissionReviewVersions: []string{"v1"}}},
 	}
-	admit := FuzzAdmitter(hooks, "gadgets")
+	admit := FuzzAdmitter(hooks, "gadgets", []ConversionWebhook{{CRD: "gadgets.test.hookback.dev", Converter: gadgetConverter(t, false)}})
 	gadget := func(name, color string) map[string]any {
 		return map[string]any{"apiVersion": "test.hookback.dev/v1", "kind": "Gadget", "metadata": map[string]any{"name": name, "namespace": "default"},
 			"spec": map[string]any{"size": 1, "color": color}}
@@ -148,7 +155,7 @@ func TestFuzzAdmitter(t *testing.T) {
 	if ok, _, err := admit(context.Background(), "v1", gadget("blue", "blue")); !ok || err != nil {
 		t.Errorf("a blue gadget: %v %v, want admitted", ok, err)
 	}
-	if strings.Join(calls, ",") != "v1 red,v1 blue" {
-		t.Errorf("calls %v: want the v1 validating webhook only, once per object", calls)
+	if strings.Join(calls, ",") != "v1 red count=false,v1 blue count=false,v2 blue count=true" {
+		t.Errorf("calls %v: want the v1 validating webhook, then (for an object it admits) the v2 one with the object in v2", calls)
 	}
 }

@@ -42,6 +42,8 @@ type Loaded struct {
 	ignore []string
 	// expect is the expect value's node, for --update.
 	expect, expectK, caseNode *yaml.Node
+	// expectWK is expectWebhooks' key node, for --update.
+	expectWK *yaml.Node
 	// next is the line after the case (0: the end of the file).
 	next int
 }
@@ -209,6 +211,7 @@ func (f *File) loadCase(n *yaml.Node, ignore []string, next int, name string) (*
 	}
 	l.ignore = append(slices.Clone(ignore), l.Case.Ignore...)
 	l.expectK, l.expect, l.caseNode = key(n, "expect"), value(n, "expect"), n
+	l.expectWK = key(n, "expectWebhooks")
 	if errs := validate(l, n); len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

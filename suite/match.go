@@ -38,6 +38,10 @@ type Webhook struct {
 	Mutating   *admissionregistrationv1.MutatingWebhook
 	Validating *admissionregistrationv1.ValidatingWebhook
 	Handler    admission.Handler
+	// Policy marks an admission policy evaluated as a webhook (--policy):
+	// mutating policies run before every mutating webhook, as the
+	// apiserver's admission plugins are ordered.
+	Policy bool
 
 	accessor webhook.WebhookAccessor
 }
@@ -112,36 +116,40 @@ func (w *Webhook) timeout() time.Duration {
 // (ShouldCallHook in k8s.io/apiserver's webhook/generic), whether a
 // webhook is called for a request: its namespaceSelector, objectSelector
 // and rules through the apiserver's predicates, then its matchConditions
-// compiled and evaluated with the apiserver's CEL environment. Not
-// applied: matchPolicy Equivalent's other versions of the resource (they
-// need the cluster's resource mapping).
+// compiled and evaluated with the apiserver's CEL environment. Under
+// matchPolicy Equivalent, a rule naming another version of the request's
+// group and resource matches too (equivalentMatch).
 type matcher struct {
 	compiler cel.ConditionCompiler
+	// convs convert the object for the matchConditions of a webhook
+	// matched through an equivalent resource.
+	convs []ConversionWebhook
 }
 
 func newMatcher() *matcher {
 	return &matcher{compiler: cel.NewConditionCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))}
 }
 
-// calls reports whether the apiserver would call w for in; an error is the
-// apiserver's own refusal (a matchCondition that fails under
-// failurePolicy Fail, a bad selector).
-func (m *matcher) calls(ctx context.Context, w *Webhook, in *input) (bool, error) {
+// calls reports whether the apiserver would call w for in, and, when w
+// matched only through matchPolicy Equivalent, the resource its rules
+// name in place of the request's; an error is the apiserver's own refusal
+// (a matchCondition that fails under failurePolicy Fail, a bad selector).
+func (m *matcher) calls(ctx context.Context, w *Webhook, in *input) (bool, *equivalent, error) {
 	attr, err := attributes(in)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	h := w.access()
 	nsm := &namespace.Matcher{NamespaceLister: oneNamespace{namespaceOf(in)}}
 	if ok, serr := nsm.MatchNamespaceSelector(h, attr); serr != nil {
-		return false, fmt.Errorf("namespaceSelector: %w", serr)
+		return false, nil, fmt.Errorf("namespaceSelector: %w", serr)
 	} else if !ok {
-		return false, nil
+		return false, nil, nil
 	}
 	if ok, serr := (&object.Matcher{}).MatchObjectSelector(h, attr); serr != nil {
-		return false, fmt.Errorf("objectSelector: %w", serr)
+		return false, nil, fmt.Errorf("objectSelector: %w", serr)
 	} else if !ok {
-		return false, nil
+		return false, nil, nil
 	}
 	matched := false
 	for _, r := range h.GetRules() {
@@ -150,16 +158,46 @@ func (m *matcher) calls(ctx context.Context, w *Webhook, in *input) (bool, error
 			break
 		}
 	}
-	if !matched || len(h.GetMatchConditions()) == 0 {
-		return matched, nil
+	var eq *equivalent
+	if !matched {
+		eq = equivalentMatch(h, attr)
+		matched = eq != nil
 	}
-	va := &apiadmission.VersionedAttributes{Attributes: attr, VersionedKind: attr.GetKind(),
-		VersionedObject: attr.GetObject(), VersionedOldObject: attr.GetOldObject()}
+	if !matched || len(h.GetMatchConditions()) == 0 {
+		return matched, eq, nil
+	}
+	va, err := m.versioned(ctx, attr, in, eq)
+	if err != nil {
+		return false, nil, err
+	}
 	res := h.GetCompiledMatcher(m.compiler).Match(ctx, va, nil, nil)
 	if res.Error != nil {
-		return false, fmt.Errorf("matchConditions (the apiserver refuses the request under failurePolicy Fail): %w", res.Error)
+		return false, nil, fmt.Errorf("matchConditions (the apiserver refuses the request under failurePolicy Fail): %w", res.Error)
 	}
-	return res.Matches, nil
+	return res.Matches, eq, nil
+}
+
+// versioned is the request as the webhook's matchConditions see it: in
+// the version its rules name when it matched through an equivalent
+// resource (the apiserver converts before evaluating them).
+func (m *matcher) versioned(ctx context.Context, attr apiadmission.Attributes, in *input, eq *equivalent) (*apiadmission.VersionedAttributes, error) {
+	va := &apiadmission.VersionedAttributes{Attributes: attr, VersionedKind: attr.GetKind(),
+		VersionedObject: attr.GetObject(), VersionedOldObject: attr.GetOldObject()}
+	if eq == nil {
+		return va, nil
+	}
+	conv, err := in.inVersion(ctx, eq, m.convs)
+	if err != nil {
+		return nil, err
+	}
+	if va.VersionedObject, err = unstructuredOf(conv.req.Object); err != nil {
+		return nil, fmt.Errorf("object: %w", err)
+	}
+	if va.VersionedOldObject, err = unstructuredOf(conv.req.OldObject); err != nil {
+		return nil, fmt.Errorf("oldObject: %w", err)
+	}
+	va.VersionedKind = eq.kind
+	return va, nil
 }
 
 // attributes are the request as the apiserver's admission chain sees it.

@@ -67,6 +67,7 @@ func Run(ctx context.Context, files []*File, opts Options) []Row {
 		n = 8
 	}
 	m := newMatcher()
+	m.convs = opts.Conversions
 	rows := make([][]Row, len(cases))
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -122,7 +123,7 @@ func caseRows(ctx context.Context, m *matcher, l *Loaded, opts Options) []Row {
 	if in.conversion != nil {
 		return conversionRows(ctx, l, in, opts)
 	}
-	hooks, err := pick(ctx, m, l, in, opts.Webhooks)
+	hooks, err := candidates(ctx, m, l, in, opts.Webhooks)
 	if err != nil {
 		return []Row{{Webhook: "-", Status: Erred, Detail: err.Error()}}
 	}
@@ -134,24 +135,14 @@ func caseRows(ctx context.Context, m *matcher, l *Loaded, opts Options) []Row {
 		}
 		recorded = &o
 	}
-	if len(hooks) == 0 {
+	rows := chainRows(ctx, m, l, in, chainOrder(hooks), recorded, opts)
+	if len(rows) == 0 {
 		got := &Outcome{Result: Skip}
 		if l.Expect.Result == Skip {
 			return []Row{{Webhook: "-", Status: Pass, Detail: "no webhook is called for this input", Got: got}}
 		}
 		return []Row{{Webhook: "-", Status: Fail, Got: got, Detail: "no webhook would be called for this input (rules, namespace and object selectors, matchConditions)",
 			Diff: fmt.Sprintf("result: want %s, got skip (no webhook called)", l.Expect.Result)}}
-	}
-	var rows []Row
-	for _, h := range hooks {
-		got := h.outcome
-		if got == nil {
-			o := call(ctx, h.w, in)
-			got = &o
-		}
-		row := Row{Webhook: h.w.Name(), Got: got}
-		row.Status, row.Detail, row.Diff = judge(l, *got, recorded)
-		rows = append(rows, row)
 	}
 	return rows
 }
@@ -161,6 +152,14 @@ func caseRows(ctx context.Context, m *matcher, l *Loaded, opts Options) []Row {
 type picked struct {
 	w       *Webhook
 	outcome *Outcome
+	// equivalent, when set, is the resource the webhook's rules name in
+	// place of the request's (matchPolicy Equivalent): the review it
+	// gets is in that version.
+	equivalent *equivalent
+	// pending: whether the apiserver calls it is decided when its turn
+	// in the chain comes, with the object as the webhooks before it left
+	// it (the apiserver's dispatchers call ShouldCallHook per webhook).
+	pending bool
 }
 
 // pick chooses the webhooks of a case: those it names (by name or path),
@@ -169,25 +168,26 @@ func pick(ctx context.Context, m *matcher, l *Loaded, in *input, hooks []*Webhoo
 	var out []picked
 	if len(l.Webhooks) > 0 {
 		for _, name := range l.Webhooks {
-			found := false
-			for _, w := range hooks {
-				if w.Name() == name || w.Path == name {
-					out, found = append(out, picked{w: w}), true
-				}
-			}
-			if !found {
+			if !slices.ContainsFunc(hooks, func(w *Webhook) bool { return w.Name() == name || w.Path == name }) {
 				return nil, fmt.Errorf("no webhook %q among: %s", name, strings.Join(webhookNames(hooks), ", "))
+			}
+		}
+		// In the order of their configurations, as the apiserver calls
+		// them, whatever the order they are named in.
+		for _, w := range hooks {
+			if slices.ContainsFunc(l.Webhooks, func(name string) bool { return w.Name() == name || w.Path == name }) {
+				out = append(out, picked{w: w})
 			}
 		}
 		return out, nil
 	}
 	for _, w := range hooks {
-		ok, err := m.calls(ctx, w, in)
+		ok, eq, err := m.calls(ctx, w, in)
 		switch {
 		case err != nil:
 			out = append(out, picked{w: w, outcome: &Outcome{Result: Error, Message: err.Error()}})
 		case ok:
-			out = append(out, picked{w: w})
+			out = append(out, picked{w: w, equivalent: eq})
 		}
 	}
 	return out, nil

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	yaml "go.yaml.in/yaml/v3"
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
@@ -28,15 +29,11 @@ func ExpectOf(o Outcome) Expect {
 
 // Update rewrites, in their files, the expectations of the cases that
 // failed to what came now, and prints what changed to w. Passing cases,
-// and everything else in the files, are left byte for byte. A case whose
-// webhooks answered differently, or that could not run, is not rewritten
-// and is named.
+// and everything else in the files, are left byte for byte; an expected
+// object kept in a file (expect.objectFile) is rewritten there. A case
+// whose webhooks answered differently (and that has no expectWebhooks
+// for them), or that could not run, is not rewritten and is named.
 func Update(rows []Row, w io.Writer) (updated int, err error) {
-	type change struct {
-		l      *Loaded
-		expect Expect
-		diff   string
-	}
 	var order []*Loaded
 	byCase := map[*Loaded][]Row{}
 	for _, r := range rows {
@@ -49,40 +46,37 @@ func Update(rows []Row, w io.Writer) (updated int, err error) {
 		}
 		byCase[r.loaded] = append(byCase[r.loaded], r)
 	}
-	perFile := map[*File][]change{}
+	perFile := map[*File][]edit{}
 	var files []*File
+	written := objectFiles{}
 	for _, l := range order {
 		rs := byCase[l]
 		if !slices.ContainsFunc(rs, func(r Row) bool { return r.Status != Pass }) {
 			continue
 		}
-		e, ok := commonExpect(rs)
-		if !ok {
-			fmt.Fprintf(w, "not updated %s:%d %s: %s\n", l.File.Path, l.Line, l.Name, rs[0].Detail)
+		edits, err := caseEdits(l, rs, written, w)
+		if err != nil {
+			fmt.Fprintf(w, "not updated %s:%d %s: %v\n", l.File.Path, l.Line, l.Name, err)
+			continue
+		}
+		updated++
+		if len(edits) == 0 {
 			continue
 		}
 		if _, seen := perFile[l.File]; !seen {
 			files = append(files, l.File)
 		}
-		var diffs []string
-		for _, r := range rs {
-			if r.Diff != "" {
-				diffs = append(diffs, r.Diff)
-			}
-		}
-		perFile[l.File] = append(perFile[l.File], change{l, e, strings.Join(diffs, "\n")})
+		perFile[l.File] = append(perFile[l.File], edits...)
 	}
 	for _, f := range files {
 		src := f.src
-		cs := perFile[f]
+		es := perFile[f]
 		// Bottom up, so that earlier line numbers stay right.
-		slices.SortFunc(cs, func(a, b change) int { return b.l.expectK.Line - a.l.expectK.Line })
-		for _, c := range cs {
-			if src, err = splice(src, c.l, c.expect); err != nil {
+		slices.SortFunc(es, func(a, b edit) int { return b.key.Line - a.key.Line })
+		for _, e := range es {
+			if src, err = splice(src, e); err != nil {
 				return updated, fmt.Errorf("update %s: %w", f.Path, err)
 			}
-			fmt.Fprintf(w, "updated %s:%d %s: expect %s, was %s\n%s\n", f.Path, c.l.Line, c.l.Name, c.expect.Result, c.l.Expect.Result, indent(c.diff))
-			updated++
 		}
 		if err := writeKeepingMode(f.Path, src); err != nil {
 			return updated, err
@@ -112,12 +106,12 @@ func commonExpect(rs []Row) (Expect, bool) {
 	return ExpectOf(*first), first != nil
 }
 
-// splice replaces the case's expect block (its key's line up to the next
-// key of the case, or the case's end) with e.
-func splice(src []byte, l *Loaded, e Expect) ([]byte, error) {
+// splice replaces a block of a case (its key's line up to the case's
+// next key, or the case's end) with the edit's value.
+func splice(src []byte, e edit) ([]byte, error) {
 	lines := strings.SplitAfter(string(src), "\n")
-	start := l.expectK.Line - 1
-	end := l.expectEnd()
+	start := e.key.Line - 1
+	end := e.l.blockEnd(e.key)
 	if end <= 0 || end-1 > len(lines) {
 		end = len(lines) + 1
 	}
@@ -126,9 +120,9 @@ func splice(src []byte, l *Loaded, e Expect) ([]byte, error) {
 	for end-2 > start && isBlankOrComment(lines[end-2]) {
 		end--
 	}
-	head := lines[start][:l.expectK.Column-1]
+	head := lines[start][:e.key.Column-1]
 	pad := strings.Repeat(" ", len(head))
-	b, err := sigsyaml.Marshal(map[string]Expect{"expect": e})
+	b, err := sigsyaml.Marshal(map[string]any{e.key.Value: e.value})
 	if err != nil {
 		return nil, err
 	}
@@ -152,14 +146,14 @@ func isBlankOrComment(line string) bool {
 	return t == "" || strings.HasPrefix(t, "#")
 }
 
-// expectEnd is the line after the expect block: the case's next key, else
-// the next case, else 0 (the end of the file).
-func (l *Loaded) expectEnd() int {
+// blockEnd is the line after the block of a case's key: the case's next
+// key, else the next case, else 0 (the end of the file).
+func (l *Loaded) blockEnd(key *yaml.Node) int {
 	after := 0
 	if l.caseNode != nil {
 		for i := 0; i+1 < len(l.caseNode.Content); i += 2 {
 			k := l.caseNode.Content[i]
-			if k.Line > l.expectK.Line && (after == 0 || k.Line < after) {
+			if k.Line > key.Line && (after == 0 || k.Line < after) {
 				after = k.Line
 			}
 		}

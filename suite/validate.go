@@ -109,6 +109,14 @@ func validateExpect(l *Loaded, n *yaml.Node) []error {
 	if e.Result == Converted && !has(e.Object, e.ObjectFile) {
 		bad("expect.result", "converted needs expect.object: the object in the desired version")
 	}
+	for name, we := range c.ExpectWebhooks {
+		switch {
+		case !slices.Contains([]string{Allowed, Denied, Patched, Error}, we.Result):
+			bad("expectWebhooks", "expectWebhooks[%q].result %q: want one of allowed, denied, patched, error", name, we.Result)
+		case we.Result == Patched && !has(we.Object, we.ObjectFile) && len(we.Patch) == 0:
+			bad("expectWebhooks", "expectWebhooks[%q]: patched needs object (the object as it left that webhook) or patch", name)
+		}
+	}
 	return errs
 }
 

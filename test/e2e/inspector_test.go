@@ -134,8 +134,9 @@ func jsonString(v []string) (string, error) {
 
 // TestInspector drives the inspector page in Chromium: rows appear live as
 // kubectl creates a denied pod, a patched pod and a Secret; the detail
-// shows the patch and the diff; the Secret's data is not in the page; and
-// a replay reports the answer unchanged.
+// shows the patch and the diff; the Secret's data is not in the page; a
+// replay reports the answer unchanged; and the review downloaded as a
+// test case passes `hookback test` against the same webhook.
 func TestInspector(t *testing.T) {
 	t.Parallel()
 	chromium := chromiumPath(t)
@@ -143,10 +144,11 @@ func TestInspector(t *testing.T) {
 	up := testUpstream(t, false)
 	session := sessionFor(t)
 	addr := "127.0.0.1:" + itoa(freePort(t))
+	manifests := userManifests(t, session)
 	p := startEnv(t, append(os.Environ(), "KUBECONFIG="+env.kubeconfig), "--session", session,
 		// A banned word of its own: its pod-name sees every namespace, and
 		// must not deny the pods of tests running beside it.
-		"--webhooks", "pod-name,pod-lifespan", "--banned-words", bannedWord, "--controllers", "none", "--webhook-config", userManifests(t, session),
+		"--webhooks", "pod-name,pod-lifespan", "--banned-words", bannedWord, "--controllers", "none", "--webhook-config", manifests,
 		"--upstream", up.URL, "--inspector-address", addr)
 	p.ready(t)
 	if !strings.Contains(p.stdout.String(), "inspect:  http://"+addr+"/") {
@@ -160,6 +162,7 @@ func TestInspector(t *testing.T) {
 	screenshot(t, ctx, dir, "inspector-list.png")
 	inspectKeyboard(t, ctx, secretID)
 	inspectPatchAndReplay(t, ctx, patchedID, dir)
+	inspectDownloadCase(t, ctx, base, patchedID, manifests, up.URL)
 	inspectRedaction(t, ctx, base, secretID)
 	inspectEvents(t, ctx, base, ns)
 

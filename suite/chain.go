@@ -1,0 +1,164 @@
+package suite
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// chainOrder sorts the webhooks of a case as the apiserver calls them:
+// mutating admission policies first (the MutatingAdmissionPolicy plugin
+// runs before MutatingAdmissionWebhook), then mutating configurations
+// sorted by name (sort.SliceStable ByName in k8s.io/apiserver's
+// mutating_webhook_manager.go), the webhooks of one configuration in
+// their order, then the validating ones, which all see the object as the
+// mutating ones left it.
+func chainOrder(hooks []picked) []picked {
+	rank := func(w *Webhook) int {
+		switch {
+		case w.Mutating != nil && w.Policy:
+			return 0
+		case w.Mutating != nil:
+			return 1
+		}
+		return 2
+	}
+	out := slices.Clone(hooks)
+	slices.SortStableFunc(out, func(a, b picked) int {
+		if c := cmp.Compare(rank(a.w), rank(b.w)); c != 0 || rank(a.w) != 1 {
+			return c
+		}
+		return cmp.Compare(a.w.Configuration, b.w.Configuration)
+	})
+	return out
+}
+
+// chainRows calls the webhooks of a case in order, each mutating one with
+// the object as the ones before it patched it, and judges each answer
+// against the case's expectation for that webhook. A denial would end
+// the request in the apiserver; the suite still asks the webhooks after
+// it (with the object as it stood), so that each has its row.
+func chainRows(ctx context.Context, m *matcher, l *Loaded, in *input, hooks []picked, recorded *Outcome, opts Options) []Row {
+	cur := in
+	var rows []Row
+	for _, h := range hooks {
+		if h.pending {
+			var ok bool
+			if h, ok = matchNow(ctx, m, h.w, cur); !ok {
+				continue
+			}
+		}
+		got := callPicked(ctx, h, cur, opts.Conversions)
+		row := Row{Webhook: h.w.Name(), Got: got}
+		row.Status, row.Detail, row.Diff = judgeWith(l, l.expectFor(h.w.Name()), *got, recorded)
+		rows = append(rows, row)
+		if h.w.Mutating == nil || got.Result != Patched {
+			continue
+		}
+		next, err := cur.patchedBy(ctx, h, got.Object, opts.Conversions)
+		if err != nil {
+			rows = append(rows, Row{Webhook: h.w.Name(), Status: Erred,
+				Detail: "the webhooks after it cannot be called with its patch: " + err.Error()})
+			return rows
+		}
+		cur = next
+	}
+	return rows
+}
+
+// candidates are the webhooks a case may go to: those it names (by name
+// or path), else every one, each matched in its turn (matchNow).
+func candidates(ctx context.Context, m *matcher, l *Loaded, in *input, hooks []*Webhook) ([]picked, error) {
+	if len(l.Webhooks) > 0 {
+		return pick(ctx, m, l, in, hooks)
+	}
+	out := make([]picked, 0, len(hooks))
+	for _, w := range hooks {
+		out = append(out, picked{w: w, pending: true})
+	}
+	return out, nil
+}
+
+// matchNow decides whether the apiserver calls w for the request as it
+// stands; a refusal (a matchCondition error) is the webhook's outcome.
+func matchNow(ctx context.Context, m *matcher, w *Webhook, in *input) (picked, bool) {
+	ok, eq, err := m.calls(ctx, w, in)
+	switch {
+	case err != nil:
+		return picked{w: w, outcome: &Outcome{Result: Error, Message: err.Error()}}, true
+	case ok:
+		return picked{w: w, equivalent: eq}, true
+	}
+	return picked{}, false
+}
+
+// callPicked calls one webhook with in, converted first to the version
+// its rules name when it matched through matchPolicy Equivalent.
+func callPicked(ctx context.Context, h picked, in *input, convs []ConversionWebhook) *Outcome {
+	if h.outcome != nil {
+		return h.outcome
+	}
+	send := in
+	if h.equivalent != nil {
+		var err error
+		if send, err = in.inVersion(ctx, h.equivalent, convs); err != nil {
+			return &Outcome{Result: Error, Message: err.Error()}
+		}
+	}
+	o := call(ctx, h.w, send)
+	return &o
+}
+
+// patchedBy is in with the object a mutating webhook made, back in the
+// request's version when the webhook had it in another one.
+func (in *input) patchedBy(ctx context.Context, h picked, obj []byte, convs []ConversionWebhook) (*input, error) {
+	if h.equivalent != nil {
+		back, err := convertObject(ctx, h.equivalent.resource, convs, obj, in.req.Kind.Group, in.req.Kind.Version)
+		if err != nil {
+			return nil, err
+		}
+		obj = back
+	}
+	return in.withObject(obj)
+}
+
+// withObject is in with its request's object replaced; a review sent as
+// it is (a recording) gets the object in its request too.
+func (in *input) withObject(obj []byte) (*input, error) {
+	out := *in
+	out.req.Object = runtime.RawExtension{Raw: obj}
+	if in.review == nil {
+		return &out, nil
+	}
+	var review map[string]json.RawMessage
+	if err := json.Unmarshal(in.review, &review); err != nil {
+		return nil, fmt.Errorf("the case's review: %w", err)
+	}
+	var req map[string]json.RawMessage
+	if err := json.Unmarshal(review["request"], &req); err != nil {
+		return nil, fmt.Errorf("the case's review's request: %w", err)
+	}
+	req["object"] = obj
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	review["request"] = b
+	if out.review, err = json.Marshal(review); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// expectFor is the expectation of one webhook: its entry in
+// expectWebhooks, else the case's expect.
+func (l *Loaded) expectFor(webhook string) Expect {
+	if e, ok := l.ExpectWebhooks[webhook]; ok {
+		return e
+	}
+	return l.Expect
+}
