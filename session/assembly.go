@@ -51,6 +51,8 @@ type yours struct {
 	recordDir string
 	// chain is start --chain's part; nil without.
 	chain *chainRun
+	// policies are start --policy's; nil without.
+	policies *livePolicies
 }
 
 // Assembly is the parts of one process put together: the built-ins on one
@@ -99,7 +101,7 @@ func Assemble(ctx context.Context, o AssemblyOptions) (_ *Assembly, err error) {
 	if a.parts, err = buildParts(cfg, &Cluster{Watch: o.Watch}, a.factory, a.recorders, a.Metrics.Registry, store); err != nil {
 		return nil, err
 	}
-	hooks := slices.Concat(y.chain.wrap(a.parts.webhooks), y.chain.wrap(y.user.hooks), y.probes)
+	hooks := slices.Concat(y.chain.wrap(y.policies.wrap(a.parts.webhooks)), y.chain.wrap(y.policies.wrap(y.user.hooks)), y.probes)
 	rec, err := newRecorder(cfg, store)
 	if err != nil {
 		return nil, err
@@ -135,6 +137,9 @@ func (o AssemblyOptions) config() Options {
 // inspector's store, the record directory and the metrics.
 func (y *yours) attach(cfg Options, store *inspector.Store, m *server.Metrics) error {
 	if err := y.chain.attach(cfg, store); err != nil {
+		return err
+	}
+	if err := y.policies.attach(cfg, store, m.Registry); err != nil {
 		return err
 	}
 	if y.user.late != nil {

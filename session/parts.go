@@ -38,7 +38,7 @@ func Permissions(c *Config) ([]admission.Permission, error) {
 		tun = tunnel.Permissions(cfg.Tunnel.Namespace)
 	}
 	return admission.MergePermissions(registration.Permissions(cfg.LeaseNamespace), eventPermissions(),
-		webhook.Permissions(cfg.Webhooks), ctl, tun, manifestPermissions(c.manifests), chainPermissions(cfg)), nil
+		webhook.Permissions(cfg.Webhooks), ctl, tun, manifestPermissions(c.manifests), chainPermissions(cfg), policyPermissions(cfg)), nil
 }
 
 // parts are the webhooks and controllers one run serves and runs.
