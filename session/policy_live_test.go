@@ -9,11 +9,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/openapi"
 
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/inspector"
@@ -215,5 +221,88 @@ func TestPolicyMigration(t *testing.T) {
 	p.summary()
 	if !strings.Contains(logs.String(), "reviews=4 agree=3 disagree=1") {
 		t.Errorf("summary:\n%s", logs.String())
+	}
+}
+
+// policyClient is a fake cluster that serves the policies at
+// admissionregistration.k8s.io/v1 (and no OpenAPI schemas: the fake's
+// OpenAPIV3 panics).
+func policyClient() kubernetes.Interface {
+	cs := fake.NewClientset()
+	d := cs.Discovery().(*fakediscovery.FakeDiscovery)
+	d.Resources = []*metav1.APIResourceList{{GroupVersion: "admissionregistration.k8s.io/v1",
+		APIResources: []metav1.APIResource{{Name: "validatingadmissionpolicies"}, {Name: "validatingadmissionpolicybindings"},
+			{Name: "mutatingadmissionpolicies"}, {Name: "mutatingadmissionpolicybindings"}}}}
+	return policyCluster{Clientset: cs, d: noOpenAPI{d}}
+}
+
+type policyCluster struct {
+	*fake.Clientset
+	d discovery.DiscoveryInterface
+}
+
+func (c policyCluster) Discovery() discovery.DiscoveryInterface { return c.d }
+
+type noOpenAPI struct{ *fakediscovery.FakeDiscovery }
+
+func (noOpenAPI) OpenAPIV3() openapi.Client { return nil }
+
+// TestPolicyReload: an edit of the policy file changes the next
+// evaluation; an edit that does not read keeps the previous policies and
+// says why.
+func TestPolicyReload(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "policy.yaml")
+	orig, err := os.ReadFile(docsPolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	p, err := readPolicies(Options{Policies: PolicyInput{Paths: []string{file}}, Log: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := p.connect(ctx, policyClient(), nil); err != nil {
+		t.Fatal(err)
+	}
+	wait := p.watch(ctx, 50*time.Millisecond)
+	defer func() { cancel(); wait() }()
+	allowed := func() bool {
+		req := deploymentRequest("r", 7)
+		ev, err := p.engine.Load().Evaluate(ctx, &req.AdmissionRequest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev.Allowed
+	}
+	if allowed() {
+		t.Fatal("7 replicas allowed before the edit")
+	}
+	if err := os.WriteFile(file, bytes.Replace(orig, []byte("<= 5"), []byte("<= 10"), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the edit to be evaluated", allowed)
+	if err := os.WriteFile(file, []byte("apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nspec: [\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the bad edit to be reported", func() bool { return strings.Contains(logs.String(), "cannot be read; the previous ones stay live") })
+	if !allowed() {
+		t.Error("a bad edit replaced the previous policies")
+	}
+}
+
+// waitUntil polls cond until it holds, or fails the test after 10 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
