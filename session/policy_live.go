@@ -46,6 +46,10 @@ type livePolicies struct {
 	engine atomic.Pointer[policy.Engine]
 	cs     kubernetes.Interface
 	dyn    dynamic.Interface
+	// kinds are the kinds of webhook (policy.KindValidating,
+	// policy.KindMutating) each served path answers for, as last
+	// registered (learn); nil before.
+	kinds atomic.Pointer[map[string][]string]
 	// out publishes evaluations and comparisons (inspector, --record-dir,
 	// log, metrics, summary).
 	out *policyReport

@@ -13,6 +13,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -221,6 +222,15 @@ func TestPolicyMigration(t *testing.T) {
 	p.summary()
 	if !strings.Contains(logs.String(), "reviews=4 agree=3 disagree=1") {
 		t.Errorf("summary:\n%s", logs.String())
+	}
+	// Registered as a mutating webhook, it is not compared with a
+	// validating policy.
+	mutating := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+		"webhooks": []any{map[string]any{"name": "replicas.example.com", "clientConfig": map[string]any{"url": "https://127.0.0.1:8443/replicas"}}}}}
+	p.learn([]*unstructured.Unstructured{mutating})
+	hooks[0].Handler.Handle(context.Background(), deploymentRequest("e", 9))
+	if n := len(recorded(t, dir)); n != 4 {
+		t.Errorf("%d views recorded, want still 4: a mutating webhook's answer was compared with a validating policy", n)
 	}
 }
 

@@ -2,17 +2,20 @@ package session
 
 import (
 	"context"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/audit"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/policy"
+	"github.com/hookback/hookback/registration"
 )
 
 // policyEvalTimeout bounds evaluating the policies beside a webhook's
@@ -56,7 +59,7 @@ func (p *livePolicies) compare(webhook, path string, inner admission.Handler) ad
 		}
 		var refs []policy.PolicyRef
 		for _, ref := range e.Policies() {
-			if constraintsMatch(ref.Rules, &req.AdmissionRequest) {
+			if p.comparable(path, ref.Kind) && constraintsMatch(ref.Rules, &req.AdmissionRequest) {
 				refs = append(refs, ref)
 			}
 		}
@@ -139,4 +142,56 @@ func resourceMatches(patterns []string, resource, sub string) bool {
 		}
 	}
 	return false
+}
+
+// learn records, from the configurations the session registers, which
+// kind of webhook each served path answers for: a ValidatingAdmissionPolicy
+// is compared with validating webhooks' answers, a MutatingAdmissionPolicy
+// with mutating ones'. The loop calls it at each render.
+func (p *livePolicies) learn(objs []*unstructured.Unstructured) {
+	if p == nil {
+		return
+	}
+	kinds := map[string][]string{}
+	for _, o := range objs {
+		kind := policy.KindValidating
+		switch o.GetKind() {
+		case registration.KindMutatingHook:
+			kind = policy.KindMutating
+		case registration.KindValidatingHook:
+		default:
+			continue
+		}
+		hooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
+		for _, h := range hooks {
+			m, _ := h.(map[string]any)
+			path := hookPath(m)
+			if path != "" && !slices.Contains(kinds[path], kind) {
+				kinds[path] = append(kinds[path], kind)
+			}
+		}
+	}
+	p.kinds.Store(&kinds)
+}
+
+// hookPath is the path of a webhook's clientConfig (url or service).
+func hookPath(hook map[string]any) string {
+	if s, ok, _ := unstructured.NestedString(hook, "clientConfig", "url"); ok {
+		if u, err := url.Parse(s); err == nil {
+			return u.Path
+		}
+	}
+	s, _, _ := unstructured.NestedString(hook, "clientConfig", "service", "path")
+	return s
+}
+
+// comparable says whether a policy of kind is compared with the answers
+// served at path: a validating policy with a validating webhook's, a
+// mutating one with a mutating webhook's; before the first render, any.
+func (p *livePolicies) comparable(path, kind string) bool {
+	k := p.kinds.Load()
+	if k == nil {
+		return true
+	}
+	return slices.Contains((*k)[path], kind)
 }
