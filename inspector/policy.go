@@ -172,7 +172,7 @@ func evaluationState(ev *policy.Evaluation) (string, string) {
 	case len(ev.Bindings) == 0:
 		return "none", "no binding matched"
 	case !ev.Allowed:
-		return "deny", short("would deny: " + ev.Message)
+		return "deny", short("would deny: " + ev.Reason())
 	case len(ev.Warnings) > 0:
 		return "warn", short("would warn: " + ev.Warnings[0])
 	case ev.Patched:

@@ -43,7 +43,7 @@ func TestPolicyColumn(t *testing.T) {
 		state, text string
 		detailHas   []string
 	}{
-		{name: "evaluated before the review is recorded", view: &denied, state: "deny", text: "would deny: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: too many",
+		{name: "evaluated before the review is recorded", view: &denied, state: "deny", text: "would deny: too many",
 			detailHas: []string{"object.spec.replicas &lt;= 5", "(the apiserver would deny)", `<code class="value">7</code>`}},
 		{name: "compared after", view: &agreed, after: true, state: "agree", text: "agrees with 1 policy", detailHas: []string{"ValidatingAdmissionPolicy/p: agrees"}},
 		{name: "disagreement", view: &differ, state: "disagree", text: "disagrees: message with ValidatingAdmissionPolicy/p",
