@@ -316,3 +316,23 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestPolicyMigrationShadow: under --shadow hookback's copy always allows;
+// the policy is compared with your webhook's own answer, not the copy's.
+func TestPolicyMigrationShadow(t *testing.T) {
+	var logs bytes.Buffer
+	p, _, dir := livePoliciesFor(t, docsPolicy, &logs)
+	deny := admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
+		return admission.Denied("failed expression: object.spec.replicas <= 5")
+	})
+	allow := admission.HandlerFunc(func(context.Context, admission.Request) admission.Response { return admission.Allowed("") })
+	sh := &shadowed{local: deny, deployed: allow, webhook: "replicas", path: "/replicas", report: newShadowReport(slog.New(slog.DiscardHandler), true)}
+	hooks := p.wrap([]admission.Webhook{{Name: "replicas", Path: "/replicas", Handler: sh}})
+	if resp := hooks[0].Handler.Handle(context.Background(), deploymentRequest("s", 7)); !resp.Allowed {
+		t.Fatalf("the shadow copy answered %+v: it must allow", resp)
+	}
+	views := recorded(t, dir)
+	if len(views) != 1 || len(views[0].Comparisons) != 1 || !views[0].Comparisons[0].Agree {
+		t.Errorf("views %+v: want your webhook's denial compared with the policy's, agreeing", views)
+	}
+}
