@@ -81,7 +81,7 @@ func TestPolicyReadErrors(t *testing.T) {
 
 // livePoliciesFor is --policy on path, its engine compiled offline (the
 // Namespaces from the file), reporting to a store and dir.
-func livePoliciesFor(t *testing.T, path string, logs *bytes.Buffer) (*livePolicies, *inspector.Store, string) {
+func livePoliciesFor(t testing.TB, path string, logs *bytes.Buffer) (*livePolicies, *inspector.Store, string) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	p, err := readPolicies(Options{Policies: PolicyInput{Paths: []string{path}}, Log: log})
@@ -111,7 +111,7 @@ func deploymentRequest(uid string, replicas int) admission.Request {
 }
 
 // recorded reads the views --record-dir's policy/ holds.
-func recorded(t *testing.T, dir string) []inspector.PolicyView {
+func recorded(t testing.TB, dir string) []inspector.PolicyView {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "policy", "*.json"))
 	if err != nil {
