@@ -1,6 +1,9 @@
 package cli
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Example is one command line shown in --help. TestHelpExamplesRun
 // (test/e2e/cli_test.go) runs every one of them against a real cluster, so none
@@ -21,8 +24,8 @@ func Examples() map[string][]Example {
 	return map[string][]Example{
 		"":          appExamples,
 		"check":     checkExamples,
-		"start":     startExamples,
-		"render":    renderExamples,
+		"start":     slices.Concat(startExamples, startPolicyExamples),
+		"render":    slices.Concat(renderExamples, renderPolicyExamples),
 		"cleanup":   cleanupExamples,
 		"replay":    replayExamples,
 		"audit":     auditExamples,

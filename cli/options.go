@@ -280,6 +280,8 @@ type StartOptions struct {
 	// ChainAuditLog is the apiserver's audit log, for exact attribution.
 	Chain         bool
 	ChainAuditLog string
+	// Policies are --policy's admission policies (cli/start_policy.go).
+	Policies startPolicyOptions
 }
 
 func defaultStartOptions() StartOptions {
@@ -302,6 +304,7 @@ func (o *StartOptions) bind(b *binder) {
 	bind(b, &o.ShadowCA, "shadow-ca", catUser, "CA file to verify an https --shadow URL (default: the system roots)")
 	bind(b, &o.Chain, "chain", catUser, "register observer webhooks sorted first and last among mutating configurations and a validating one, scoped like your webhooks, and show per request what every other webhook and policy changed before and after yours, in the inspector and --record-dir (docs/chain.md)")
 	bind(b, &o.ChainAuditLog, "chain-audit-log", catUser, "with --chain: the apiserver's audit log file (JSON lines, level Request for writes), where this machine can read it (the local control plane's .cache/cluster/audit.log): each change is then named from the apiserver's own patch annotations, and the policies' changes shown against the object as the client sent it")
+	o.Policies.bind(b)
 	bind(b, &o.RecordDir, "record-dir", catUser, "write every review and the answer sent into this directory, one JSON file each (Secrets' data redacted)")
 	bind(b, &o.Inspector.Address, "inspector-address", catInspector, "host:port of the inspector, a local page of the last reviews, live (\"\" disables it; loopback unless --inspector-expose)")
 	bind(b, &o.Inspector.Expose, "inspector-expose", catInspector, "allow an --inspector-address beyond loopback: whoever reaches it sees every review (Secrets' data redacted) and can replay them")
@@ -317,7 +320,7 @@ func (o StartOptions) Validate() error {
 	if o.LateAnswerTimeout < 0 {
 		late = fmt.Errorf("--late-answer-timeout %s: want 0 (off) or more", o.LateAnswerTimeout)
 	}
-	return errors.Join(o.ServeOptions.Validate(), late)
+	return errors.Join(o.ServeOptions.Validate(), late, o.Policies.Validate(o.WebhookConfig))
 }
 
 // check is ServeOptions.check over start's whole Config.
@@ -335,6 +338,7 @@ func (o StartOptions) config(ext Extension, log *slog.Logger, out io.Writer, ins
 	cfg.Out, cfg.RecordDir, cfg.Inspector, cfg.Tunnel, cfg.Chain = out, o.RecordDir, o.Inspector, o.Tunnel, o.Chain
 	cfg.ChainAuditLog = o.ChainAuditLog
 	cfg.User.CertDir = o.UpstreamCertDir
+	o.Policies.apply(&cfg, os.Stdin)
 	cfg.User.LateAnswerTimeout, cfg.User.Shadow = o.LateAnswerTimeout, o.shadow()
 	if o.LateAnswerTimeout == 0 {
 		cfg.User.LateAnswerTimeout = session.LateAnswersOff // the flag's 0; the library's 0 is the default

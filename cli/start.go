@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 
@@ -30,7 +33,7 @@ the session and attaches to it through the apiserver's pod port-forward; the
 configurations then reference the relay's Service (docs/tunnel.md). In a kubebuilder or
 Operator SDK project (a PROJECT file here, or --project), start needs no flags: it reads
 config/default, forwards to the manager's webhook server on :9443 with a certificate it
-writes for it, and prints the command that starts the manager (docs/your-webhook.md).` + examplesText(startExamples),
+writes for it, and prints the command that starts the manager (docs/your-webhook.md).` + examplesText(slices.Concat(startExamples, startPolicyExamples)),
 		Flags: b.flags,
 		Action: func(c *cli.Context) error {
 			b.load(c)
@@ -60,6 +63,8 @@ var renderExamples = []Example{
 func renderCommand(ext Extension) (*cli.Command, *binder) {
 	o, b := defaultServeOptions(), &binder{}
 	o.bind(b)
+	var pol startPolicyOptions
+	pol.bind(b)
 	in := defaultInClusterOptions()
 	in.bind(b)
 	cmd := &cli.Command{
@@ -71,7 +76,7 @@ the YAML on stdout. Without --advertise-address it asks the kubeconfig which add
 start would pick. With --in-cluster it prints instead everything to deploy hookback in the
 cluster: Namespace, ServiceAccount, the roles check verifies, Deployment, PodDisruptionBudget,
 Service, and the same webhook configurations with clientConfig.service references
-(docs/in-cluster.md).` + examplesText(renderExamples),
+(docs/in-cluster.md).` + examplesText(slices.Concat(renderExamples, renderPolicyExamples)),
 		Flags: b.flags,
 		Action: func(c *cli.Context) error {
 			b.load(c)
@@ -86,10 +91,12 @@ Service, and the same webhook configurations with clientConfig.service reference
 				}
 			}
 			o.resolveProject(c)
-			if err := o.check(ext); err != nil {
+			if err := errors.Join(o.check(ext), pol.Validate(o.WebhookConfig)); err != nil {
 				return usage(err)
 			}
-			cfg, err := session.Complete(o.config(ext, o.logger(c.App.ErrWriter)))
+			opts := o.config(ext, o.logger(c.App.ErrWriter))
+			pol.apply(&opts, os.Stdin)
+			cfg, err := session.Complete(opts)
 			if err != nil {
 				return configUsage(err)
 			}

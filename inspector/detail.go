@@ -35,6 +35,9 @@ type detail struct {
 	Shadow *shadowDetail
 	// Chain is the admission chain view (start --chain); nil without.
 	Chain *chainDetail
+	// Policy is start --policy's evaluation, or comparison with the
+	// policies; nil without.
+	Policy *policyDetail
 	// Conversions are the objects of a ConversionReview before and after,
 	// the first maxConversionDiffs; MoreConverted counts the others.
 	Conversions   []objectDiff
@@ -43,7 +46,7 @@ type detail struct {
 
 // detailOf parses e for its page.
 func detailOf(e *entry, source string) detail {
-	d := detail{Row: rowOf(e, source), Summary: e.summary(), Events: e.events, Shadow: shadowDetailOf(e), Chain: chainDetailOf(e)}
+	d := detail{Row: rowOf(e, source), Summary: e.summary(), Events: e.events, Shadow: shadowDetailOf(e), Chain: chainDetailOf(e), Policy: policyDetailOf(e)}
 	review, answer := e.bodies()
 	d.kept = review != nil
 	d.Redacted = bytes.Contains(review, []byte(record.Redacted))

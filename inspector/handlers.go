@@ -118,6 +118,9 @@ type listPage struct {
 	// Shadow: the reviews are compared with the deployed webhook's (start
 	// --shadow), in a column of their own.
 	Shadow bool
+	// Policy: start --policy evaluates the reviews, in a column of their
+	// own.
+	Policy bool
 }
 
 // pageRows is how many reviews a page of the list shows. Laying out a
@@ -130,7 +133,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	f := filterOf(r.URL.Query())
 	all, cursor := s.opts.Store.since(0)
 	p := listPage{Filter: f, Query: f.query(), Decisions: decisions, Keep: s.opts.Store.Keep(), PageRows: pageRows,
-		After: cursor, Shadow: s.opts.Store.shadowColumn()}
+		After: cursor, Shadow: s.opts.Store.shadowColumn(), Policy: s.opts.Store.policyCol.Load()}
 	p.Before, _ = strconv.ParseUint(r.URL.Query().Get("before"), 10, 64)
 	for name := range s.opts.Sources {
 		p.Webhooks = append(p.Webhooks, name)
@@ -266,7 +269,7 @@ func (s *Server) detail(w http.ResponseWriter, r *http.Request) {
 // body is not kept.
 func recordEntry(e *entry) (record.Entry, bool) {
 	review, answer := e.bodies()
-	return record.Entry{Webhook: e.webhook, Path: e.path, Review: review, Answer: answer, Chain: e.chainView()}, review != nil
+	return record.Entry{Webhook: e.webhook, Path: e.path, Review: review, Answer: answer, Chain: e.chainView(), Policy: e.policyJSON()}, review != nil
 }
 
 func (s *Server) download(w http.ResponseWriter, r *http.Request) {

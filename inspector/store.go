@@ -78,6 +78,12 @@ type Store struct {
 	shadowed  map[string]bool
 	waiting   map[string]Shadow
 	waitOrder []string
+	// policyCol: the list has a policy column (start --policy);
+	// policyWaiting are views for reviews not recorded yet, by webhook and
+	// uid, oldest first in policyOrder.
+	policyCol     atomic.Bool
+	policyWaiting map[string][]byte
+	policyOrder   []string
 }
 
 var (
@@ -128,6 +134,9 @@ func (s *Store) RecordServed(x admission.Served) {
 	s.mu.Lock()
 	if len(s.pending) > 0 {
 		e.events = s.claimEvents(x.Webhook, x.Start)
+	}
+	if len(s.policyWaiting) > 0 && x.Late == "" {
+		e.policy = s.claimPolicy(x.Webhook, x.UID)
 	}
 	s.add(e, review, answer)
 	s.wake()
@@ -352,6 +361,9 @@ type entry struct {
 	// chain is the admission chain view of the request (start --chain),
 	// JSON; nil until known. Guarded by store.mu.
 	chain []byte
+	// policy is start --policy's view of the review (PolicyView), JSON;
+	// nil until known. Guarded by store.mu.
+	policy []byte
 
 	once sync.Once
 	sum  *summary

@@ -197,6 +197,11 @@ type row struct {
 	// how this review's answers compared.
 	ShadowColumn        bool
 	ShadowState, Shadow string
+	// PolicyColumn: start --policy evaluates the reviews; PolicyState
+	// and Policy say what the policies would do, or how they compared
+	// with the webhook's answer.
+	PolicyColumn        bool
+	PolicyState, Policy string
 }
 
 // rowOf builds the list line of e; source says built-in or upstream.
@@ -207,6 +212,8 @@ func rowOf(e *entry, source string) row {
 		Namespace: s.Namespace, Name: s.Name, User: s.User, DryRun: s.DryRun, Decision: s.Decision, Late: e.late}
 	r.ShadowState, r.Shadow, _ = e.shadowOf()
 	r.ShadowColumn = r.ShadowState != ""
+	r.PolicyState, r.Policy = e.policyOf()
+	r.PolicyColumn = r.PolicyState != ""
 	if r.Decision == "" {
 		r.Decision = "unknown"
 	}

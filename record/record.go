@@ -40,6 +40,9 @@ type Entry struct {
 	// Chain is the admission chain view of the request (start --chain,
 	// chain.View): what every other webhook and policy did around yours.
 	Chain json.RawMessage `json:"chain,omitempty"`
+	// Policy is start --policy's evaluation of the request, or the
+	// policies beside this answer (inspector.PolicyView).
+	Policy json.RawMessage `json:"policy,omitempty"`
 }
 
 // Recorder writes one file per admission into a directory.

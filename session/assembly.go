@@ -25,9 +25,10 @@ type yours struct {
 	probes []admission.Webhook
 	// chain is start --chain's part; nil without.
 	chain *chainRun
+	// policies are start --policy's; nil without.
+	policies *livePolicies
 	// store is the inspector's, nil when it is off; set by Attach.
 	store *inspector.Store
-	rec   admission.Recorder
 }
 
 var _ assembly.Additions = (*yours)(nil)
@@ -38,6 +39,9 @@ var _ assembly.Additions = (*yours)(nil)
 func (y *yours) Attach(m *server.Metrics) (assembly.EventTap, error) {
 	y.store = newInspectorStore(y.cfg)
 	if err := y.chain.attach(y.cfg, y.store); err != nil {
+		return nil, err
+	}
+	if err := y.policies.attach(y.cfg, y.store, m.Registry); err != nil {
 		return nil, err
 	}
 	if y.user.late != nil {
@@ -62,7 +66,7 @@ func (y *yours) Attach(m *server.Metrics) (assembly.EventTap, error) {
 // Serve adds your webhooks and the canary to the built-ins, the chain's
 // observers around both, and your CRD conversions.
 func (y *yours) Serve(builtins []admission.Webhook, reg prometheus.Registerer) (assembly.Serving, error) {
-	hooks := slices.Concat(y.chain.wrap(builtins), y.chain.wrap(y.user.hooks), y.probes)
+	hooks := slices.Concat(y.chain.wrap(y.policies.wrap(builtins)), y.chain.wrap(y.policies.wrap(y.user.hooks)), y.probes)
 	rec, err := newRecorder(y.cfg, y.store)
 	if err != nil {
 		return assembly.Serving{}, err

@@ -48,6 +48,9 @@ type Config struct {
 	// manifests are your --webhook-config manifests as read at Complete;
 	// nil without any.
 	manifests *manifests.Set
+	// policies are start --policy's, with their observer in opts.Observers;
+	// nil without.
+	policies *livePolicies
 }
 
 // Complete resolves o into a Config: zero fields take their defaults
@@ -77,6 +80,9 @@ func read(o Options) (*Config, error) {
 			return nil, err
 		}
 		c.manifests = m
+	}
+	if err := c.readPolicies(); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -74,6 +74,11 @@ type Options struct {
 	// and the chain view add them): each served at its path and registered
 	// by the configurations of its own template (Config.Objects).
 	Observers []Observer
+	// Policies are start --policy's admission policies, evaluated on
+	// every review of an observer registered for them, and beside your
+	// webhooks' answers (docs/policies.md); Complete reads them and adds
+	// the observer.
+	Policies PolicyInput
 	// User are the user's own webhook manifests and upstream servers.
 	User UserWebhooks
 	// Project is the kubebuilder or Operator SDK project whose manifests

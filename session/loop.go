@@ -27,6 +27,7 @@ func (r *run) render(bundle string) (*Objects, error) {
 		return nil, err
 	}
 	r.scopeNotes = objs.Notes
+	r.config.policies.learn(objs.Configurations.Objects)
 	return objs, nil
 }
 

@@ -31,8 +31,19 @@ func LoadPolicyEngine(ctx context.Context, in PolicyInput, cs kubernetes.Interfa
 	if err != nil {
 		return nil, nil, err
 	}
+	e, err := connectPolicies(ctx, set, cs, dyn, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return e, set, nil
+}
+
+// connectPolicies is LoadPolicyEngine on a set already read: start reads
+// its policies before it connects (render prints their observer), and
+// again at each edit.
+func connectPolicies(ctx context.Context, set *policy.Set, cs kubernetes.Interface, dyn dynamic.Interface, log *slog.Logger) (*policy.Engine, error) {
 	if err := set.CheckCluster(cs.Discovery()); err != nil {
-		return nil, nil, fmt.Errorf("--policy: %w", err)
+		return nil, fmt.Errorf("--policy: %w", err)
 	}
 	errs := set.CompileErrors()
 	for _, name := range policy.Names(errs) {
@@ -46,7 +57,7 @@ func LoadPolicyEngine(ctx context.Context, in PolicyInput, cs kubernetes.Interfa
 		Mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cs.Discovery())),
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("--policy: %w", err)
+		return nil, fmt.Errorf("--policy: %w", err)
 	}
-	return e, set, nil
+	return e, nil
 }

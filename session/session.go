@@ -80,6 +80,12 @@ func runOn(ctx context.Context, c *Config, cl *kubeconfig.Cluster, started time.
 		return err
 	}
 	defer y.user.shadow.summary()
+	// start --policy's engine, on the cluster's namespaces and params.
+	y.policies = c.policies
+	if err := y.policies.connect(ctx, cl.Client, cl.Dynamic); err != nil {
+		return err
+	}
+	defer y.policies.summary()
 	defer y.user.late.drain()
 	// 4. The parts assembled, as serve assembles them, and the listeners
 	// bound: a busy port fails before anything is written to the cluster.
@@ -265,6 +271,7 @@ func (r *run) run(ctx context.Context, started time.Time) (err error) {
 		r.serving.GoUntilStopped("the inspector", r.inspector.Start)
 	}
 	r.chain.start(r)
+	r.working.Wait(r.config.policies.watch(r.working.Context(), r.cfg.ReloadInterval))
 	defer func() {
 		r.shutdown()
 		err = errors.Join(err, r.errs.Err())
