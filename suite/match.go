@@ -2,7 +2,6 @@ package suite
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -11,21 +10,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	apiadmission "k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/namespace"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/object"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/rules"
-	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/apiserver/pkg/cel/environment"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/admitmatch"
 )
 
 // Webhook is one admission webhook a suite runs against, as its
@@ -112,22 +106,22 @@ func (w *Webhook) timeout() time.Duration {
 // (ShouldCallHook in k8s.io/apiserver's webhook/generic), whether a
 // webhook is called for a request: its namespaceSelector, objectSelector
 // and rules through the apiserver's predicates, then its matchConditions
-// compiled and evaluated with the apiserver's CEL environment. Not
-// applied: matchPolicy Equivalent's other versions of the resource (they
-// need the cluster's resource mapping).
+// compiled and evaluated with the apiserver's CEL environment
+// (admitmatch). Not applied: matchPolicy Equivalent's other versions of
+// the resource (they need the cluster's resource mapping).
 type matcher struct {
 	compiler cel.ConditionCompiler
 }
 
 func newMatcher() *matcher {
-	return &matcher{compiler: cel.NewConditionCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))}
+	return &matcher{compiler: admitmatch.Compiler()}
 }
 
 // calls reports whether the apiserver would call w for in; an error is the
 // apiserver's own refusal (a matchCondition that fails under
 // failurePolicy Fail, a bad selector).
 func (m *matcher) calls(ctx context.Context, w *Webhook, in *input) (bool, error) {
-	attr, err := attributes(in)
+	attr, err := admitmatch.Attributes(&in.req)
 	if err != nil {
 		return false, err
 	}
@@ -153,48 +147,11 @@ func (m *matcher) calls(ctx context.Context, w *Webhook, in *input) (bool, error
 	if !matched || len(h.GetMatchConditions()) == 0 {
 		return matched, nil
 	}
-	va := &apiadmission.VersionedAttributes{Attributes: attr, VersionedKind: attr.GetKind(),
-		VersionedObject: attr.GetObject(), VersionedOldObject: attr.GetOldObject()}
-	res := h.GetCompiledMatcher(m.compiler).Match(ctx, va, nil, nil)
-	if res.Error != nil {
-		return false, fmt.Errorf("matchConditions (the apiserver refuses the request under failurePolicy Fail): %w", res.Error)
-	}
-	return res.Matches, nil
-}
-
-// attributes are the request as the apiserver's admission chain sees it.
-func attributes(in *input) (apiadmission.Attributes, error) {
-	r := in.req
-	obj, err := unstructuredOf(r.Object)
+	ok, err := admitmatch.Match(ctx, h.GetCompiledMatcher(m.compiler), attr)
 	if err != nil {
-		return nil, fmt.Errorf("object: %w", err)
+		return false, fmt.Errorf("%w (the apiserver refuses the request under failurePolicy Fail)", err)
 	}
-	old, err := unstructuredOf(r.OldObject)
-	if err != nil {
-		return nil, fmt.Errorf("oldObject: %w", err)
-	}
-	u := &user.DefaultInfo{Name: r.UserInfo.Username, UID: r.UserInfo.UID, Groups: r.UserInfo.Groups}
-	if len(r.UserInfo.Extra) > 0 {
-		u.Extra = map[string][]string{}
-		for k, v := range r.UserInfo.Extra {
-			u.Extra[k] = v
-		}
-	}
-	dry := r.DryRun != nil && *r.DryRun
-	return apiadmission.NewAttributesRecord(obj, old, schema.GroupVersionKind(r.Kind), r.Namespace, r.Name,
-		schema.GroupVersionResource(r.Resource), r.SubResource, apiadmission.Operation(r.Operation), nil, dry, u), nil
-}
-
-// unstructuredOf is nil for an absent object, as the apiserver passes it.
-func unstructuredOf(raw runtime.RawExtension) (runtime.Object, error) {
-	if len(raw.Raw) == 0 || string(raw.Raw) == "null" {
-		return nil, nil
-	}
-	var m map[string]any
-	if err := json.Unmarshal(raw.Raw, &m); err != nil {
-		return nil, err
-	}
-	return &unstructured.Unstructured{Object: m}, nil
+	return ok, nil
 }
 
 // namespaceOf is the case's namespace with its labels; the apiserver
