@@ -137,6 +137,9 @@ func (y *yours) attach(cfg Options, store *inspector.Store, m *server.Metrics) e
 	if err := y.chain.attach(cfg, store); err != nil {
 		return err
 	}
+	if err := y.chain.register(m); err != nil {
+		return err
+	}
 	if y.user.late != nil {
 		if err := y.user.late.attach(cfg, store); err != nil {
 			return err

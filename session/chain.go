@@ -3,9 +3,11 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/informers"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/hookback/hookback/chain"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/server"
 )
 
 // chainRun is start --chain's part of a run: the observers served beside
@@ -92,6 +95,22 @@ func (c *chainRun) attach(cfg Options, store *inspector.Store) error {
 			return err
 		}
 		c.sinks = append(c.sinks, dir)
+	}
+	return nil
+}
+
+// register exposes the views the publisher's bounded queue dropped
+// (hookback_chain_views_dropped_total): a request whose view is missing
+// from the inspector was one of them.
+func (c *chainRun) register(m *server.Metrics) error {
+	if c == nil || m == nil {
+		return nil
+	}
+	dropped := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hookback_chain_views_dropped_total",
+		Help: "start --chain: completed chains not explained because the publisher's queue was full"},
+		func() float64 { return float64(c.publisher.Dropped()) })
+	if err := m.Registry.Register(dropped); err != nil {
+		return fmt.Errorf("chain: register metrics: %w", err)
 	}
 	return nil
 }
