@@ -2,24 +2,17 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/hookback/hookback/bench/internal/loopcert"
 )
 
 // bare is the floor the observers are measured against: three webhooks
@@ -41,11 +34,12 @@ type bare struct {
 var barePaths = []string{"/first", "/last", "/validating"}
 
 func startBare() (*bare, error) {
-	cert, caPEM, err := selfSigned()
+	cert, err := loopcert.New("bench-bare")
 	if err != nil {
 		return nil, err
 	}
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.DER})
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert.TLS()}, MinVersion: tls.VersionTLS12})
 	if err != nil {
 		return nil, err
 	}
@@ -54,22 +48,7 @@ func startBare() (*bare, error) {
 	for _, p := range barePaths {
 		c := &atomicCounter{}
 		b.calls[p] = c
-		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
-			var rv struct {
-				APIVersion string `json:"apiVersion"`
-				Request    struct {
-					UID string `json:"uid"`
-				} `json:"request"`
-			}
-			if err := json.NewDecoder(io.LimitReader(r.Body, 8<<20)).Decode(&rv); err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			c.Add(1)
-			w.Header().Set("Content-Type", "application/json")
-			_ = json.NewEncoder(w).Encode(map[string]any{"apiVersion": rv.APIVersion, "kind": "AdmissionReview",
-				"response": map[string]any{"uid": rv.Request.UID, "allowed": true}})
-		})
+		mux.Handle(p, answers(c, nil))
 	}
 	b.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go b.srv.Serve(ln) //nolint:errcheck // stopped by close
@@ -84,23 +63,6 @@ func (b *bare) total() int64 {
 		n += c.Load()
 	}
 	return n
-}
-
-// selfSigned is a certificate for 127.0.0.1 and its PEM, the caBundle.
-func selfSigned() (tls.Certificate, []byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, nil, err
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "bench-bare"},
-		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(24 * time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, BasicConstraintsValid: true, IsCA: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return tls.Certificate{}, nil, err
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
 }
 
 // names of the bare configurations: sorted as the observers' are.

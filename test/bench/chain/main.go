@@ -13,7 +13,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -250,22 +249,8 @@ func upstream() (string, *atomicCounter, error) {
 		return "", nil, err
 	}
 	c := &atomicCounter{}
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var rv struct {
-			APIVersion string `json:"apiVersion"`
-			Request    struct {
-				UID string `json:"uid"`
-			} `json:"request"`
-		}
-		if err := json.NewDecoder(io.LimitReader(r.Body, 8<<20)).Decode(&rv); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		c.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"apiVersion": rv.APIVersion, "kind": "AdmissionReview", "response": map[string]any{
-			"uid": rv.Request.UID, "allowed": true, "patchType": "JSONPatch", "patch": []byte(`[{"op":"add","path":"/metadata/labels/seen","value":"yes"}]`)}})
-	})}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second,
+		Handler: answers(c, []byte(`[{"op":"add","path":"/metadata/labels/seen","value":"yes"}]`))}
 	go srv.Serve(ln) //nolint:errcheck // lives as long as the program
 	return "http://" + ln.Addr().String(), c, nil
 }
