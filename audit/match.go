@@ -3,12 +3,13 @@ package audit
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/hookback/hookback/internal/admitmatch"
 )
 
 // Target is one resource a webhook's rules match, in the version the
@@ -130,7 +131,7 @@ func ruleMatches(rule admissionregistrationv1.Rule, r APIResource) bool {
 	if !matchesAny(rule.APIGroups, r.GVR.Group) || !matchesAny(rule.APIVersions, r.GVR.Version) {
 		return false
 	}
-	if !resourceMatches(rule.Resources, r.GVR.Resource, r.Subresource) {
+	if !admitmatch.ResourceMatches(rule.Resources, r.GVR.Resource, r.Subresource) {
 		return false
 	}
 	scope := admissionregistrationv1.AllScopes
@@ -148,23 +149,6 @@ func ruleMatches(rule admissionregistrationv1.Rule, r APIResource) bool {
 
 func matchesAny(list []string, s string) bool {
 	return slices.Contains(list, "*") || slices.Contains(list, s)
-}
-
-func resourceMatches(patterns []string, resource, sub string) bool {
-	for _, p := range patterns {
-		res, psub, _ := strings.Cut(p, "/")
-		switch {
-		case p == "*/*":
-			return true
-		case p == "*" && sub == "":
-			return true
-		case res == "*" && psub == sub && sub != "":
-			return true
-		case res == resource && (psub == sub || (psub == "*" && sub != "")):
-			return true
-		}
-	}
-	return false
 }
 
 // Selects reports whether a label selector matches set: a nil selector

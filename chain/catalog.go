@@ -9,6 +9,9 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	apiadmission "k8s.io/apiserver/pkg/admission"
+
+	"github.com/hookback/hookback/internal/admitmatch"
 )
 
 // LabelObserver marks hookback's own observer configurations (its value
@@ -51,6 +54,9 @@ type Webhook struct {
 	Reinvocation string
 	// Path is the path of its clientConfig.url, empty for a service.
 	Path string
+	// MatchConditions are its CEL conditions, evaluated with the
+	// apiserver's code (admitmatch).
+	MatchConditions []admissionregistrationv1.MatchCondition
 }
 
 // Policy is one admission policy with its match constraints.
@@ -61,6 +67,8 @@ type Policy struct {
 	ObjectSelector    *metav1.LabelSelector
 	// Reinvocation is a MutatingAdmissionPolicy's reinvocationPolicy.
 	Reinvocation string
+	// MatchConditions are the policy's CEL conditions.
+	MatchConditions []admissionregistrationv1.MatchCondition
 }
 
 // Request is what matching needs of a request.
@@ -74,6 +82,10 @@ type Request struct {
 	// NamespaceLabels are the namespace's labels; nil when unknown, so
 	// every namespace selector could match.
 	NamespaceLabels map[string]string
+	// Views are the request at each view compared, as the apiserver's
+	// admission attributes, for matchConditions: conditions true for any
+	// of them could have matched; with none, conditions are not evaluated.
+	Views []apiadmission.Attributes
 }
 
 // NewCatalog sorts what the cluster has as the apiserver orders it. A
@@ -90,7 +102,7 @@ func NewCatalog(mutating []admissionregistrationv1.MutatingWebhookConfiguration,
 				reinv = string(*w.ReinvocationPolicy)
 			}
 			conf.Webhooks = append(conf.Webhooks, Webhook{Name: w.Name, Rules: w.Rules, NamespaceSelector: w.NamespaceSelector,
-				ObjectSelector: w.ObjectSelector, Reinvocation: reinv, Path: urlPath(w.ClientConfig.URL)})
+				ObjectSelector: w.ObjectSelector, Reinvocation: reinv, Path: urlPath(w.ClientConfig.URL), MatchConditions: w.MatchConditions})
 		}
 		c.Mutating = append(c.Mutating, conf)
 	}
@@ -98,7 +110,7 @@ func NewCatalog(mutating []admissionregistrationv1.MutatingWebhookConfiguration,
 		conf := configuration(v.ObjectMeta)
 		for _, w := range v.Webhooks {
 			conf.Webhooks = append(conf.Webhooks, Webhook{Name: w.Name, Rules: w.Rules, NamespaceSelector: w.NamespaceSelector,
-				ObjectSelector: w.ObjectSelector, Path: urlPath(w.ClientConfig.URL)})
+				ObjectSelector: w.ObjectSelector, Path: urlPath(w.ClientConfig.URL), MatchConditions: w.MatchConditions})
 		}
 		c.Validating = append(c.Validating, conf)
 	}
@@ -115,12 +127,12 @@ func NewCatalog(mutating []admissionregistrationv1.MutatingWebhookConfiguration,
 			if p.Spec.ReinvocationPolicy != "" {
 				reinv = string(p.Spec.ReinvocationPolicy)
 			}
-			c.MutatingPolicies = append(c.MutatingPolicies, policy(p.Name, p.Spec.MatchConstraints, reinv))
+			c.MutatingPolicies = append(c.MutatingPolicies, policy(p.Name, p.Spec.MatchConstraints, reinv, p.Spec.MatchConditions))
 		}
 	}
 	for _, p := range vaps {
 		if bound["v/"+p.Name] {
-			c.ValidatingPolicies = append(c.ValidatingPolicies, policy(p.Name, p.Spec.MatchConstraints, ""))
+			c.ValidatingPolicies = append(c.ValidatingPolicies, policy(p.Name, p.Spec.MatchConstraints, "", p.Spec.MatchConditions))
 		}
 	}
 	// The apiserver's order: sort.SliceStable by name, in k8s.io/apiserver
@@ -137,8 +149,8 @@ func configuration(m metav1.ObjectMeta) Configuration {
 	return Configuration{Name: m.Name, Observer: m.Labels[LabelObserver], Session: m.Labels["hookback.dev/session"]}
 }
 
-func policy(name string, mc *admissionregistrationv1.MatchResources, reinv string) Policy {
-	p := Policy{Name: name, Reinvocation: reinv}
+func policy(name string, mc *admissionregistrationv1.MatchResources, reinv string, conds []admissionregistrationv1.MatchCondition) Policy {
+	p := Policy{Name: name, Reinvocation: reinv, MatchConditions: conds}
 	if mc != nil {
 		p.Rules, p.NamespaceSelector, p.ObjectSelector = mc.ResourceRules, mc.NamespaceSelector, mc.ObjectSelector
 	}
@@ -157,20 +169,27 @@ func urlPath(u *string) string {
 }
 
 // Matches reports whether the webhook could be called for r: its rules
-// match, and its selectors match some view of the object (matchConditions,
-// CEL, are not evaluated: a webhook they would skip is still listed).
-func (w Webhook) Matches(r Request) bool {
-	return rulesMatch(w.Rules, r) && selectorsMatch(w.NamespaceSelector, w.ObjectSelector, r)
+// match, its selectors match some view of the object, and its
+// matchConditions are not false for every view (conditionsMatch). note
+// says why a webhook is kept though that is not known.
+func (w Webhook) Matches(r Request) (ok bool, note string) {
+	if !rulesMatch(w.Rules, r) || !selectorsMatch(w.NamespaceSelector, w.ObjectSelector, r) {
+		return false, ""
+	}
+	return conditionsMatch(w.MatchConditions, false, r)
 }
 
 // Matches reports whether the policy could apply to r (see
 // Webhook.Matches; the binding's own matchResources are not read).
-func (p Policy) Matches(r Request) bool {
+func (p Policy) Matches(r Request) (ok bool, note string) {
 	rules := make([]admissionregistrationv1.RuleWithOperations, 0, len(p.Rules))
 	for _, nr := range p.Rules {
 		rules = append(rules, nr.RuleWithOperations)
 	}
-	return rulesMatch(rules, r) && selectorsMatch(p.NamespaceSelector, p.ObjectSelector, r)
+	if !rulesMatch(rules, r) || !selectorsMatch(p.NamespaceSelector, p.ObjectSelector, r) {
+		return false, ""
+	}
+	return conditionsMatch(p.MatchConditions, true, r)
 }
 
 // rulesMatch is the apiserver's rule matching (k8s.io/apiserver
@@ -187,7 +206,7 @@ func rulesMatch(rules []admissionregistrationv1.RuleWithOperations, r Request) b
 		if !slices.Contains(rule.APIGroups, "*") && !slices.Contains(rule.APIGroups, id.Group) {
 			continue
 		}
-		if !resourceMatches(rule.Resources, id.Resource, id.Subresource) {
+		if !admitmatch.ResourceMatches(rule.Resources, id.Resource, id.Subresource) {
 			continue
 		}
 		scope := admissionregistrationv1.AllScopes
@@ -198,23 +217,6 @@ func rulesMatch(rules []admissionregistrationv1.RuleWithOperations, r Request) b
 			continue
 		}
 		return true
-	}
-	return false
-}
-
-func resourceMatches(patterns []string, resource, sub string) bool {
-	for _, p := range patterns {
-		res, psub, _ := strings.Cut(p, "/")
-		switch {
-		case p == "*/*":
-			return true
-		case p == "*" && sub == "":
-			return true
-		case res == "*" && psub == sub && sub != "":
-			return true
-		case res == resource && (psub == sub || psub == "*" && sub != ""):
-			return true
-		}
 	}
 	return false
 }

@@ -26,6 +26,7 @@ func Explain(c *Chain, cat Catalog, nsLabels map[string]string, rec *Record) (Vi
 	v := View{Request: c.Identity, Kind: c.Yours[0].Kind, Ambiguous: c.Ambiguous, Exact: exact != nil}
 	e := explainer{c: c, cat: cat, exact: exact, rec: rec, req: Request{Identity: c.Identity, Namespaced: c.Identity.Namespace != "", NamespaceLabels: nsLabels}}
 	e.req.Labels = e.labels()
+	e.req.Views = views(c)
 	e.yourConf, e.yourHook = e.findYours(c.Yours[0].Path)
 	for i, y := range c.Yours {
 		v.Yours = append(v.Yours, YourCall{Round: i, Webhook: y.Webhook, Configuration: e.yourConf, Reinvocation: e.yourHook.Reinvocation,
@@ -173,8 +174,8 @@ var defaulting = Actor{Kind: KindAPIServer, Name: "defaults and built-in admissi
 func (e *explainer) policies() Step {
 	st := Step{Name: StepPolicies}
 	for _, p := range e.cat.MutatingPolicies {
-		if p.Matches(e.req) {
-			st.Candidates = append(st.Candidates, Actor{Kind: KindMutatingPolicy, Name: p.Name})
+		if ok, note := p.Matches(e.req); ok {
+			st.Candidates = append(st.Candidates, Actor{Kind: KindMutatingPolicy, Name: p.Name, Note: note})
 		}
 	}
 	switch {
@@ -269,8 +270,8 @@ func (e *explainer) after() []Actor {
 func (e *explainer) reinvoked() []Actor {
 	var out []Actor
 	for _, p := range e.cat.MutatingPolicies {
-		if p.Reinvocation == "IfNeeded" && p.Matches(e.req) {
-			out = append(out, Actor{Kind: KindMutatingPolicy, Name: p.Name})
+		if ok, note := p.Matches(e.req); ok && p.Reinvocation == "IfNeeded" {
+			out = append(out, Actor{Kind: KindMutatingPolicy, Name: p.Name, Note: note})
 		}
 	}
 	for _, conf := range e.cat.Mutating {
@@ -278,8 +279,11 @@ func (e *explainer) reinvoked() []Actor {
 			continue
 		}
 		for _, w := range conf.Webhooks {
-			if w.Reinvocation == "IfNeeded" && w.Matches(e.req) && !(conf.Name == e.yourConf && w.Name == e.yourHook.Name) {
-				out = append(out, Actor{Kind: KindMutatingConfiguration, Name: conf.Name, Webhook: w.Name})
+			if w.Reinvocation != "IfNeeded" || conf.Name == e.yourConf && w.Name == e.yourHook.Name {
+				continue
+			}
+			if ok, note := w.Matches(e.req); ok {
+				out = append(out, Actor{Kind: KindMutatingConfiguration, Name: conf.Name, Webhook: w.Name, Note: note})
 			}
 		}
 	}
@@ -308,8 +312,11 @@ func (e *explainer) configurations(keep func(conf string, i int) bool) []Actor {
 			continue
 		}
 		for i, w := range conf.Webhooks {
-			if keep(conf.Name, i) && w.Matches(e.req) && !(conf.Name == e.yourConf && w.Name == e.yourHook.Name) {
-				out = append(out, Actor{Kind: KindMutatingConfiguration, Name: conf.Name, Webhook: w.Name})
+			if !keep(conf.Name, i) || conf.Name == e.yourConf && w.Name == e.yourHook.Name {
+				continue
+			}
+			if ok, note := w.Matches(e.req); ok {
+				out = append(out, Actor{Kind: KindMutatingConfiguration, Name: conf.Name, Webhook: w.Name, Note: note})
 			}
 		}
 	}
@@ -320,8 +327,8 @@ func (e *explainer) configurations(keep func(conf string, i int) bool) []Actor {
 func (e *explainer) validators() []Actor {
 	var out []Actor
 	for _, p := range e.cat.ValidatingPolicies {
-		if p.Matches(e.req) {
-			out = append(out, Actor{Kind: KindValidatingPolicy, Name: p.Name})
+		if ok, note := p.Matches(e.req); ok {
+			out = append(out, Actor{Kind: KindValidatingPolicy, Name: p.Name, Note: note})
 		}
 	}
 	for _, conf := range e.cat.Validating {
@@ -329,8 +336,8 @@ func (e *explainer) validators() []Actor {
 			continue
 		}
 		for _, w := range conf.Webhooks {
-			if w.Matches(e.req) {
-				out = append(out, Actor{Kind: KindValidatingConfiguration, Name: conf.Name, Webhook: w.Name})
+			if ok, note := w.Matches(e.req); ok {
+				out = append(out, Actor{Kind: KindValidatingConfiguration, Name: conf.Name, Webhook: w.Name, Note: note})
 			}
 		}
 	}

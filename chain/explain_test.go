@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -38,6 +39,9 @@ type explainCase struct {
 			Kind, Path string
 		} `json:"warnings"`
 		Validators []string `json:"validators"`
+		// Notes are the actors named with a note (matchConditions that
+		// could not be evaluated).
+		Notes []string `json:"notes"`
 	} `json:"want"`
 }
 
@@ -100,8 +104,29 @@ func TestExplain(t *testing.T) {
 				got = append(got, a.String())
 			}
 			same(t, "validators", got, tc.Want.Validators)
+			same(t, "actors with a note", noted(v), tc.Want.Notes)
 		})
 	}
+}
+
+// noted are the actors of v named with a note, each once, in order.
+func noted(v View) []string {
+	var out []string
+	add := func(actors []Actor) {
+		for _, a := range actors {
+			if a.Note != "" && !slices.Contains(out, a.String()) {
+				out = append(out, a.String())
+			}
+		}
+	}
+	for _, st := range v.Steps {
+		add(st.Candidates)
+		for _, ch := range st.Changes {
+			add(ch.By)
+		}
+	}
+	add(v.Validators)
+	return out
 }
 
 func exactMark(exact bool) string {

@@ -78,6 +78,11 @@ type Observation struct {
 	Kind string `json:"kind"`
 	// Object is the object as this call saw it, Secrets' data redacted.
 	Object json.RawMessage `json:"object,omitempty"`
+	// OldObject (UPDATE, DELETE) and Groups, the requester's groups, are
+	// kept of your webhook's calls only, for evaluating matchConditions;
+	// OldObject is redacted like Object.
+	OldObject json.RawMessage `json:"oldObject,omitempty"`
+	Groups    []string        `json:"groups,omitempty"`
 	// Answer is your webhook's: allowed, its message, its patch.
 	Allowed bool            `json:"allowed"`
 	Message string          `json:"message,omitempty"`

@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	admissionv1 "k8s.io/api/admission/v1"
-
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/record"
 )
@@ -52,16 +50,16 @@ func (c *Collector) observer(stage Stage, name string, n *atomic.Int64) admissio
 	return admission.HandlerFunc(func(_ context.Context, req admission.Request) admission.Response {
 		n.Add(1)
 		c.Joiner.Observe(Observation{Stage: stage, Webhook: name, UID: string(req.UID), At: time.Now(),
-			Identity: IdentityOf(&req.AdmissionRequest), Kind: req.Kind.String(), Object: redacted(&req.AdmissionRequest)})
+			Identity: IdentityOf(&req.AdmissionRequest), Kind: req.Kind.String(), Object: redacted(req.Kind.Kind, req.Object.Raw)})
 		return admission.Allowed("")
 	})
 }
 
-// redacted is a copy of the request's object, a Secret's data redacted
-// (record.Redact) so that no view keeps it.
-func redacted(req *admissionv1.AdmissionRequest) json.RawMessage {
-	obj := bytes.Clone(req.Object.Raw)
-	if req.Kind.Kind != "Secret" || len(obj) == 0 {
+// redacted is a copy of an object of the request (of kind), a Secret's
+// data redacted (record.Redact) so that no view keeps it.
+func redacted(kind string, raw []byte) json.RawMessage {
+	obj := bytes.Clone(raw)
+	if kind != "Secret" || len(obj) == 0 {
 		return obj
 	}
 	review, err := json.Marshal(map[string]any{"request": map[string]json.RawMessage{"object": obj}})
@@ -103,7 +101,8 @@ func (c *Collector) Wrap(w admission.Webhook) admission.Webhook {
 			return resp
 		}
 		o := Observation{Stage: StageYours, Webhook: w.Name, Path: w.Path, UID: string(req.UID), At: start,
-			Identity: IdentityOf(&req.AdmissionRequest), Kind: req.Kind.String(), Object: redacted(&req.AdmissionRequest),
+			Identity: IdentityOf(&req.AdmissionRequest), Kind: req.Kind.String(), Object: redacted(req.Kind.Kind, req.Object.Raw),
+			OldObject: redacted(req.Kind.Kind, req.OldObject.Raw), Groups: req.UserInfo.Groups,
 			Allowed: resp.Allowed, Patch: redactedPatch(req.Kind.Kind, resp.Patch)}
 		if resp.Result != nil {
 			o.Message = resp.Result.Message

@@ -7,10 +7,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/hookback/hookback/record"
 )
 
 // Published is one view, ready for the inspector and the record directory.
@@ -114,10 +114,10 @@ func (p *Publisher) publish(c *Chain) {
 // Dropped is how many chains found the queue full.
 func (p *Publisher) Dropped() int64 { return p.dropped.Load() }
 
-// DirSink writes each view to dir/chain/, one file per request named after
-// your webhook's review (time, webhook, operation, namespace, name, uid),
-// mode 0600. The subdirectory keeps the views out of `hookback replay`'s
-// reading of dir.
+// DirSink writes each view to dir/chain/, one file per request named as
+// --record-dir names your webhook's review (record.FileName), mode 0600,
+// each whole before it is seen (record.WriteWhole). The subdirectory
+// keeps the views out of `hookback replay`'s reading of dir.
 func DirSink(dir string, log *slog.Logger) (func(Published), error) {
 	sub := filepath.Join(dir, "chain")
 	if err := os.MkdirAll(sub, 0o700); err != nil {
@@ -126,8 +126,7 @@ func DirSink(dir string, log *slog.Logger) (func(Published), error) {
 	var seq atomic.Uint64
 	return func(x Published) {
 		id := x.View.Request
-		name := fmt.Sprintf("%s-%04d_%s_%s_%s_%s_%s.json", time.Now().UTC().Format("20060102T150405.000Z"), seq.Add(1)%10000,
-			safe(x.Webhook), safe(id.Operation), safe(id.Namespace), safe(id.Name), safe(x.UID))
+		name := record.FileName(seq.Add(1), x.Webhook, id.Operation, id.Namespace, id.Name, x.UID)
 		doc, err := json.MarshalIndent(struct {
 			Webhook string          `json:"webhook"`
 			Path    string          `json:"path"`
@@ -135,23 +134,10 @@ func DirSink(dir string, log *slog.Logger) (func(Published), error) {
 			Chain   json.RawMessage `json:"chain"`
 		}{x.Webhook, x.Path, x.UID, x.JSON}, "", "  ")
 		if err == nil {
-			err = os.WriteFile(filepath.Join(sub, name), append(doc, '\n'), 0o600)
+			err = record.WriteWhole(filepath.Join(sub, name), append(doc, '\n'))
 		}
 		if err != nil && log != nil {
 			log.Warn("chain view not recorded", "webhook", x.Webhook, "error", err)
 		}
 	}, nil
-}
-
-var unsafeChars = regexp.MustCompile(`[^a-z0-9.-]+`)
-
-func safe(s string) string {
-	s = strings.Trim(unsafeChars.ReplaceAllString(strings.ToLower(s), "-"), "-.")
-	if len(s) > 40 {
-		s = s[:40]
-	}
-	if s == "" {
-		s = "-"
-	}
-	return s
 }

@@ -99,6 +99,9 @@ type Actor struct {
 	Name string `json:"name"`
 	// Webhook is the webhook within a configuration.
 	Webhook string `json:"webhook,omitempty"`
+	// Note says why it is named though it may not have been called: its
+	// matchConditions could not be evaluated here.
+	Note string `json:"note,omitempty"`
 }
 
 // Kinds of Actor.

@@ -57,6 +57,7 @@ var renderExamples = []Example{
 	{Command: "hookback render --advertise-address 192.0.2.10 --webhooks pod-name", Comment: "nothing is dialled: render only prints"},
 	{Command: "hookback render --template my-webhooks.yaml.tmpl | kubectl apply --dry-run=server -f -"},
 	{Command: "hookback render -n team-a --object-selector app=web", Comment: "the scope, ANDed into every webhook"},
+	{Command: "hookback render --chain -n team-a", Comment: "with the admission chain's observers (docs/chain.md)"},
 	{Command: "hookback render --in-cluster --install-namespace webhooks --image registry.example/hookback:v1 --webhooks pod-name --controllers none", Comment: "the in-cluster install (docs/in-cluster.md)"},
 }
 
@@ -65,6 +66,8 @@ func renderCommand(ext Extension) (*cli.Command, *binder) {
 	o.bind(b)
 	var pol startPolicyOptions
 	pol.bind(b)
+	var chainOn bool
+	bind(b, &chainOn, "chain", catUser, "also print the observer configurations start --chain registers (docs/chain.md)")
 	in := defaultInClusterOptions()
 	in.bind(b)
 	cmd := &cli.Command{
@@ -96,6 +99,7 @@ Service, and the same webhook configurations with clientConfig.service reference
 			}
 			opts := o.config(ext, o.logger(c.App.ErrWriter))
 			pol.apply(&opts, os.Stdin)
+			opts.Chain = chainOn
 			cfg, err := session.Complete(opts)
 			if err != nil {
 				return configUsage(err)

@@ -31,7 +31,8 @@ func TestChainView(t *testing.T) {
 		{name: "another review's view is not this one's", webhook: testHook.Name, uid: "u-other", view: view},
 		{name: "your review's view", webhook: testHook.Name, uid: "u-chain", view: view,
 			pageHas: []string{`id="chain"`, "before your webhook", "MutatingWebhookConfiguration crupstream (webhook mpod.cr.io)",
-				"<strong>overwritten</strong>", "reinvocation round", "ValidatingWebhookConfiguration check-pods"},
+				"<strong>overwritten</strong>", "reinvocation round", "ValidatingWebhookConfiguration check-pods",
+				"(configuration mine-s, reinvocationPolicy IfNeeded)"},
 			downloadHas: `"chain":`},
 		{name: "too big a view is a note", webhook: testHook.Name, uid: "u-chain", view: []byte(`{"pad":"` + strings.Repeat("x", maxChainBytes) + `"}`),
 			downloadHas: "more than the inspector keeps"},
@@ -76,7 +77,9 @@ func chainViewOf(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	cat := chain.Catalog{
-		Mutating:   []chain.Configuration{{Name: "crupstream", Webhooks: []chain.Webhook{{Name: "mpod.cr.io", Rules: podRules(t)}}}},
+		Mutating: []chain.Configuration{{Name: "crupstream", Webhooks: []chain.Webhook{{Name: "mpod.cr.io", Rules: podRules(t)}}},
+			// Your configuration: the page names it with your reinvocationPolicy.
+			{Name: "mine-s", Session: "s", Webhooks: []chain.Webhook{{Name: "mine", Rules: podRules(t), Path: "/mutate-mine", Reinvocation: "IfNeeded"}}}},
 		Validating: []chain.Configuration{{Name: "check-pods", Webhooks: []chain.Webhook{{Name: "check.example.com", Rules: podRules(t)}}}},
 	}
 	v, err := chain.Explain(&tc.Chain, cat, nil, nil)

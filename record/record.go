@@ -107,16 +107,16 @@ func (r *Recorder) record(e Entry, review, answer []byte) {
 	case e.Shadow != "":
 		name = strings.TrimSuffix(name, ".json") + "_shadow.json"
 	}
-	if err := writeWhole(name, b); err != nil {
+	if err := WriteWhole(name, b); err != nil {
 		r.log.Warn("review not recorded", "webhook", webhook, "file", name, "error", err)
 	}
 }
 
-// writeWhole writes b to name through a temporary file and a rename, so that
-// whoever lists the directory (hookback replay, a test, a user's script)
-// sees the file only once it is whole. The temporary name does not end in
-// .json and so is never taken for a recording.
-func writeWhole(name string, b []byte) error {
+// WriteWhole writes b to name (mode 0600) through a temporary file and a
+// rename, so that whoever lists the directory (hookback replay, a test, a
+// user's script) sees the file only once it is whole. The temporary name
+// does not end in .json and so is never taken for a recording.
+func WriteWhole(name string, b []byte) error {
 	tmp := name + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return err
@@ -142,8 +142,17 @@ func safe(s string) string {
 	return s
 }
 
-// fileName is time_webhook_operation_namespace_name_uid.json; a sequence
-// number keeps two reviews in one millisecond apart.
+// FileName names the file of one review: time_webhook_operation_namespace_
+// name_uid.json, each part made safe and bounded; seq (taken modulo 10000)
+// keeps two files of one millisecond apart. The chain views of
+// --record-dir are named alike (chain.DirSink).
+func FileName(seq uint64, webhook, operation, namespace, name, uid string) string {
+	ts := time.Now().UTC().Format("20060102T150405.000Z")
+	return fmt.Sprintf("%s-%04d_%s_%s_%s_%s_%s.json", ts, seq%10000, safe(webhook), safe(operation),
+		safe(namespace), safe(name), safe(uid))
+}
+
+// fileName is FileName for a review.
 func (r *Recorder) fileName(webhook string, review []byte) string {
 	var rv struct {
 		Request struct {
@@ -152,9 +161,7 @@ func (r *Recorder) fileName(webhook string, review []byte) string {
 	}
 	_ = json.Unmarshal(review, &rv)
 	q := rv.Request
-	ts := time.Now().UTC().Format("20060102T150405.000Z")
-	return fmt.Sprintf("%s-%04d_%s_%s_%s_%s_%s.json", ts, r.seq.Add(1)%10000, safe(webhook), safe(q.Operation),
-		safe(q.Namespace), safe(q.Name), safe(q.UID))
+	return FileName(r.seq.Add(1), webhook, q.Operation, q.Namespace, q.Name, q.UID)
 }
 
 // Redact replaces the values of data and stringData of a Secret in the

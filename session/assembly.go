@@ -41,6 +41,9 @@ func (y *yours) Attach(m *server.Metrics) (assembly.EventTap, error) {
 	if err := y.chain.attach(y.cfg, y.store); err != nil {
 		return nil, err
 	}
+	if err := y.chain.register(m); err != nil {
+		return nil, err
+	}
 	if err := y.policies.attach(y.cfg, y.store, m.Registry); err != nil {
 		return nil, err
 	}

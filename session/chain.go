@@ -3,9 +3,11 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/informers"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/rbac"
 	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/server"
 )
 
 // chainRun is start --chain's part of a run: the observers served beside
@@ -98,6 +101,22 @@ func (c *chainRun) attach(cfg Options, store *inspector.Store) error {
 	return nil
 }
 
+// register exposes the views the publisher's bounded queue dropped
+// (hookback_chain_views_dropped_total): a request whose view is missing
+// from the inspector was one of them.
+func (c *chainRun) register(m *server.Metrics) error {
+	if c == nil || m == nil {
+		return nil
+	}
+	dropped := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hookback_chain_views_dropped_total",
+		Help: "start --chain: completed chains not explained because the publisher's queue was full"},
+		func() float64 { return float64(c.publisher.Dropped()) })
+	if err := m.Registry.Register(dropped); err != nil {
+		return fmt.Errorf("chain: register metrics: %w", err)
+	}
+	return nil
+}
+
 func (c *chainRun) publish(p chain.Published) {
 	for _, s := range c.sinks {
 		s(p)
@@ -124,18 +143,39 @@ func (c *chainRun) observe(objs []*unstructured.Unstructured, t registration.Tar
 	if c == nil {
 		return nil, nil
 	}
-	obs, yours, err := chain.Observers(objs, chain.ObserverOptions{Session: c.session, URL: t.URL, CABundle: t.CABundle,
-		Labels:      map[string]string{registration.LabelManagedBy: registration.ManagedByValue, registration.LabelSession: c.session},
-		Annotations: map[string]string{registration.AnnotationLease: leaseRef}})
-	if errors.Is(err, chain.ErrNoMutatingWebhook) {
-		c.log.Warn("--chain: no mutating webhook is registered, so there is no chain to tell")
-		return nil, nil
-	}
-	if err != nil {
+	obs, yours, err := observers(c.session, c.log, objs, t, leaseRef)
+	if err != nil || obs == nil {
 		return nil, err
 	}
 	c.collector.SetYours(maps.Clone(yours))
 	return obs, nil
+}
+
+// chainObserve is Placement.Observe for what a session with cfg registers
+// without running it (render): the same observers start --chain applies,
+// with nothing to collect; nil without --chain.
+func chainObserve(cfg Options) func([]*unstructured.Unstructured, registration.Target, string) ([]*unstructured.Unstructured, error) {
+	if !cfg.Chain {
+		return nil
+	}
+	return func(objs []*unstructured.Unstructured, t registration.Target, leaseRef string) ([]*unstructured.Unstructured, error) {
+		obs, _, err := observers(cfg.Session, cfg.Log, objs, t, leaseRef)
+		return obs, err
+	}
+}
+
+// observers are chain.Observers for the session's objs, labelled and
+// annotated as the session's; none (and a warning) when no mutating
+// webhook is registered.
+func observers(session string, log *slog.Logger, objs []*unstructured.Unstructured, t registration.Target, leaseRef string) ([]*unstructured.Unstructured, map[string]bool, error) {
+	obs, yours, err := chain.Observers(objs, chain.ObserverOptions{Session: session, URL: t.URL, CABundle: t.CABundle,
+		Labels:      map[string]string{registration.LabelManagedBy: registration.ManagedByValue, registration.LabelSession: session},
+		Annotations: map[string]string{registration.AnnotationLease: leaseRef}})
+	if errors.Is(err, chain.ErrNoMutatingWebhook) {
+		log.Warn("--chain: no mutating webhook is registered, so there is no chain to tell")
+		return nil, nil, nil
+	}
+	return obs, yours, err
 }
 
 // wrap has each of hooks report its answers to the chain; without --chain

@@ -44,7 +44,7 @@ func Render(ctx context.Context, c *Config) ([]byte, error) {
 		return nil, err
 	}
 	objs, err := c.Objects(Placement{Target: registration.Target{URL: URL(host, cfg.Port), CABundle: bundle},
-		LeaseRef: cfg.LeaseNamespace + "/" + registration.LeaseName(cfg.Session), Scope: sc})
+		LeaseRef: cfg.LeaseNamespace + "/" + registration.LeaseName(cfg.Session), Scope: sc, Observe: chainObserve(cfg)})
 	if err != nil {
 		return nil, err
 	}

@@ -63,6 +63,10 @@ func TestRenderIsWhatStartApplies(t *testing.T) {
 			o.Observers = []Observer{{Webhook: admission.Webhook{Name: "watch", Path: "/observe", Handler: watch},
 				Template: []byte(strings.NewReplacer("name: test", "name: observe", "/test", "/observe").Replace(testTemplate))}}
 		}},
+		{"--chain: the observers beside your webhook", func(o *Options) {
+			yours(filepath.Join("..", "testdata", "project", "config", "default"))(o)
+			o.Chain = true
+		}},
 		{"scoped", func(o *Options) {
 			yours(filepath.Join("testdata", "user", "webhooks.yaml"))(o)
 			o.Scope = registration.Scope{Namespaces: []string{"team-a"}, ObjectSelector: "app=web"}
@@ -126,6 +130,9 @@ func TestRenderIsWhatStartApplies(t *testing.T) {
 			if observed != len(cfg.Observers) {
 				t.Errorf("%d observer configurations registered, want %d", observed, len(cfg.Observers))
 			}
+			if chained := chainObservers(got); cfg.Chain && chained != 3 || !cfg.Chain && chained != 0 {
+				t.Errorf("%d chain observer configurations registered with --chain %v", chained, cfg.Chain)
+			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("start applied\n%v\nrender printed\n%v", keys(got), keys(want))
 				for k, w := range want {
@@ -136,6 +143,18 @@ func TestRenderIsWhatStartApplies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// chainObservers counts start --chain's observer configurations among
+// objs, by the names docs/chain.md gives them.
+func chainObservers(objs map[string]any) int {
+	n := 0
+	for k := range objs {
+		if strings.Contains(k, "hookback-chain-") {
+			n++
+		}
+	}
+	return n
 }
 
 // configurations are the objects of a rendered YAML stream, by kind/name.

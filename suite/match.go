@@ -14,18 +14,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiadmission "k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/namespace"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/object"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/rules"
-	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/apiserver/pkg/cel/environment"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/admitmatch"
 )
 
 // Webhook is one admission webhook a suite runs against, as its
@@ -116,7 +114,8 @@ func (w *Webhook) timeout() time.Duration {
 // (ShouldCallHook in k8s.io/apiserver's webhook/generic), whether a
 // webhook is called for a request: its namespaceSelector, objectSelector
 // and rules through the apiserver's predicates, then its matchConditions
-// compiled and evaluated with the apiserver's CEL environment. Under
+// compiled and evaluated with the apiserver's CEL environment
+// (admitmatch). Under
 // matchPolicy Equivalent, a rule naming another version of the request's
 // group and resource matches too (equivalentMatch).
 type matcher struct {
@@ -127,7 +126,7 @@ type matcher struct {
 }
 
 func newMatcher() *matcher {
-	return &matcher{compiler: cel.NewConditionCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))}
+	return &matcher{compiler: admitmatch.Compiler()}
 }
 
 // calls reports whether the apiserver would call w for in, and, when w
@@ -135,7 +134,7 @@ func newMatcher() *matcher {
 // name in place of the request's; an error is the apiserver's own refusal
 // (a matchCondition that fails under failurePolicy Fail, a bad selector).
 func (m *matcher) calls(ctx context.Context, w *Webhook, in *input) (bool, *equivalent, error) {
-	attr, err := attributes(in)
+	attr, err := admitmatch.Attributes(&in.req)
 	if err != nil {
 		return false, nil, err
 	}
@@ -198,29 +197,6 @@ func (m *matcher) versioned(ctx context.Context, attr apiadmission.Attributes, i
 	}
 	va.VersionedKind = eq.kind
 	return va, nil
-}
-
-// attributes are the request as the apiserver's admission chain sees it.
-func attributes(in *input) (apiadmission.Attributes, error) {
-	r := in.req
-	obj, err := unstructuredOf(r.Object)
-	if err != nil {
-		return nil, fmt.Errorf("object: %w", err)
-	}
-	old, err := unstructuredOf(r.OldObject)
-	if err != nil {
-		return nil, fmt.Errorf("oldObject: %w", err)
-	}
-	u := &user.DefaultInfo{Name: r.UserInfo.Username, UID: r.UserInfo.UID, Groups: r.UserInfo.Groups}
-	if len(r.UserInfo.Extra) > 0 {
-		u.Extra = map[string][]string{}
-		for k, v := range r.UserInfo.Extra {
-			u.Extra[k] = v
-		}
-	}
-	dry := r.DryRun != nil && *r.DryRun
-	return apiadmission.NewAttributesRecord(obj, old, schema.GroupVersionKind(r.Kind), r.Namespace, r.Name,
-		schema.GroupVersionResource(r.Resource), r.SubResource, apiadmission.Operation(r.Operation), nil, dry, u), nil
 }
 
 // unstructuredOf is nil for an absent object, as the apiserver passes it.

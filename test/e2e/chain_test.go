@@ -29,6 +29,9 @@ import (
 // warns about the overwrite; on the local control plane it is matched to
 // the apiserver's audit annotations, and what the observers inferred
 // agrees with them. A pod outside the session's scope calls no observer.
+// The inspector's page of the request, in Chromium, shows the same view:
+// the changes before and after yours with their values, and the
+// overwrite warning (inspectChain).
 func TestChainView(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -102,8 +105,9 @@ webhooks:
 		t.Fatal(err)
 	}
 	records := t.TempDir()
+	inspector := "127.0.0.1:" + itoa(freePort(t))
 	args := []string{"--session", session, "--webhooks", "none", "--controllers", "none", "--webhook-config", manifest,
-		"--upstream", up.URL, "--namespace", ns, "--chain", "--record-dir", records, "--inspector-address", ""}
+		"--upstream", up.URL, "--namespace", ns, "--chain", "--record-dir", records, "--inspector-address", inspector}
 	audit := filepath.Join(env.repo, ".cache", "cluster", "audit.log")
 	if env.local {
 		args = append(args, "--chain-audit-log", audit)
@@ -205,6 +209,10 @@ webhooks:
 			t.Errorf("%s was called %q times, want %s: the pod in scope only", obs, count, wantCount)
 		}
 	}
+
+	// The same view on the inspector's page, in Chromium (last: without a
+	// Chromium the test is skipped from here).
+	inspectChain(t, "http://"+inspector, ns, "chain-1", crWho, owWho)
 }
 
 // agrees: what the audit annotations name is among what the rules inferred.
