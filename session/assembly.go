@@ -38,22 +38,23 @@ var _ assembly.Additions = (*yours)(nil)
 // built-ins' Events go through the store, which shows them with each review.
 func (y *yours) Attach(m *server.Metrics) (assembly.EventTap, error) {
 	y.store = newInspectorStore(y.cfg)
-	if err := y.chain.attach(y.cfg, y.store); err != nil {
+	out := y.sinks()
+	if err := y.chain.attach(out); err != nil {
 		return nil, err
 	}
 	if err := y.chain.register(m); err != nil {
 		return nil, err
 	}
-	if err := y.policies.attach(y.cfg, y.store, m.Registry); err != nil {
+	if err := y.policies.attach(out, m.Registry); err != nil {
 		return nil, err
 	}
 	if y.user.late != nil {
-		if err := y.user.late.attach(y.cfg, y.store); err != nil {
+		if err := y.user.late.attach(out); err != nil {
 			return nil, err
 		}
 	}
 	if y.user.shadow != nil {
-		if err := y.user.shadow.attach(y.cfg, y.store); err != nil {
+		if err := y.user.shadow.attach(out); err != nil {
 			return nil, err
 		}
 		if err := y.user.shadow.register(m.Registry); err != nil {
@@ -70,7 +71,7 @@ func (y *yours) Attach(m *server.Metrics) (assembly.EventTap, error) {
 // observers around both, and your CRD conversions.
 func (y *yours) Serve(builtins []admission.Webhook, reg prometheus.Registerer) (assembly.Serving, error) {
 	hooks := slices.Concat(y.chain.wrap(y.policies.wrap(builtins)), y.chain.wrap(y.policies.wrap(y.user.hooks)), y.probes)
-	rec, err := newRecorder(y.cfg, y.store)
+	rec, err := newRecorder(y.sinks())
 	if err != nil {
 		return assembly.Serving{}, err
 	}
@@ -84,4 +85,9 @@ func (y *yours) Serve(builtins []admission.Webhook, reg prometheus.Registerer) (
 // Inspector binds the inspector's page, when it is on.
 func (y *yours) Inspector(served []admission.Webhook, factory informers.SharedInformerFactory) (*inspector.Server, error) {
 	return newInspector(y.cfg, y.store, served, y.user, y.conversions, factory)
+}
+
+// sinks are where the run's reports go.
+func (y *yours) sinks() sinks {
+	return sinks{log: y.cfg.Log, recordDir: y.cfg.RecordDir, store: y.store}
 }

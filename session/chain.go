@@ -13,7 +13,6 @@ import (
 
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/chain"
-	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/rbac"
 	"github.com/hookback/hookback/registration"
@@ -84,15 +83,15 @@ func newChainRun(cfg Options, cl *kubeconfig.Cluster, y *yours) *chainRun {
 
 // attach sends the views to the inspector's store and the record
 // directory.
-func (c *chainRun) attach(cfg Options, store *inspector.Store) error {
+func (c *chainRun) attach(s sinks) error {
 	if c == nil {
 		return nil
 	}
-	if store != nil {
+	if store := s.store; store != nil {
 		c.sinks = append(c.sinks, func(p chain.Published) { store.SetChain(p.Webhook, p.UID, p.JSON) })
 	}
-	if cfg.RecordDir != "" {
-		dir, err := chain.DirSink(cfg.RecordDir, cfg.Log)
+	if s.recordDir != "" {
+		dir, err := chain.DirSink(s.recordDir, s.log)
 		if err != nil {
 			return err
 		}

@@ -58,10 +58,10 @@ func newLateReport(log *slog.Logger, timeout time.Duration) *lateReport {
 
 // attach adds the inspector's store and the --record-dir recorder, once
 // they exist; either may be nil.
-func (l *lateReport) attach(cfg Options, store *inspector.Store) error {
-	l.store = store
-	if cfg.RecordDir != "" {
-		dir, err := record.NewRecorder(cfg.RecordDir, cfg.Log)
+func (l *lateReport) attach(s sinks) error {
+	l.store = s.store
+	if s.recordDir != "" {
+		dir, err := record.NewRecorder(s.recordDir, s.log)
 		if err != nil {
 			return err
 		}

@@ -75,7 +75,7 @@ func TestLateDrain(t *testing.T) {
 	l := newLateReport(slog.New(slog.NewTextHandler(&logs, nil)), time.Minute)
 	dir := t.TempDir()
 	// As the assembly attaches it: the record directory alone.
-	if err := l.attach(Options{RecordDir: dir}, nil); err != nil {
+	if err := l.attach(sinks{recordDir: dir, log: slog.New(slog.DiscardHandler)}); err != nil {
 		t.Fatal(err)
 	}
 	base, _ := url.Parse(srv.URL)

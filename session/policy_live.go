@@ -259,11 +259,11 @@ func (p *livePolicies) reload(ctx context.Context) {
 
 // attach gives the report the inspector's store, --record-dir and the
 // metrics registry.
-func (p *livePolicies) attach(cfg Options, store *inspector.Store, reg prometheus.Registerer) error {
+func (p *livePolicies) attach(s sinks, reg prometheus.Registerer) error {
 	if p == nil {
 		return nil
 	}
-	return p.out.attach(cfg, store, reg)
+	return p.out.attach(s, reg)
 }
 
 // summary logs the comparisons at exit.

@@ -94,7 +94,7 @@ func livePoliciesFor(t testing.TB, path string, logs *bytes.Buffer) (*livePolici
 	}
 	p.engine.Store(e)
 	store, dir := inspector.NewStore(inspector.StoreOptions{}), t.TempDir()
-	if err := p.attach(Options{RecordDir: dir}, store, nil); err != nil {
+	if err := p.attach(sinks{recordDir: dir, store: store}, nil); err != nil {
 		t.Fatal(err)
 	}
 	return p, store, dir

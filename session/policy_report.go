@@ -98,13 +98,13 @@ func newPolicyReport(log *slog.Logger) *policyReport {
 
 // attach adds the metrics to reg, the inspector's store and --record-dir,
 // once they exist; any may be nil or empty.
-func (r *policyReport) attach(cfg Options, store *inspector.Store, reg prometheus.Registerer) error {
-	r.store = store
-	if store != nil {
-		store.PolicyColumn()
+func (r *policyReport) attach(s sinks, reg prometheus.Registerer) error {
+	r.store = s.store
+	if s.store != nil {
+		s.store.PolicyColumn()
 	}
-	if cfg.RecordDir != "" {
-		r.dir = filepath.Join(cfg.RecordDir, "policy")
+	if s.recordDir != "" {
+		r.dir = filepath.Join(s.recordDir, "policy")
 		if err := os.MkdirAll(r.dir, 0o700); err != nil {
 			return fmt.Errorf("--policy: create %s: %w", r.dir, err)
 		}

@@ -1,19 +1,31 @@
 package session
 
 import (
+	"log/slog"
+
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/record"
 	"github.com/hookback/hookback/registration"
 )
 
-// newRecorder composes what keeps reviews and answers: files in
-// cfg.RecordDir and the inspector's store. It returns nil when neither is
-// on.
-func newRecorder(cfg Options, store *inspector.Store) (admission.Recorder, error) {
+// sinks are where a run's reports go (reviews, late answers, shadow
+// differences, chain views, policy evaluations): its log, --record-dir
+// ("" for none) and the inspector's store (nil when the inspector is off).
+// The reports take these, not the whole Options.
+type sinks struct {
+	log       *slog.Logger
+	recordDir string
+	store     *inspector.Store
+}
+
+// newRecorder composes what keeps reviews and answers: files in the record
+// directory and the inspector's store. It returns nil when neither is on.
+func newRecorder(s sinks) (admission.Recorder, error) {
 	rec := sessionRecorder{}
-	if cfg.RecordDir != "" {
-		dir, err := record.NewRecorder(cfg.RecordDir, cfg.Log)
+	store := s.store
+	if s.recordDir != "" {
+		dir, err := record.NewRecorder(s.recordDir, s.log)
 		if err != nil {
 			return nil, err
 		}

@@ -38,7 +38,7 @@ func TestSessionRecorder(t *testing.T) {
 			}
 		})
 	}
-	if rec, err := newRecorder(Options{}, nil); rec != nil || err != nil {
+	if rec, err := newRecorder(sinks{}); rec != nil || err != nil {
 		t.Errorf("no --record-dir and no inspector: recorder %v, %v; want none", rec, err)
 	}
 }

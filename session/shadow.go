@@ -169,16 +169,16 @@ func (r *shadowReport) register(reg prometheus.Registerer) error {
 
 // attach adds the inspector's store and the --record-dir recorder, once
 // they exist; either may be nil.
-func (r *shadowReport) attach(cfg Options, store *inspector.Store) error {
+func (r *shadowReport) attach(s sinks) error {
 	if !r.enabled {
 		return nil
 	}
-	r.store = store
-	if store != nil {
-		store.ShadowWebhooks(r.names...)
+	r.store = s.store
+	if s.store != nil {
+		s.store.ShadowWebhooks(r.names...)
 	}
-	if cfg.RecordDir != "" {
-		dir, err := record.NewRecorder(cfg.RecordDir, cfg.Log)
+	if s.recordDir != "" {
+		dir, err := record.NewRecorder(s.recordDir, s.log)
 		if err != nil {
 			return err
 		}
