@@ -6,12 +6,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -187,25 +185,10 @@ func (r *policyReport) publish(v inspector.PolicyView) {
 		return
 	}
 	id := v.Request
-	name := fmt.Sprintf("%s-%04d_%s_%s_%s_%s_%s.json", time.Now().UTC().Format("20060102T150405.000Z"), r.seq.Add(1)%10000,
-		fileSafe(v.Webhook), fileSafe(id.Operation), fileSafe(id.Namespace), fileSafe(id.Name), fileSafe(id.UID))
-	if err := os.WriteFile(filepath.Join(r.dir, name), append(b, '\n'), 0o600); err != nil {
+	name := record.FileName(r.seq.Add(1), v.Webhook, id.Operation, id.Namespace, id.Name, id.UID)
+	if err := record.WriteWhole(filepath.Join(r.dir, name), append(b, '\n')); err != nil {
 		r.log.Warn("--policy: evaluation not recorded", "webhook", v.Webhook, "error", err)
 	}
-}
-
-var unsafeFileChars = regexp.MustCompile(`[^a-z0-9.-]+`)
-
-// fileSafe makes s a bounded, lowercase file-name component.
-func fileSafe(s string) string {
-	s = strings.Trim(unsafeFileChars.ReplaceAllString(strings.ToLower(s), "-"), "-.")
-	if len(s) > 40 {
-		s = s[:40]
-	}
-	if s == "" {
-		s = "-"
-	}
-	return s
 }
 
 // summary logs, per webhook and policy compared, the reviews seen, agreed

@@ -2,7 +2,6 @@ package suite
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -11,9 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	apiadmission "k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook"
@@ -189,26 +186,14 @@ func (m *matcher) versioned(ctx context.Context, attr apiadmission.Attributes, i
 	if err != nil {
 		return nil, err
 	}
-	if va.VersionedObject, err = unstructuredOf(conv.req.Object); err != nil {
+	if va.VersionedObject, err = admitmatch.ObjectOf(conv.req.Object); err != nil {
 		return nil, fmt.Errorf("object: %w", err)
 	}
-	if va.VersionedOldObject, err = unstructuredOf(conv.req.OldObject); err != nil {
+	if va.VersionedOldObject, err = admitmatch.ObjectOf(conv.req.OldObject); err != nil {
 		return nil, fmt.Errorf("oldObject: %w", err)
 	}
 	va.VersionedKind = eq.kind
 	return va, nil
-}
-
-// unstructuredOf is nil for an absent object, as the apiserver passes it.
-func unstructuredOf(raw runtime.RawExtension) (runtime.Object, error) {
-	if len(raw.Raw) == 0 || string(raw.Raw) == "null" {
-		return nil, nil
-	}
-	var m map[string]any
-	if err := json.Unmarshal(raw.Raw, &m); err != nil {
-		return nil, err
-	}
-	return &unstructured.Unstructured{Object: m}, nil
 }
 
 // namespaceOf is the case's namespace with its labels; the apiserver

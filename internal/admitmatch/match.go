@@ -85,11 +85,11 @@ func Match(ctx context.Context, m matchconditions.Matcher, attr apiadmission.Att
 
 // Attributes are the request as the apiserver's admission chain sees it.
 func Attributes(r *admissionv1.AdmissionRequest) (apiadmission.Attributes, error) {
-	obj, err := objectOf(r.Object)
+	obj, err := ObjectOf(r.Object)
 	if err != nil {
 		return nil, fmt.Errorf("object: %w", err)
 	}
-	old, err := objectOf(r.OldObject)
+	old, err := ObjectOf(r.OldObject)
 	if err != nil {
 		return nil, fmt.Errorf("oldObject: %w", err)
 	}
@@ -105,8 +105,9 @@ func Attributes(r *admissionv1.AdmissionRequest) (apiadmission.Attributes, error
 		schema.GroupVersionResource(r.Resource), r.SubResource, apiadmission.Operation(r.Operation), nil, dry, u), nil
 }
 
-// objectOf is nil for an absent object, as the apiserver passes it.
-func objectOf(raw runtime.RawExtension) (runtime.Object, error) {
+// ObjectOf is an object of a review as the admission chain holds it:
+// unstructured, and nil when absent, as the apiserver passes it.
+func ObjectOf(raw runtime.RawExtension) (runtime.Object, error) {
 	if len(raw.Raw) == 0 || string(raw.Raw) == "null" {
 		return nil, nil
 	}
