@@ -10,9 +10,9 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/hookback/hookback/audit"
+	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/project"
 	"github.com/hookback/hookback/session"
-	"github.com/hookback/hookback/webhook"
 )
 
 var auditExamples = []Example{
@@ -82,7 +82,7 @@ func (o *AuditOptions) bind(b *binder) {
 	bind(b, &s.Session, "session", catCluster, "session name, as start would register the webhooks under it (default: <user>-<host>)")
 	bind(b, &s.StateDir, "state-dir", catServing, "where start keeps its local CA: in project mode audit trusts it for the manager's certificate")
 	bind(b, &s.Template, "template", catServing, "webhook configuration template (default: the built-in webhook-url.yaml.tmpl)")
-	bind(b, &s.Webhooks, "webhooks", catBuiltins, "comma list of built-in webhooks to audit, or all or none ("+strings.Join(webhook.Names(), ", ")+")")
+	bind(b, &s.Webhooks, "webhooks", catBuiltins, "comma list of built-in webhooks to audit, or all or none ("+strings.Join(webhooks.Names(), ", ")+")")
 	bindWebhookOptions(b, &s.Webhook)
 	bind(b, &s.Project, "project", catUser, "kubebuilder or Operator SDK project root (default: the current directory when it has a PROJECT file and no --webhook-config is given): its config/default, built-ins off, --upstream "+project.DefaultUpstream)
 	bind(b, &s.WebhookConfig, "webhook-config", catUser, "your webhook configurations as written for the cluster (file, directory, kustomize directory, bundle, or - for stdin; repeatable)")

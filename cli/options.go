@@ -11,8 +11,9 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/hookback/hookback/builtin/controllers"
+	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
-	"github.com/hookback/hookback/controller"
 	"github.com/hookback/hookback/incluster"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/kubeconfig"
@@ -20,7 +21,6 @@ import (
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/session"
 	"github.com/hookback/hookback/tunnel"
-	"github.com/hookback/hookback/webhook"
 )
 
 // GlobalOptions are the flags every command takes, before or after the
@@ -92,7 +92,7 @@ type ServeOptions struct {
 	ACME                                                          certs.ACMEOptions
 	// Webhooks and Controllers are comma lists of built-ins, all or none.
 	Webhooks, Controllers string
-	Webhook               webhook.Options
+	Webhook               webhooks.Options
 	// Your own webhooks: --webhook-config, --upstream...
 	WebhookConfig, Upstream []string
 	UpstreamCA              string
@@ -112,7 +112,7 @@ type ServeOptions struct {
 
 func defaultServeOptions() ServeOptions {
 	return ServeOptions{GlobalOptions: defaultGlobalOptions(), StateDir: defaultStateDir(), LeaseNamespace: session.DefaultLeaseNamespace,
-		Port: DefaultPort, TLSMode: certs.ModeSelfSigned, Webhooks: "all", Controllers: "all", Webhook: webhook.DefaultOptions(),
+		Port: DefaultPort, TLSMode: certs.ModeSelfSigned, Webhooks: "all", Controllers: "all", Webhook: webhooks.DefaultOptions(),
 		ACME: certs.ACMEOptions{CA: certs.LetsEncryptCA, Profile: "shortlived", HTTPPort: 80, RenewCheckInterval: 10 * time.Minute}}
 }
 
@@ -157,8 +157,8 @@ func bindScope(b *binder, s *registration.Scope) {
 // bindWhatRuns binds what decides what start runs, and so the permissions
 // it needs (check binds them too): the built-ins selected, your manifests.
 func (o *ServeOptions) bindWhatRuns(b *binder) {
-	bind(b, &o.Webhooks, "webhooks", catBuiltins, "comma list of built-in webhooks to serve, or all or none ("+strings.Join(webhook.Names(), ", ")+")")
-	bind(b, &o.Controllers, "controllers", catBuiltins, "comma list of controllers to run, or all or none ("+strings.Join(controller.Names(), ", ")+")")
+	bind(b, &o.Webhooks, "webhooks", catBuiltins, "comma list of built-in webhooks to serve, or all or none ("+strings.Join(webhooks.Names(), ", ")+")")
+	bind(b, &o.Controllers, "controllers", catBuiltins, "comma list of controllers to run, or all or none ("+strings.Join(controllers.Names(), ", ")+")")
 	bind(b, &o.Project, "project", catUser, "kubebuilder or Operator SDK project root (default: the current directory when it has a PROJECT file and no --webhook-config is given): its config/default, built-ins off, --upstream "+project.DefaultUpstream)
 	bind(b, &o.WebhookConfig, "webhook-config", catUser, "your webhook configurations and CRDs as written for the cluster (file, directory, kustomize directory, bundle such as dist/install.yaml, or - for stdin; repeatable): rewritten to point at hookback, other kinds skipped")
 }
@@ -171,7 +171,7 @@ func (o *ServeOptions) bindUpstream(b *binder) {
 }
 
 // bindWebhookOptions binds the built-in webhooks' own options.
-func bindWebhookOptions(b *binder, o *webhook.Options) {
+func bindWebhookOptions(b *binder, o *webhooks.Options) {
 	bind(b, &o.BannedWords, "banned-words", catBuiltins, "pod-name: words a pod name must not contain")
 	bind(b, &o.SidecarImage, "sidecar-image", catBuiltins, "pod-sidecar: image of the injected xxl-agent container")
 	bind(b, &o.CPUOversellFactor, "cpu-oversell-factor", catBuiltins, "node-status: multiply node allocatable CPU by this (1 disables)")

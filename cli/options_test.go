@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/incluster"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/session"
 	"github.com/hookback/hookback/tunnel"
-	"github.com/hookback/hookback/webhook"
 )
 
 // TestInvalidConfigSameErrorFromLibraryAndCLI: a rule of the Config lives
@@ -26,7 +26,7 @@ func TestInvalidConfigSameErrorFromLibraryAndCLI(t *testing.T) {
 		return func() error {
 			cfg := session.Options{Kubeconfig: nowhere, Session: "dev", AdvertiseAddress: "127.0.0.1", Port: DefaultPort,
 				LeaseNamespace: "default", Certs: certs.Options{Mode: certs.ModeSelfSigned, StateDir: t.TempDir()},
-				WebhookOptions: webhook.DefaultOptions()}
+				WebhookOptions: webhooks.DefaultOptions()}
 			change(&cfg)
 			c, err := session.Complete(cfg)
 			if err != nil {
@@ -67,7 +67,7 @@ func TestInvalidConfigSameErrorFromLibraryAndCLI(t *testing.T) {
 		args: []string{"serve", "--kubeconfig", nowhere.Path, "--port", "0", "--lease-duration", "1500ms"},
 		library: func() error {
 			return incluster.Serve(context.Background(), incluster.ServeConfig{Kubeconfig: nowhere, Namespace: incluster.DefaultNamespace,
-				Port: 0, LeaseDuration: 1500 * time.Millisecond, Template: []byte("x"), WebhookOptions: webhook.DefaultOptions()})
+				Port: 0, LeaseDuration: 1500 * time.Millisecond, Template: []byte("x"), WebhookOptions: webhooks.DefaultOptions()})
 		},
 	}, {
 		name: "render --in-cluster: replicas, image",

@@ -18,11 +18,11 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/record"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/session"
 	"github.com/hookback/hookback/upstream"
-	"github.com/hookback/hookback/webhook"
 )
 
 var replayExamples = []Example{
@@ -37,20 +37,20 @@ const exitChanged = 1
 type ReplayOptions struct {
 	GlobalOptions
 	Webhook string
-	Options webhook.Options
+	Options webhooks.Options
 	// Upstream, UpstreamCA and UpstreamInsecure say where recorded reviews go.
 	Serve ServeOptions
 }
 
 func (o *ReplayOptions) bind(b *binder) {
 	o.GlobalOptions.bind(b)
-	bind(b, &o.Webhook, "webhook", catBuiltins, "built-in webhook to run ("+strings.Join(webhook.Names(), ", ")+")")
+	bind(b, &o.Webhook, "webhook", catBuiltins, "built-in webhook to run ("+strings.Join(webhooks.Names(), ", ")+")")
 	bindWebhookOptions(b, &o.Options)
 	o.Serve.bindUpstream(b)
 }
 
 func replayCommand() (*cli.Command, *binder) {
-	o, b := ReplayOptions{GlobalOptions: defaultGlobalOptions(), Options: webhook.DefaultOptions()}, &binder{}
+	o, b := ReplayOptions{GlobalOptions: defaultGlobalOptions(), Options: webhooks.DefaultOptions()}, &binder{}
 	o.bind(b)
 	cmd := &cli.Command{
 		Name:      "replay",
@@ -93,7 +93,7 @@ func runReplay(c *cli.Context, o ReplayOptions) error {
 	}
 	log := g.logger(c.App.ErrWriter)
 	recorded := make(chan string, 16)
-	hooks, err := webhook.Build([]string{o.Webhook}, opts, webhook.Deps{
+	hooks, err := webhooks.Build([]string{o.Webhook}, opts, webhooks.Deps{
 		Log:      log,
 		Recorder: func(string) events.EventRecorder { return &events.FakeRecorder{Events: recorded} },
 		Pods:     corev1listers.NewPodLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),

@@ -9,10 +9,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/builtin/controllers"
+	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/incluster"
 	"github.com/hookback/hookback/session"
-	"github.com/hookback/hookback/webhook"
 )
 
 var serveExamples = []Example{
@@ -26,14 +26,14 @@ type PodOptions struct {
 	Namespace, Identity, BindAddress, HealthAddress, Template string
 	Port                                                      int
 	Webhooks, Controllers                                     string
-	Webhook                                                   webhook.Options
+	Webhook                                                   webhooks.Options
 	CertFile, KeyFile, CAFile                                 string
 	LeaseDuration, ShutdownDelay                              time.Duration
 }
 
 func defaultPodOptions() PodOptions {
 	return PodOptions{GlobalOptions: defaultGlobalOptions(), Namespace: incluster.DefaultNamespace, Port: incluster.WebhookPort,
-		HealthAddress: incluster.DefaultHealthAddress, Webhooks: "all", Controllers: "all", Webhook: webhook.DefaultOptions(),
+		HealthAddress: incluster.DefaultHealthAddress, Webhooks: "all", Controllers: "all", Webhook: webhooks.DefaultOptions(),
 		LeaseDuration: incluster.DefaultLeaseDuration, ShutdownDelay: incluster.DefaultShutdownDelay}
 }
 
@@ -51,8 +51,8 @@ func (o *PodOptions) bind(b *binder) {
 	bind(b, &o.CertFile, "tls-cert-file", catServing, "serving certificate (PEM, cert-manager's tls.crt); reloaded on change (default: a CA kept in the Secret hookback-ca)")
 	bind(b, &o.KeyFile, "tls-key-file", catServing, "its private key; reloaded on change")
 	bind(b, &o.CAFile, "ca-file", catServing, "CA the apiserver should trust (the caBundle); empty with cert-manager's cainjector")
-	bind(b, &o.Webhooks, "webhooks", catBuiltins, "comma list of built-in webhooks to serve, or all or none ("+strings.Join(webhook.Names(), ", ")+")")
-	bind(b, &o.Controllers, "controllers", catBuiltins, "comma list of controllers to run, or all or none ("+strings.Join(controller.Names(), ", ")+")")
+	bind(b, &o.Webhooks, "webhooks", catBuiltins, "comma list of built-in webhooks to serve, or all or none ("+strings.Join(webhooks.Names(), ", ")+")")
+	bind(b, &o.Controllers, "controllers", catBuiltins, "comma list of controllers to run, or all or none ("+strings.Join(controllers.Names(), ", ")+")")
 	bindWebhookOptions(b, &o.Webhook)
 }
 

@@ -11,12 +11,12 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/project"
 	"github.com/hookback/hookback/record"
 	"github.com/hookback/hookback/session"
 	"github.com/hookback/hookback/suite"
-	"github.com/hookback/hookback/webhook"
 )
 
 var testExamples = []Example{
@@ -48,7 +48,7 @@ func (o *TestOptions) bind(b *binder) {
 	s.GlobalOptions.bind(b)
 	bind(b, &s.StateDir, "state-dir", catServing, "where hookback keeps its local CA, which signs the --exec server's certificate")
 	bind(b, &s.Template, "template", catServing, "webhook configuration template (default: the built-in webhook-url.yaml.tmpl)")
-	bind(b, &s.Webhooks, "webhooks", catBuiltins, "comma list of built-in webhooks to test, or all or none ("+strings.Join(webhook.Names(), ", ")+")")
+	bind(b, &s.Webhooks, "webhooks", catBuiltins, "comma list of built-in webhooks to test, or all or none ("+strings.Join(webhooks.Names(), ", ")+")")
 	bindWebhookOptions(b, &s.Webhook)
 	bind(b, &s.Project, "project", catUser, "kubebuilder or Operator SDK project root (default: the current directory when it has a PROJECT file and no --webhook-config is given): its config/default, built-ins off, --upstream "+project.DefaultUpstream+", --exec the command that starts the manager")
 	bind(b, &s.WebhookConfig, "webhook-config", catUser, "your webhook configurations and CRDs as written for the cluster (file, directory, kustomize directory, bundle, or - for stdin; repeatable)")

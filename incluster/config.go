@@ -11,12 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/hookback/hookback/admission"
-	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/builtin/controllers"
+	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/internal/errkind"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/session"
-	"github.com/hookback/hookback/webhook"
 )
 
 // Names of what serve keeps in the install's namespace.
@@ -50,7 +50,7 @@ type ServeConfig struct {
 	Template     []byte
 	// Webhooks and Controllers are resolved built-in names.
 	Webhooks, Controllers []string
-	WebhookOptions        webhook.Options
+	WebhookOptions        webhooks.Options
 	// CertFile and KeyFile, when set, are the serving pair (cert-manager's
 	// Secret, mounted), reloaded on change; CAFile is then the caBundle,
 	// empty to leave it to cert-manager's cainjector. Unset: a CA kept in
@@ -148,8 +148,8 @@ func DNSNames(service, namespace string) []string {
 // selected parts' declarations. No laptop-session permissions (canary
 // ConfigMaps, other sessions' Leases, deleting configurations): those are
 // `hookback uninstall`'s, run by a person.
-func ServePermissions(namespace string, caSecret bool, webhooks, controllers []string) ([]admission.Permission, error) {
-	ctl, err := controller.Permissions(controllers)
+func ServePermissions(namespace string, caSecret bool, webhookNames, controllerNames []string) ([]admission.Permission, error) {
+	ctl, err := controllers.Permissions(controllerNames)
 	if err != nil {
 		return nil, err
 	}
@@ -177,5 +177,5 @@ func ServePermissions(namespace string, caSecret bool, webhooks, controllers []s
 	}
 	add("create", "", "events", "", "", "Events")
 	add("patch", "", "events", "", "", "Events (repeats)")
-	return admission.MergePermissions(core, webhook.Permissions(webhooks), ctl), nil
+	return admission.MergePermissions(core, webhooks.Permissions(webhookNames), ctl), nil
 }

@@ -24,10 +24,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/internal/errkind"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/session"
-	"github.com/hookback/hookback/webhook"
 )
 
 // Fixed names and ports of the install.
@@ -132,7 +132,7 @@ func serviceAccount(o Options) *corev1.ServiceAccount {
 func sessionConfig(o Options) session.Options {
 	// Webhook options change what a handler does, never its name or path.
 	return session.Options{LeaseNamespace: o.Namespace, Webhooks: o.Webhooks, Controllers: o.Controllers,
-		WebhookOptions: webhook.DefaultOptions()}
+		WebhookOptions: webhooks.DefaultOptions()}
 }
 
 // rbac is the least-privilege roles of serve (ServePermissions), bound to

@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/session"
-	"github.com/hookback/hookback/webhook"
 )
 
 // freePort is a loopback port nothing listens on right now.
@@ -41,7 +41,7 @@ func TestServeReleasesListenersOnFailure(t *testing.T) {
 	cs := fake.NewClientset()
 	cl := &session.Cluster{Client: cs, Watch: cs, Dynamic: dyn}
 	cfg := ServeConfig{Namespace: "hb", Identity: "a", BindAddress: "127.0.0.1", Port: port,
-		HealthAddress: "127.0.0.1:" + strconv.Itoa(health), Template: template(t), Webhooks: []string{"pod-name"}, WebhookOptions: webhook.DefaultOptions(),
+		HealthAddress: "127.0.0.1:" + strconv.Itoa(health), Template: template(t), Webhooks: []string{"pod-name"}, WebhookOptions: webhooks.DefaultOptions(),
 		LeaseDuration: 3 * time.Second, Log: slog.New(slog.DiscardHandler)}.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)

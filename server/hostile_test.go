@@ -22,9 +22,9 @@ import (
 
 	"k8s.io/client-go/tools/events"
 
+	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/internal/syncbuf"
-	"github.com/hookback/hookback/webhook"
 )
 
 // hostileLimits are short, so the slow cases end quickly.
@@ -51,8 +51,8 @@ func startHostileWith(t *testing.T, limits Limits) (addr string, logs *syncbuf.B
 		t.Fatal(err)
 	}
 	t.Cleanup(crt.Stop)
-	hooks, err := webhook.Build([]string{webhook.NamePodName, webhook.NamePodLifespan}, webhook.DefaultOptions(),
-		webhook.Deps{Recorder: func(string) events.EventRecorder { return &events.FakeRecorder{} }})
+	hooks, err := webhooks.Build([]string{webhooks.NamePodName, webhooks.NamePodLifespan}, webhooks.DefaultOptions(),
+		webhooks.Deps{Recorder: func(string) events.EventRecorder { return &events.FakeRecorder{} }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func hostileCases(t *testing.T) []hostileCase {
 	nested := strings.Repeat(`{"a":`, 20000) + "1" + strings.Repeat("}", 20000)
 	return []hostileCase{
 		{name: "valid review (control)", body: review(t, nil), wantCode: 200, wantText: `"allowed":true`},
-		{name: "valid review, mutating (control)", path: webhook.PathPodLifespan, body: review(t, nil), wantCode: 200, wantText: `"patchType":"JSONPatch"`},
+		{name: "valid review, mutating (control)", path: webhooks.PathPodLifespan, body: review(t, nil), wantCode: 200, wantText: `"patchType":"JSONPatch"`},
 		{name: "empty body", wantCode: 400, wantText: "empty body"},
 		{name: "whitespace body", body: []byte(" \n\t "), wantCode: 400, wantText: "empty body"},
 		{name: "truncated JSON", body: review(t, nil)[:120], wantCode: 400, wantText: "decode AdmissionReview"},
@@ -136,7 +136,7 @@ func hostileCases(t *testing.T) []hostileCase {
 		}), wantCode: 200, wantText: `"allowed":true`},
 		{name: "object that is not an object", body: review(t, func(r map[string]any) { request(r)["object"] = 42 }), wantCode: 200, wantText: `"code":400`},
 		// A mutating built-in leaves what it cannot read as it is.
-		{name: "object that is a string", path: webhook.PathPodLifespan, body: review(t, func(r map[string]any) { request(r)["object"] = "pod" }), wantCode: 200, wantText: `"allowed":true,"status"`},
+		{name: "object that is a string", path: webhooks.PathPodLifespan, body: review(t, func(r map[string]any) { request(r)["object"] = "pod" }), wantCode: 200, wantText: `"allowed":true,"status"`},
 		{name: "unknown path", path: "/validate-nothing", body: review(t, nil), wantCode: 404, wantText: "served paths"},
 		{name: "GET", method: http.MethodGet, wantCode: 405, wantText: "POST"},
 		{name: "PUT", method: http.MethodPut, body: review(t, nil), wantCode: 405, wantText: "POST"},
@@ -146,7 +146,7 @@ func hostileCases(t *testing.T) []hostileCase {
 		// Over HTTP/2 the client itself refuses: the server advertised the cap.
 		{name: "headers over the cap", header: http.Header{"X-Big": {strings.Repeat("h", 100<<10)}}, body: review(t, nil), wantCode: 431,
 			h2Err: "larger than peer's advertised limit"},
-		{name: "bad timeout parameter is ignored", path: webhook.PathPodName + "?timeout=soon", body: review(t, nil), wantCode: 200, wantText: `"allowed":true`},
+		{name: "bad timeout parameter is ignored", path: webhooks.PathPodName + "?timeout=soon", body: review(t, nil), wantCode: 200, wantText: `"allowed":true`},
 	}
 }
 
@@ -217,7 +217,7 @@ func newRequest(t *testing.T, addr string, tc hostileCase) *http.Request {
 		method = http.MethodPost
 	}
 	if path == "" {
-		path = webhook.PathPodName
+		path = webhooks.PathPodName
 	}
 	req, err := http.NewRequest(method, "https://"+addr+path, bytes.NewReader(tc.body))
 	if err != nil {
@@ -270,14 +270,14 @@ func closedWithin(t *testing.T, c net.Conn, limit time.Duration) string {
 
 func slowHeaders(t *testing.T, addr string) {
 	c := dialTLS(t, addr)
-	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\n", webhook.PathPodName) // and never the blank line
+	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\n", webhooks.PathPodName) // and never the blank line
 	closedWithin(t, c, 5*time.Second)
 	stillServes(t, addr)
 }
 
 func slowBody(t *testing.T, addr string) {
 	c := dialTLS(t, addr)
-	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"a\":", webhook.PathPodName)
+	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"a\":", webhooks.PathPodName)
 	got := closedWithin(t, c, 15*time.Second)
 	if got != "" && !strings.Contains(got, " 400 ") {
 		t.Errorf("answer to a body cut by ReadTimeout: %q", got)
@@ -290,7 +290,7 @@ func slowBody(t *testing.T, addr string) {
 func neverReads(t *testing.T, addr string) {
 	c := dialTLS(t, addr)
 	req := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
-		webhook.PathPodLifespan, len(review(t, nil)), review(t, nil))
+		webhooks.PathPodLifespan, len(review(t, nil)), review(t, nil))
 	w := bufio.NewWriter(c)
 	_ = c.SetWriteDeadline(time.Now().Add(8 * time.Second))
 	// Bounded by count and by the write deadline: the loop ends once the
@@ -312,7 +312,7 @@ func plainHTTP(t *testing.T, addr string) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", webhook.PathPodName)
+	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", webhooks.PathPodName)
 	if got := closedWithin(t, c, 5*time.Second); !strings.Contains(got, "400") || !strings.Contains(got, "HTTPS") {
 		t.Errorf("plain HTTP got %q, want a 400 saying HTTPS", got)
 	}

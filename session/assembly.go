@@ -10,11 +10,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hookback/hookback/admission"
-	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/builtin/controllers"
+	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/internal/portholder"
 	"github.com/hookback/hookback/server"
-	"github.com/hookback/hookback/webhook"
 )
 
 // AssemblyOptions choose what one hookback process serves and runs, and
@@ -23,7 +23,7 @@ import (
 type AssemblyOptions struct {
 	// Webhooks and Controllers are the built-ins selected by name.
 	Webhooks, Controllers []string
-	WebhookOptions        webhook.Options
+	WebhookOptions        webhooks.Options
 	// Extra are an embedding program's webhooks, served and registered
 	// like the built-ins.
 	Extra []admission.Webhook
@@ -85,7 +85,7 @@ func Assemble(ctx context.Context, o AssemblyOptions) (_ *Assembly, err error) {
 	}
 	cfg := o.config()
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
-	a := &Assembly{Metrics: server.NewMetrics(), factory: controller.NewInformerFactory(o.Watch, 0),
+	a := &Assembly{Metrics: server.NewMetrics(), factory: controllers.NewInformerFactory(o.Watch, 0),
 		recorders: newEventRecorders(bg, o.Watch), ctx: bg, stop: stop}
 	defer func() {
 		if err != nil {

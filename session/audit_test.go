@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hookback/hookback/audit"
+	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/registration"
-	"github.com/hookback/hookback/webhook"
 )
 
 // TestAuditWebhooks: audit sees the webhooks as start would register them,
@@ -30,7 +30,7 @@ func TestAuditWebhooks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := Options{Session: "s", Webhooks: []string{"pod-name", "node-status"}, Template: registration.Template{Default: tmpl}, Scope: tt.scope, WebhookOptions: webhook.DefaultOptions()}
+			cfg := Options{Session: "s", Webhooks: []string{"pod-name", "node-status"}, Template: registration.Template{Default: tmpl}, Scope: tt.scope, WebhookOptions: webhooks.DefaultOptions()}
 			hooks, err := AuditWebhooks(completed(t, cfg))
 			if err != nil {
 				t.Fatal(err)

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/tunnel"
-	"github.com/hookback/hookback/webhook"
 )
 
 // banner prints that the session is ready, where, and what to try.
@@ -83,17 +83,17 @@ const TryNamespace = "hookback-try"
 func tryCommands(kubectl, ns string, hooks []string) []try {
 	var out []try
 	k := kubectl + " -n " + ns
-	if slices.Contains(hooks, webhook.NamePodName) {
+	if slices.Contains(hooks, webhooks.NamePodName) {
 		out = append(out, try{"denied by pod-name", k + " run offensive-pod --image=nginx"})
 	}
-	if slices.Contains(hooks, webhook.NamePodSidecar) {
+	if slices.Contains(hooks, webhooks.NamePodSidecar) {
 		out = append(out, try{"gets the xxl-agent sidecar", k + " run hookback-try --image=nginx" +
 			" --annotations=xxl-agent/enable=true --annotations=xxl-agent/admin-address=http://xxl-job-admin:8080" +
 			" --annotations=xxl-agent/target-container=hookback-try --annotations=xxl-agent/job-name=demo" +
 			" && " + k + " get pod hookback-try -o jsonpath='{.spec.containers[*].name}{\"\\n\"}'"})
 	}
-	if slices.Contains(hooks, webhook.NamePodEviction) {
-		if !slices.Contains(hooks, webhook.NamePodSidecar) {
+	if slices.Contains(hooks, webhooks.NamePodEviction) {
+		if !slices.Contains(hooks, webhooks.NamePodSidecar) {
 			out = append(out, try{"a pod to evict", k + " run hookback-try --image=nginx"})
 		}
 		out = append(out, try{"evicted, and recorded as an Event", "echo '{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{\"name\":\"hookback-try\"}}' | " +

@@ -10,12 +10,12 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/hookback/hookback/builtin/controllers"
+	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
-	"github.com/hookback/hookback/controller"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/tunnel"
-	"github.com/hookback/hookback/webhook"
 )
 
 // Render renders the webhook configurations a run of c would apply
@@ -123,7 +123,7 @@ func CleanupShared(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Int
 	if err != nil {
 		return err
 	}
-	shared := SharedCleanups(cs, log, webhook.Names(), controller.Names())
+	shared := SharedCleanups(cs, log, webhooks.Names(), controllers.Names())
 	return registration.RunCleanups(ctx, shared, live, log)
 }
 

@@ -17,10 +17,10 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/builtin/controllers"
+	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/registration"
-	"github.com/hookback/hookback/webhook"
 )
 
 // TestRender: render prints what start would apply, for the advertised
@@ -101,10 +101,10 @@ func TestCleanupShared(t *testing.T) {
 	}{
 		{name: "no other session: every part cleaned up", restoresNodes: true, removesRBAC: true},
 		{name: "a live session runs node-status: nodes left alone",
-			leases:        []runtime.Object{lease("other", time.Now(), webhook.NameNodeStatus)},
+			leases:        []runtime.Object{lease("other", time.Now(), webhooks.NameNodeStatus)},
 			restoresNodes: false, removesRBAC: true},
 		{name: "a dead session ran both: every part cleaned up",
-			leases:        []runtime.Object{lease("dead", time.Now().Add(-time.Hour), webhook.NameNodeStatus+","+controller.ExecRBACName)},
+			leases:        []runtime.Object{lease("dead", time.Now().Add(-time.Hour), webhooks.NameNodeStatus+","+controllers.ExecRBACName)},
 			restoresNodes: true, removesRBAC: true},
 	}
 	for _, tt := range tests {
@@ -134,8 +134,8 @@ func TestCleanupShared(t *testing.T) {
 // parts record reach the cluster with their action.
 func TestAssembly(t *testing.T) {
 	cs := fake.NewClientset()
-	c, err := Assemble(context.Background(), AssemblyOptions{Webhooks: []string{webhook.NamePodEviction, webhook.NameNodeStatus},
-		Controllers: []string{controller.ExecRBACName}, WebhookOptions: webhook.DefaultOptions(), Watch: cs,
+	c, err := Assemble(context.Background(), AssemblyOptions{Webhooks: []string{webhooks.NamePodEviction, webhooks.NameNodeStatus},
+		Controllers: []string{controllers.ExecRBACName}, WebhookOptions: webhooks.DefaultOptions(), Watch: cs,
 		Address: "127.0.0.1:0", HealthAddress: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
@@ -144,8 +144,8 @@ func TestAssembly(t *testing.T) {
 	if got := c.Server.Paths(); len(got) != 2 {
 		t.Errorf("served paths = %v, want pod-eviction's and node-status'", got)
 	}
-	if got := c.parts.names(); strings.Join(got, ",") != webhook.NamePodEviction+","+webhook.NameNodeStatus+","+controller.ExecRBACName &&
-		strings.Join(got, ",") != webhook.NameNodeStatus+","+webhook.NamePodEviction+","+controller.ExecRBACName {
+	if got := c.parts.names(); strings.Join(got, ",") != webhooks.NamePodEviction+","+webhooks.NameNodeStatus+","+controllers.ExecRBACName &&
+		strings.Join(got, ",") != webhooks.NameNodeStatus+","+webhooks.NamePodEviction+","+controllers.ExecRBACName {
 		t.Errorf("parts = %v", got)
 	}
 	if n := len(c.Controllers()); n != 1 {

@@ -13,14 +13,14 @@ import (
 	"time"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/builtin/controllers"
+	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
-	"github.com/hookback/hookback/controller"
 	"github.com/hookback/hookback/internal/errkind"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/project"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/tunnel"
-	"github.com/hookback/hookback/webhook"
 )
 
 // Options is everything one run needs, already parsed: the CLI builds it
@@ -67,7 +67,7 @@ type Options struct {
 	// selects none. Resolve "all" with Select before.
 	Webhooks       []string
 	Controllers    []string
-	WebhookOptions webhook.Options
+	WebhookOptions webhooks.Options
 	// Extra are webhooks of a program that embeds hookback, served beside
 	// the built-ins; the template registers them like any other.
 	Extra []admission.Webhook
@@ -181,14 +181,14 @@ func (c Options) Validate() error {
 
 // webhookOptionFlags spells each webhook option as the flag that sets it.
 var webhookOptionFlags = map[string]string{
-	webhook.OptionBannedWords:       "--banned-words",
-	webhook.OptionSidecarImage:      "--sidecar-image",
-	webhook.OptionCPUOversellFactor: "--cpu-oversell-factor",
+	webhooks.OptionBannedWords:       "--banned-words",
+	webhooks.OptionSidecarImage:      "--sidecar-image",
+	webhooks.OptionCPUOversellFactor: "--cpu-oversell-factor",
 }
 
 // ValidateWebhookOptions is o.Validate with each problem naming its flag,
 // as the rest of Validate does.
-func ValidateWebhookOptions(o webhook.Options) error {
+func ValidateWebhookOptions(o webhooks.Options) error {
 	err := o.Validate()
 	joined, ok := err.(interface{ Unwrap() []error })
 	if !ok {
@@ -196,7 +196,7 @@ func ValidateWebhookOptions(o webhook.Options) error {
 	}
 	var errs []error
 	for _, e := range joined.Unwrap() {
-		var oe *webhook.OptionError
+		var oe *webhooks.OptionError
 		if errors.As(e, &oe) && webhookOptionFlags[oe.Option] != "" {
 			e = fmt.Errorf("%s %s: want %s", webhookOptionFlags[oe.Option], oe.Value, oe.Want)
 		}
@@ -229,12 +229,12 @@ func Select(list []string, valid []string, what string) ([]string, error) {
 
 // SelectWebhooks and SelectControllers are Select over the built-ins.
 func SelectWebhooks(list []string) ([]string, error) {
-	return Select(list, webhook.Names(), "webhook")
+	return Select(list, webhooks.Names(), "webhook")
 }
 
 // SelectControllers is Select over the built-in controllers.
 func SelectControllers(list []string) ([]string, error) {
-	return Select(list, controller.Names(), "controller")
+	return Select(list, controllers.Names(), "controller")
 }
 
 // URL is the webhook URL for host and port, IPv6 hosts bracketed.

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
-	"github.com/hookback/hookback/webhook"
 )
 
 func TestSelect(t *testing.T) {
@@ -91,7 +91,7 @@ func TestConfigValidate(t *testing.T) {
 	allow := admission.HandlerFunc(func(context.Context, admission.Request) admission.Response { return admission.Allowed("") })
 	valid := func() Options {
 		return Options{Session: "s", LeaseNamespace: "default", Port: 8443, Certs: certs.Options{Mode: certs.ModeSelfSigned},
-			WebhookOptions: webhook.DefaultOptions()}
+			WebhookOptions: webhooks.DefaultOptions()}
 	}
 	tests := []struct {
 		name   string

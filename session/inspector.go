@@ -10,10 +10,10 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/record"
 	"github.com/hookback/hookback/registration"
-	"github.com/hookback/hookback/webhook"
 )
 
 // InspectorConfig is the local admission inspector (--inspector-*).
@@ -86,11 +86,11 @@ func newInspector(cfg Options, store *inspector.Store, hooks []admission.Webhook
 
 // replayWebhooks are the handlers a replay goes to, by path.
 func replayWebhooks(cfg Options, hooks []admission.Webhook, factory informers.SharedInformerFactory) (map[string]admission.Webhook, error) {
-	deps := webhook.Deps{Log: cfg.Log, Recorder: func(string) events.EventRecorder { return &events.FakeRecorder{} }}
-	if slices.Contains(cfg.Webhooks, webhook.NamePodEviction) {
+	deps := webhooks.Deps{Log: cfg.Log, Recorder: func(string) events.EventRecorder { return &events.FakeRecorder{} }}
+	if slices.Contains(cfg.Webhooks, webhooks.NamePodEviction) {
 		deps.Pods = factory.Core().V1().Pods().Lister()
 	}
-	builtins, err := webhook.Build(cfg.Webhooks, cfg.WebhookOptions, deps)
+	builtins, err := webhooks.Build(cfg.Webhooks, cfg.WebhookOptions, deps)
 	if err != nil {
 		return nil, fmt.Errorf("build the built-ins for replay: %w", err)
 	}

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
-	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/builtin/controllers"
 	"github.com/hookback/hookback/registration"
 )
 
@@ -29,7 +29,7 @@ func (c failingController) Run(context.Context, int) error {
 	return errors.New("watch refused")
 }
 
-var _ controller.Controller = failingController{}
+var _ controllers.Controller = failingController{}
 
 // runHandle is a run started by startRun: wait returns what it returned
 // once it ends by itself, stop cancels it first.
@@ -83,7 +83,7 @@ func TestRunEnds(t *testing.T) {
 	}{{
 		name: "a controller fails: stopped unexpectedly, deregistered",
 		setup: func(r *run, j *journal, _ *fake.Clientset) {
-			r.parts.controllers = []controller.Controller{failingController{j}}
+			r.parts.controllers = []controllers.Controller{failingController{j}}
 		},
 		wantErr: func(err error) bool {
 			return err != nil && strings.Contains(err.Error(), "stopped unexpectedly") && strings.Contains(err.Error(), "watch refused")

@@ -17,11 +17,11 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/hookback/hookback/admission"
-	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/builtin/controllers"
+	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/tunnel"
-	"github.com/hookback/hookback/webhook"
 )
 
 // Permissions lists what a run of c needs: registration's own, Events,
@@ -29,7 +29,7 @@ import (
 // your CRDs'.
 func Permissions(c *Config) ([]admission.Permission, error) {
 	cfg := c.opts
-	ctl, err := controller.Permissions(cfg.Controllers)
+	ctl, err := controllers.Permissions(cfg.Controllers)
 	if err != nil {
 		return nil, err
 	}
@@ -38,32 +38,32 @@ func Permissions(c *Config) ([]admission.Permission, error) {
 		tun = tunnel.Permissions(cfg.Tunnel.Namespace)
 	}
 	return admission.MergePermissions(registration.Permissions(cfg.LeaseNamespace), eventPermissions(),
-		webhook.Permissions(cfg.Webhooks), ctl, tun, manifestPermissions(c.manifests), chainPermissions(cfg)), nil
+		webhooks.Permissions(cfg.Webhooks), ctl, tun, manifestPermissions(c.manifests), chainPermissions(cfg)), nil
 }
 
 // parts are the webhooks and controllers one run serves and runs.
 type parts struct {
 	webhooks    []admission.Webhook
-	controllers []controller.Controller
+	controllers []controllers.Controller
 }
 
 // buildParts builds the selected built-ins and the extra webhooks on the
 // shared informer factory and event recorders.
 func buildParts(cfg Options, cl *Cluster, factory informers.SharedInformerFactory, recorders *eventRecorders, reg prometheus.Registerer, store *inspector.Store) (*parts, error) {
-	deps := webhook.Deps{Log: cfg.Log, Recorder: recorders.For}
+	deps := webhooks.Deps{Log: cfg.Log, Recorder: recorders.For}
 	if store != nil {
 		// The inspector shows, with each review, the Events it caused.
 		deps.Recorder = func(name string) events.EventRecorder { return store.Tap(name, recorders.For(name)) }
 	}
-	if slices.Contains(cfg.Webhooks, webhook.NamePodEviction) {
+	if slices.Contains(cfg.Webhooks, webhooks.NamePodEviction) {
 		deps.Pods = factory.Core().V1().Pods().Lister()
 		deps.PodsSynced = factory.Core().V1().Pods().Informer().HasSynced
 	}
-	hooks, err := webhook.Build(cfg.Webhooks, cfg.WebhookOptions, deps)
+	hooks, err := webhooks.Build(cfg.Webhooks, cfg.WebhookOptions, deps)
 	if err != nil {
 		return nil, err
 	}
-	ctls, err := controller.Build(cfg.Controllers, controller.Deps{
+	ctls, err := controllers.Build(cfg.Controllers, controllers.Deps{
 		Client: cl.Watch, Factory: factory, Log: cfg.Log, Recorder: recorders.For,
 		Metrics: reg, ManagedByLabels: managedByLabels(),
 	})
@@ -78,7 +78,7 @@ func buildParts(cfg Options, cl *Cluster, factory informers.SharedInformerFactor
 func ServedWebhooks(cfg Options) ([]admission.Webhook, error) {
 	pods := corev1listers.NewPodLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))
 	discard := func(string) events.EventRecorder { return &events.FakeRecorder{} }
-	hooks, err := webhook.Build(cfg.Webhooks, cfg.WebhookOptions, webhook.Deps{Recorder: discard, Pods: pods})
+	hooks, err := webhooks.Build(cfg.Webhooks, cfg.WebhookOptions, webhooks.Deps{Recorder: discard, Pods: pods})
 	if err != nil {
 		return nil, err
 	}
@@ -114,13 +114,13 @@ func (p *parts) names() []string {
 // own configurations, shared between sessions (exec RBAC, node CPU).
 func SharedCleanups(cs kubernetes.Interface, log *slog.Logger, hookNames, ctlNames []string) map[string]func(context.Context) error {
 	out := map[string]func(context.Context) error{}
-	if slices.Contains(ctlNames, controller.ExecRBACName) {
-		out[controller.ExecRBACName] = func(ctx context.Context) error {
-			return controller.Cleanup(ctx, cs, []string{controller.ExecRBACName}, managedByLabels(), log)
+	if slices.Contains(ctlNames, controllers.ExecRBACName) {
+		out[controllers.ExecRBACName] = func(ctx context.Context) error {
+			return controllers.Cleanup(ctx, cs, []string{controllers.ExecRBACName}, managedByLabels(), log)
 		}
 	}
-	if slices.Contains(hookNames, webhook.NameNodeStatus) {
-		out[webhook.NameNodeStatus] = func(ctx context.Context) error { return webhook.RestoreNodes(ctx, cs, log) }
+	if slices.Contains(hookNames, webhooks.NameNodeStatus) {
+		out[webhooks.NameNodeStatus] = func(ctx context.Context) error { return webhooks.RestoreNodes(ctx, cs, log) }
 	}
 	return out
 }

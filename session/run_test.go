@@ -25,11 +25,11 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/builtin/controllers"
+	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
-	"github.com/hookback/hookback/controller"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/tunnel"
-	"github.com/hookback/hookback/webhook"
 )
 
 // startConfig is a start on a local cluster at 127.0.0.1 with one extra
@@ -42,7 +42,7 @@ func startConfig(t *testing.T, out *syncBuffer) Options {
 		Template:       registration.Template{Default: []byte(testTemplate)},
 		Certs:          certs.Options{Mode: certs.ModeSelfSigned, StateDir: t.TempDir()},
 		Extra:          []admission.Webhook{{Name: "test", Path: "/test", Handler: allow}},
-		WebhookOptions: webhook.DefaultOptions(),
+		WebhookOptions: webhooks.DefaultOptions(),
 		Out:            out,
 	}.withDefaults()
 }
@@ -100,8 +100,8 @@ func TestStartWritesInOrder(t *testing.T) {
 	}, {
 		name: "built-ins, the inspector and a record directory",
 		change: func(t *testing.T, cfg *Options) {
-			cfg.Webhooks = []string{webhook.NamePodEviction, webhook.NameNodeStatus}
-			cfg.Controllers = []string{controller.ExecRBACName}
+			cfg.Webhooks = []string{webhooks.NamePodEviction, webhooks.NameNodeStatus}
+			cfg.Controllers = []string{controllers.ExecRBACName}
 			cfg.Inspector = InspectorConfig{Address: "127.0.0.1:0"}
 			cfg.RecordDir = t.TempDir()
 		},

@@ -19,11 +19,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/builtin/controllers"
+	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
-	"github.com/hookback/hookback/controller"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/server"
-	"github.com/hookback/hookback/webhook"
 )
 
 // journal records what happened, in order, across the fake clients and the
@@ -61,7 +61,7 @@ func (c fakeController) Run(ctx context.Context, _ int) error {
 	return nil
 }
 
-var _ controller.Controller = fakeController{}
+var _ controllers.Controller = fakeController{}
 
 var (
 	mutatingGVR   = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}
@@ -112,8 +112,8 @@ func newTestRun(t *testing.T, tmpl string, objects ...runtime.Object) (*run, *jo
 	}
 	cfg := Options{Session: "unit", LeaseNamespace: "default", LeaseDuration: 30 * time.Second, RequireVerified: true,
 		VerifyTimeout: 300 * time.Millisecond, Template: registration.Template{Default: []byte(tmpl)}, Log: log,
-		Extra: hooks[:1], WebhookOptions: webhook.DefaultOptions()}.withDefaults()
-	p := &parts{webhooks: hooks[:1], controllers: []controller.Controller{fakeController{j}}}
+		Extra: hooks[:1], WebhookOptions: webhooks.DefaultOptions()}.withDefaults()
+	p := &parts{webhooks: hooks[:1], controllers: []controllers.Controller{fakeController{j}}}
 	r := newRun(cfg, &Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, srv, canary, crt, p, "https://"+srv.Addr().String())
 	return r, j, cs
 }

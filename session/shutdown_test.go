@@ -16,11 +16,11 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/builtin/controllers"
+	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/internal/lifecycle"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/tunnel"
-	"github.com/hookback/hookback/webhook"
 )
 
 // redirectedCRD is a CRD whose conversion the session "unit" pointed at
@@ -62,7 +62,7 @@ func (c probingController) Run(ctx context.Context, _ int) error {
 	return nil
 }
 
-var _ controller.Controller = probingController{}
+var _ controllers.Controller = probingController{}
 
 // servingAt journals, at each delete, whether the webhook server still
 // accepts connections then.
@@ -86,8 +86,8 @@ func TestShutdownInOrder(t *testing.T) {
 	addDynamic(t, dyn, registration.CRDResource, redirectedCRD())
 	addDynamic(t, dyn, schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
 		tunnel.Manifests(tunnel.Spec{Name: tunnel.RelayName("unit"), Namespace: "tun", Session: "unit"}).Deployment)
-	r.cfg.Webhooks = []string{webhook.NameNodeStatus} // a part with a shared cleanup
-	r.parts.controllers = []controller.Controller{probingController{j, r.server.Addr()}}
+	r.cfg.Webhooks = []string{webhooks.NameNodeStatus} // a part with a shared cleanup
+	r.parts.controllers = []controllers.Controller{probingController{j, r.server.Addr()}}
 	r.errs = lifecycle.NewErrors()
 	r.serving = lifecycle.NewGroup(context.Background(), r.errs)
 	r.working = r.serving.Child()

@@ -15,10 +15,10 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/tunnel"
-	"github.com/hookback/hookback/webhook"
 )
 
 // newTestTunnel is session's tunnel in namespace ns on clients.
@@ -35,7 +35,7 @@ func newTestTunnel(t *testing.T, c tunnel.Clients, session, ns string) *tunnel.S
 // TestTunnelConfig: the session's Validate and Permissions include the
 // tunnel's (tunnel/ TestConfig and TestPermissions hold the rest).
 func TestTunnelConfig(t *testing.T) {
-	base := Options{Session: "dev", Port: 8643, LeaseNamespace: "default", Certs: certs.Options{Mode: certs.ModeSelfSigned}, WebhookOptions: webhook.DefaultOptions(),
+	base := Options{Session: "dev", Port: 8643, LeaseNamespace: "default", Certs: certs.Options{Mode: certs.ModeSelfSigned}, WebhookOptions: webhooks.DefaultOptions(),
 		Tunnel: tunnel.Config{Enabled: true, Namespace: "hookback-system", Image: "img"}}
 	tests := []struct {
 		name   string

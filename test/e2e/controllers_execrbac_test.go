@@ -20,7 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/builtin/controllers"
 )
 
 // Tests of the exec-rbac controller. It owns one cluster-wide object, the
@@ -33,7 +33,7 @@ import (
 func ctlDeleteExecRBAC(t *testing.T) {
 	t.Helper()
 	rbac := env.client.RbacV1()
-	name := controller.ExecRBACObjectName
+	name := controllers.ExecRBACObjectName
 	eventually(t, "ClusterRole, RoleBindings and ClusterRoleBinding "+name+" to be deleted", func(ctx context.Context) (bool, error) {
 		list, err := rbac.RoleBindings("").List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
 		if err != nil {
@@ -60,14 +60,14 @@ func ctlDeleteExecRBAC(t *testing.T) {
 // there is none, and returns it.
 func ctlWaitBinding(t *testing.T, ns string, want []string) *rbacv1.RoleBinding {
 	t.Helper()
-	what := fmt.Sprintf("RoleBinding %s/%s with subjects %v", ns, controller.ExecRBACObjectName, want)
+	what := fmt.Sprintf("RoleBinding %s/%s with subjects %v", ns, controllers.ExecRBACObjectName, want)
 	if want == nil {
-		what = fmt.Sprintf("no RoleBinding %s/%s", ns, controller.ExecRBACObjectName)
+		what = fmt.Sprintf("no RoleBinding %s/%s", ns, controllers.ExecRBACObjectName)
 	}
 	var rb *rbacv1.RoleBinding
 	eventually(t, what, func(ctx context.Context) (bool, error) {
 		var err error
-		rb, err = env.client.RbacV1().RoleBindings(ns).Get(ctx, controller.ExecRBACObjectName, metav1.GetOptions{})
+		rb, err = env.client.RbacV1().RoleBindings(ns).Get(ctx, controllers.ExecRBACObjectName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return want == nil, nil
 		}
@@ -148,7 +148,7 @@ func TestControllerExecRBAC(t *testing.T) {
 	requireLocal(t, whyKwokRuns)
 	ctx := context.Background()
 	rbac := env.client.RbacV1()
-	name := controller.ExecRBACObjectName
+	name := controllers.ExecRBACObjectName
 	// Registered before start, so it runs after hookback stopped: a later
 	// test (or run) starts without the objects.
 	ctlDeleteExecRBAC(t)
@@ -172,15 +172,15 @@ func TestControllerExecRBAC(t *testing.T) {
 	}
 	// Exists before hookback starts, so it is in the informer's initial
 	// list, ahead of every pod created below.
-	ctlBarePod(t, disabled, "off", "", map[string]string{controller.ExecAgentAnnotation: "false"})
+	ctlBarePod(t, disabled, "off", "", map[string]string{controllers.ExecAgentAnnotation: "false"})
 
-	p := start(t, ctlArgs(controller.ExecRBACName)...)
+	p := start(t, ctlArgs(controllers.ExecRBACName)...)
 	p.ready(t)
 	eventually(t, "the legacy ClusterRoleBinding "+name+" to be deleted", func(ctx context.Context) (bool, error) {
 		_, err := rbac.ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-	enabled := map[string]string{controller.ExecAgentAnnotation: "true"}
+	enabled := map[string]string{controllers.ExecAgentAnnotation: "true"}
 	ctlDeployment(t, custom, "agent", 2, "agent", enabled)
 	ctlBarePod(t, byDefault, "agent", "", enabled)
 
@@ -219,11 +219,11 @@ func TestControllerExecRBAC(t *testing.T) {
 	// that pod shows when it is enabled (binding made) and set to "false"
 	// again (binding deleted).
 	if _, err := rbac.RoleBindings(disabled).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("RoleBinding in %s with a %s=false pod: err = %v, want NotFound", disabled, controller.ExecAgentAnnotation, err)
+		t.Errorf("RoleBinding in %s with a %s=false pod: err = %v, want NotFound", disabled, controllers.ExecAgentAnnotation, err)
 	}
-	ctlAnnotate(t, disabled, "off", controller.ExecAgentAnnotation, "true")
+	ctlAnnotate(t, disabled, "off", controllers.ExecAgentAnnotation, "true")
 	ctlWaitBinding(t, disabled, []string{disabled + "/default"})
-	ctlAnnotate(t, disabled, "off", controller.ExecAgentAnnotation, "false")
+	ctlAnnotate(t, disabled, "off", controllers.ExecAgentAnnotation, "false")
 	ctlWaitBinding(t, disabled, nil)
 	ctlWaitCanExec(t, disabled, "default", disabled, false)
 
@@ -248,7 +248,7 @@ func TestControllerExecRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctlBarePod(t, foreign, "agent", "", enabled)
-	ctlEvent(t, foreign, name, corev1.EventTypeWarning, "NotManaged", controller.ExecRBACName)
+	ctlEvent(t, foreign, name, corev1.EventTypeWarning, "NotManaged", controllers.ExecRBACName)
 	if fb, err := rbac.RoleBindings(foreign).Get(ctx, name, metav1.GetOptions{}); err != nil ||
 		len(fb.Labels) != 0 || !slices.Equal(fb.Subjects, []rbacv1.Subject{alice}) {
 		t.Errorf("someone else's RoleBinding changed: %+v, %v", fb, err)
@@ -289,32 +289,32 @@ func TestControllerExecRBACRefusedWriteEvent(t *testing.T) {
 	ctlDeleteExecRBAC(t)
 	t.Cleanup(func() { ctlDeleteExecRBAC(t) })
 	ns := namespace(t)
-	ctlDeny(t, "hookback-e2e-deny-"+controller.ExecRBACObjectName+"-"+ns, rbacv1.GroupName, "clusterroles",
-		admissionregistrationv1.Create, fmt.Sprintf("object.metadata.name != %q", controller.ExecRBACObjectName),
+	ctlDeny(t, "hookback-e2e-deny-"+controllers.ExecRBACObjectName+"-"+ns, rbacv1.GroupName, "clusterroles",
+		admissionregistrationv1.Create, fmt.Sprintf("object.metadata.name != %q", controllers.ExecRBACObjectName),
 		&admissionregistrationv1.MatchResources{},
 		func(ctx context.Context) error {
 			_, err := env.client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
-				ObjectMeta: metav1.ObjectMeta{Name: controller.ExecRBACObjectName},
+				ObjectMeta: metav1.ObjectMeta{Name: controllers.ExecRBACObjectName},
 			}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 			return err
 		})
-	p := start(t, ctlArgs(controller.ExecRBACName)...)
+	p := start(t, ctlArgs(controllers.ExecRBACName)...)
 	p.ready(t)
-	ctlBarePod(t, ns, "agent", "", map[string]string{controller.ExecAgentAnnotation: "true"})
+	ctlBarePod(t, ns, "agent", "", map[string]string{controllers.ExecAgentAnnotation: "true"})
 
-	eventually(t, "a Warning Event WriteRefused from exec-rbac about ClusterRole "+controller.ExecRBACObjectName,
+	eventually(t, "a Warning Event WriteRefused from exec-rbac about ClusterRole "+controllers.ExecRBACObjectName,
 		func(ctx context.Context) (bool, error) {
 			list, err := env.client.EventsV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return false, err
 			}
 			return slices.ContainsFunc(list.Items, func(e eventsv1.Event) bool {
-				return e.Regarding.Kind == "ClusterRole" && e.Regarding.Name == controller.ExecRBACObjectName &&
+				return e.Regarding.Kind == "ClusterRole" && e.Regarding.Name == controllers.ExecRBACObjectName &&
 					e.Type == corev1.EventTypeWarning && e.Reason == "WriteRefused" &&
-					e.ReportingController == controller.ExecRBACName && !e.CreationTimestamp.Before(&since)
+					e.ReportingController == controllers.ExecRBACName && !e.CreationTimestamp.Before(&since)
 			}), nil
 		})
-	if _, err := env.client.RbacV1().ClusterRoles().Get(ctx, controller.ExecRBACObjectName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("ClusterRole %s: err = %v, want NotFound", controller.ExecRBACObjectName, err)
+	if _, err := env.client.RbacV1().ClusterRoles().Get(ctx, controllers.ExecRBACObjectName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("ClusterRole %s: err = %v, want NotFound", controllers.ExecRBACObjectName, err)
 	}
 }

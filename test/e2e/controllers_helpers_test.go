@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/builtin/controllers"
 )
 
 // Helpers of the controller tests (controllers_test.go,
@@ -129,16 +129,16 @@ func ctlAnnotate(t *testing.T, ns, pod, key, value string) {
 func ctlLabelled(t *testing.T, ns, name string, want bool) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
-	what := "labelled " + controller.PodNameLabel + "=" + name
+	what := "labelled " + controllers.PodNameLabel + "=" + name
 	if !want {
-		what = "without label " + controller.PodNameLabel
+		what = "without label " + controllers.PodNameLabel
 	}
 	eventually(t, "pod "+ns+"/"+name+" "+what, func(ctx context.Context) (bool, error) {
 		var err error
 		if pod, err = env.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
 			return false, err
 		}
-		v, has := pod.Labels[controller.PodNameLabel]
+		v, has := pod.Labels[controllers.PodNameLabel]
 		if want {
 			return has && v == name, nil
 		}
@@ -255,10 +255,10 @@ func ctlDeny(t *testing.T, name, group, resource string, op admissionregistratio
 // in ns, probing with a dry-run patch of pod.
 func ctlDenyPodNameLabel(t *testing.T, ns, pod string) {
 	t.Helper()
-	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{controller.PodNameLabel: pod}}})
+	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{controllers.PodNameLabel: pod}}})
 	ctlDeny(t, "hookback-e2e-deny-pod-name-label-"+ns, "", "pods", admissionregistrationv1.Update,
 		fmt.Sprintf(`!has(object.metadata.labels) || !(%[1]q in object.metadata.labels) || `+
-			`(has(oldObject.metadata.labels) && %[1]q in oldObject.metadata.labels)`, controller.PodNameLabel),
+			`(has(oldObject.metadata.labels) && %[1]q in oldObject.metadata.labels)`, controllers.PodNameLabel),
 		&admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
 			MatchLabels: map[string]string{corev1.LabelMetadataName: ns},
 		}},

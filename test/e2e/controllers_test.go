@@ -12,10 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/builtin/controllers"
 )
 
-// Tests of the built-in controllers (controller/), each run alone in a
+// Tests of the built-in controllers (builtin/controllers/), each run alone in a
 // hookback started with --webhooks none, against the real apiserver. The
 // exec-rbac ones are in controllers_execrbac_test.go. None of these tests
 // calls t.Parallel.
@@ -23,16 +23,16 @@ import (
 func TestControllerPodNameLabel(t *testing.T) {
 	requireLocal(t, whyKwokRuns)
 	ns := namespace(t)
-	p := start(t, ctlArgs(controller.PodNameLabelName)...)
+	p := start(t, ctlArgs(controllers.PodNameLabelName)...)
 	// A pod the controller has no business with: used below to prove that
 	// the controller ignores its own writes.
 	bystander := ctlBarePod(t, ns, "bystander", "", nil)
 	p.ready(t)
 
 	const replicas = 3
-	ctlDeployment(t, ns, "web", replicas, "", map[string]string{controller.AddPodNameLabelAnnotation: "true"})
+	ctlDeployment(t, ns, "web", replicas, "", map[string]string{controllers.AddPodNameLabelAnnotation: "true"})
 	pods := ctlWaitPods(t, ns, "app=web", replicas, "running and labelled with their own name", func(p *corev1.Pod) bool {
-		return ctlRunning(p) && p.Labels[controller.PodNameLabel] == p.Name
+		return ctlRunning(p) && p.Labels[controllers.PodNameLabel] == p.Name
 	})
 	for _, pod := range pods {
 		// The names are the apiserver's (ReplicaSet generateName), which is
@@ -45,7 +45,7 @@ func TestControllerPodNameLabel(t *testing.T) {
 	// `kubectl annotate --overwrite pod X padok.fr/add-pod-name-label=false`
 	// removes X's label and no other.
 	x, others := pods[0], pods[1:]
-	ctlAnnotate(t, ns, x.Name, controller.AddPodNameLabelAnnotation, "false")
+	ctlAnnotate(t, ns, x.Name, controllers.AddPodNameLabelAnnotation, "false")
 	ctlLabelled(t, ns, x.Name, false)
 
 	// No hot loop: the controller must not react to its own patches.
@@ -70,7 +70,7 @@ func TestControllerPodNameLabel(t *testing.T) {
 	// pods are Running, so kwok no longer writes them: no other change to
 	// them can legitimately queue keys (pods elsewhere in the shared
 	// cluster could, but only if they carry the annotation or the label).
-	before := ctlQueueAdds(t, p, controller.PodNameLabelName)
+	before := ctlQueueAdds(t, p, controllers.PodNameLabelName)
 	othersRV := map[string]string{}
 	for _, o := range others {
 		cur, err := env.client.CoreV1().Pods(ns).Get(context.Background(), o.Name, metav1.GetOptions{})
@@ -79,15 +79,15 @@ func TestControllerPodNameLabel(t *testing.T) {
 		}
 		othersRV[o.Name] = cur.ResourceVersion
 	}
-	ctlAnnotate(t, ns, bystander.Name, controller.AddPodNameLabelAnnotation, "true")
+	ctlAnnotate(t, ns, bystander.Name, controllers.AddPodNameLabelAnnotation, "true")
 	ctlLabelled(t, ns, bystander.Name, true)
-	ctlAnnotate(t, ns, bystander.Name, controller.AddPodNameLabelAnnotation, "false")
+	ctlAnnotate(t, ns, bystander.Name, controllers.AddPodNameLabelAnnotation, "false")
 	ctlLabelled(t, ns, bystander.Name, false)
-	ctlAnnotate(t, ns, x.Name, controller.AddPodNameLabelAnnotation, "true")
+	ctlAnnotate(t, ns, x.Name, controllers.AddPodNameLabelAnnotation, "true")
 	ctlLabelled(t, ns, x.Name, true)
-	if after := ctlQueueAdds(t, p, controller.PodNameLabelName); after-before != 3 {
+	if after := ctlQueueAdds(t, p, controllers.PodNameLabelName); after-before != 3 {
 		t.Errorf("workqueue_adds_total{name=%q} grew by %d over three changes, want 3: the controller reacts to its own writes",
-			controller.PodNameLabelName, after-before)
+			controllers.PodNameLabelName, after-before)
 	}
 
 	// The pods nobody touched kept their label, and were not written at all
@@ -97,7 +97,7 @@ func TestControllerPodNameLabel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cur.Labels[controller.PodNameLabel] != o.Name {
+		if cur.Labels[controllers.PodNameLabel] != o.Name {
 			t.Errorf("pod %s lost its label: %v", o.Name, cur.Labels)
 		}
 		if cur.ResourceVersion != othersRV[o.Name] {
@@ -126,12 +126,12 @@ func TestControllerPodNameLabelUserValue(t *testing.T) {
 	requireLocal(t, whyKwokRuns)
 	ctx := context.Background()
 	ns := namespace(t)
-	p := start(t, ctlArgs(controller.PodNameLabelName)...)
+	p := start(t, ctlArgs(controllers.PodNameLabelName)...)
 	p.ready(t)
-	before := ctlQueueAdds(t, p, controller.PodNameLabelName)
+	before := ctlQueueAdds(t, p, controllers.PodNameLabelName)
 
 	const replicas = 2
-	labels := map[string]string{"app": "user", controller.PodNameLabel: "frontend"}
+	labels := map[string]string{"app": "user", controllers.PodNameLabel: "frontend"}
 	_, err := env.client.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "user", Namespace: ns},
 		Spec: appsv1.DeploymentSpec{
@@ -153,7 +153,7 @@ func TestControllerPodNameLabelUserValue(t *testing.T) {
 	// Labelled once Running, so that kwok's status writes cannot queue it a
 	// second time while it still carries the label.
 	ctlBarePod(t, ns, "sibling", "", nil)
-	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{controller.PodNameLabel: "sibling"}}})
+	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{controllers.PodNameLabel: "sibling"}}})
 	if _, err := env.client.CoreV1().Pods(ns).Patch(ctx, "sibling", types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
 		t.Fatalf("label pod sibling: %v", err)
 	}
@@ -169,8 +169,8 @@ func TestControllerPodNameLabelUserValue(t *testing.T) {
 		t.Errorf("%d pods app=user, want %d: pods were relabelled and replaced", len(after.Items), replicas)
 	}
 	for _, pod := range after.Items {
-		if v := pod.Labels[controller.PodNameLabel]; v != "frontend" {
-			t.Errorf("pod %s: label %s=%q, want the user's value frontend", pod.Name, controller.PodNameLabel, v)
+		if v := pod.Labels[controllers.PodNameLabel]; v != "frontend" {
+			t.Errorf("pod %s: label %s=%q, want the user's value frontend", pod.Name, controllers.PodNameLabel, v)
 		}
 		if old, ok := rv[pod.Name]; !ok {
 			t.Errorf("pod %s is new: the Deployment's pods were replaced (had %v)", pod.Name, rv)
@@ -178,8 +178,8 @@ func TestControllerPodNameLabelUserValue(t *testing.T) {
 			t.Errorf("pod %s was written (resourceVersion %s -> %s)", pod.Name, old, pod.ResourceVersion)
 		}
 	}
-	if n := ctlQueueAdds(t, p, controller.PodNameLabelName) - before; n != 1 {
-		t.Errorf("workqueue_adds_total{name=%q} grew by %d, want 1 (the sibling only)", controller.PodNameLabelName, n)
+	if n := ctlQueueAdds(t, p, controllers.PodNameLabelName) - before; n != 1 {
+		t.Errorf("workqueue_adds_total{name=%q} grew by %d, want 1 (the sibling only)", controllers.PodNameLabelName, n)
 	}
 	if !strings.Contains(p.stderr.String(), "pod name label removed") {
 		t.Errorf("no log line for the sibling's removed label:\n%s", p.stderr.String())
@@ -194,28 +194,28 @@ func TestControllerPodNameLabelUserValue(t *testing.T) {
 func TestControllerPodNameLabelWarningEvents(t *testing.T) {
 	requireLocal(t, whyKwokRuns)
 	ns := namespace(t)
-	p := start(t, ctlArgs(controller.PodNameLabelName)...)
+	p := start(t, ctlArgs(controllers.PodNameLabelName)...)
 	refused := ctlBarePod(t, ns, "refused", "", nil)
 	ctlDenyPodNameLabel(t, ns, refused.Name)
 	p.ready(t)
 
-	ctlAnnotate(t, ns, refused.Name, controller.AddPodNameLabelAnnotation, "true")
-	ctlEvent(t, ns, refused.Name, corev1.EventTypeWarning, "LabelRefused", controller.PodNameLabelName)
+	ctlAnnotate(t, ns, refused.Name, controllers.AddPodNameLabelAnnotation, "true")
+	ctlEvent(t, ns, refused.Name, corev1.EventTypeWarning, "LabelRefused", controllers.PodNameLabelName)
 	cur, err := env.client.CoreV1().Pods(ns).Get(context.Background(), refused.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, has := cur.Labels[controller.PodNameLabel]; has {
-		t.Errorf("label %s=%s set despite the policy", controller.PodNameLabel, v)
+	if v, has := cur.Labels[controllers.PodNameLabel]; has {
+		t.Errorf("label %s=%s set despite the policy", controllers.PodNameLabel, v)
 	}
 
 	// Pod names may have 253 characters, label values 63.
 	long := "long-" + strings.Repeat("x", 70)
-	ctlBarePod(t, ns, long, "", map[string]string{controller.AddPodNameLabelAnnotation: "true"})
-	ctlEvent(t, ns, long, corev1.EventTypeWarning, "PodNameNotLabelable", controller.PodNameLabelName)
+	ctlBarePod(t, ns, long, "", map[string]string{controllers.AddPodNameLabelAnnotation: "true"})
+	ctlEvent(t, ns, long, corev1.EventTypeWarning, "PodNameNotLabelable", controllers.PodNameLabelName)
 	// Annotated later, on UPDATE: the same Event.
 	later := "later-" + strings.Repeat("y", 70)
 	ctlBarePod(t, ns, later, "", nil)
-	ctlAnnotate(t, ns, later, controller.AddPodNameLabelAnnotation, "true")
-	ctlEvent(t, ns, later, corev1.EventTypeWarning, "PodNameNotLabelable", controller.PodNameLabelName)
+	ctlAnnotate(t, ns, later, controllers.AddPodNameLabelAnnotation, "true")
+	ctlEvent(t, ns, later, corev1.EventTypeWarning, "PodNameNotLabelable", controllers.PodNameLabelName)
 }

@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/builtin/controllers"
 	"github.com/hookback/hookback/incluster"
 	"github.com/hookback/hookback/registration"
 )
@@ -133,7 +133,7 @@ func (in *inClusterInstall) checkRegistration(t *testing.T, policy admissionregi
 
 func testPod(name string) *corev1.Pod {
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{controller.AddPodNameLabelAnnotation: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{controllers.AddPodNameLabelAnnotation: "true"}},
 		Spec: corev1.PodSpec{AutomountServiceAccountToken: ptr.To(false),
 			Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/pause"}}},
 	}
@@ -166,7 +166,7 @@ func (in *inClusterInstall) waitLabelled(t *testing.T, name string) {
 		if err != nil {
 			return false, err
 		}
-		return p.Labels[controller.PodNameLabel] == name, nil
+		return p.Labels[controllers.PodNameLabel] == name, nil
 	})
 }
 

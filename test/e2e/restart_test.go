@@ -8,7 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/builtin/controllers"
 	"github.com/hookback/hookback/registration"
 )
 
@@ -31,7 +31,7 @@ func apiserver(t *testing.T, action string) {
 func TestApiserverRestart(t *testing.T) {
 	requireLocal(t, "restarts the control plane's kube-apiserver (hack/cluster/apiserver) and waits for kwok to run a pod")
 	ns := namespace(t)
-	p := start(t, "--webhooks", "pod-name", "--controllers", controller.PodNameLabelName, "--lease-duration", "6s")
+	p := start(t, "--webhooks", "pod-name", "--controllers", controllers.PodNameLabelName, "--lease-duration", "6s")
 	pod := ctlBarePod(t, ns, "survivor", "", nil)
 	p.ready(t)
 	configs, err := sessionObjects(context.Background(), p.session)
@@ -60,7 +60,7 @@ func TestApiserverRestart(t *testing.T) {
 	apiserver(t, "start")
 	restarted = true
 	// Before hookback's watches are back (client-go's reflectors back off).
-	ctlAnnotate(t, ns, pod.Name, controller.AddPodNameLabelAnnotation, "true")
+	ctlAnnotate(t, ns, pod.Name, controllers.AddPodNameLabelAnnotation, "true")
 
 	ctlLabelled(t, ns, pod.Name, true)
 	p.whWaitLogLine(t, "session heartbeat recovered")

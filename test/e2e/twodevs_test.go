@@ -13,8 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hookback/hookback/controller"
-	"github.com/hookback/hookback/webhook"
+	"github.com/hookback/hookback/builtin/controllers"
+	"github.com/hookback/hookback/builtin/webhooks"
 )
 
 // TestTwoDevelopersOneCluster runs two sessions with overlapping built-ins
@@ -43,8 +43,8 @@ func TestTwoDevelopersOneCluster(t *testing.T) {
 	if err := os.WriteFile(bobTemplate, []byte(strings.ReplaceAll(string(tmpl), "timeoutSeconds: 5", "timeoutSeconds: 7")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	alice := start(t, "--webhooks", "pod-name,node-status", "--controllers", controller.ExecRBACName)
-	bob := start(t, "--webhooks", "pod-name,pod-lifespan,node-status", "--controllers", controller.ExecRBACName, "--template", bobTemplate)
+	alice := start(t, "--webhooks", "pod-name,node-status", "--controllers", controllers.ExecRBACName)
+	bob := start(t, "--webhooks", "pod-name,pod-lifespan,node-status", "--controllers", controllers.ExecRBACName, "--template", bobTemplate)
 	alice.ready(t)
 	bob.ready(t)
 
@@ -67,11 +67,11 @@ func TestTwoDevelopersOneCluster(t *testing.T) {
 
 	// Both are called, and both use the shared objects.
 	twoDevsDeniedPod(t, ns, alice, bob)
-	ctlBarePod(t, ns, "agent", "", map[string]string{controller.ExecAgentAnnotation: "true"})
+	ctlBarePod(t, ns, "agent", "", map[string]string{controllers.ExecAgentAnnotation: "true"})
 	ctlWaitBinding(t, ns, []string{ns + "/default"})
 	eventually(t, "node "+node.Name+" oversold", func(ctx context.Context) (bool, error) {
 		n, err := env.client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
-		return err == nil && n.Annotations[webhook.AnnotationCPUOversell] != "", err
+		return err == nil && n.Annotations[webhooks.AnnotationCPUOversell] != "", err
 	})
 
 	// Alice stops: her objects go, Bob's stay, and so do the shared ones.
@@ -79,7 +79,7 @@ func TestTwoDevelopersOneCluster(t *testing.T) {
 	if code := alice.wait(t); code != 0 {
 		t.Fatalf("alice exit %d\n%s", code, alice.stderr.String())
 	}
-	for _, part := range []string{controller.ExecRBACName, webhook.NameNodeStatus} {
+	for _, part := range []string{controllers.ExecRBACName, webhooks.NameNodeStatus} {
 		if _, ok := whLogLine(alice.stderr.String(), "another live session runs this part", "part="+part); !ok {
 			t.Errorf("alice's exit did not leave %s to bob:\n%s", part, alice.stderr.String())
 		}
@@ -90,18 +90,18 @@ func TestTwoDevelopersOneCluster(t *testing.T) {
 	if got := sessionNames(t, bob.session); !slices.Equal(got, names[bob.session]) {
 		t.Errorf("bob's objects after alice stopped: %v, want %v", got, names[bob.session])
 	}
-	if _, err := env.client.RbacV1().RoleBindings(ns).Get(ctx, controller.ExecRBACObjectName, metav1.GetOptions{}); err != nil {
+	if _, err := env.client.RbacV1().RoleBindings(ns).Get(ctx, controllers.ExecRBACObjectName, metav1.GetOptions{}); err != nil {
 		t.Errorf("exec RoleBinding after alice stopped: %v", err)
 	}
 	n, err := env.client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
-	if err != nil || n.Annotations[webhook.AnnotationCPUOversell] == "" {
+	if err != nil || n.Annotations[webhooks.AnnotationCPUOversell] == "" {
 		t.Errorf("node restored while bob still runs node-status (%v)", err)
 	}
 	bob.ready(t)
 	twoDevsDeniedPod(t, ns, bob)
 
 	// Both crash; a third developer cleans the cluster.
-	alice = start(t, "--webhooks", "pod-name,node-status", "--controllers", controller.ExecRBACName)
+	alice = start(t, "--webhooks", "pod-name,node-status", "--controllers", controllers.ExecRBACName)
 	alice.ready(t)
 	for _, p := range []*proc{alice, bob} {
 		p.signal(syscall.SIGKILL)
@@ -119,10 +119,10 @@ func TestTwoDevelopersOneCluster(t *testing.T) {
 			t.Errorf("cleanup --all did not report session %s:\n%s", s, out)
 		}
 	}
-	if _, err := env.client.RbacV1().RoleBindings(ns).Get(ctx, controller.ExecRBACObjectName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := env.client.RbacV1().RoleBindings(ns).Get(ctx, controllers.ExecRBACObjectName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("exec RoleBinding after cleanup --all: err = %v, want NotFound", err)
 	}
-	if n, err := env.client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{}); err != nil || n.Annotations[webhook.AnnotationCPUOversell] != "" {
+	if n, err := env.client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{}); err != nil || n.Annotations[webhooks.AnnotationCPUOversell] != "" {
 		t.Errorf("node not restored by cleanup --all (%v)", err)
 	}
 }

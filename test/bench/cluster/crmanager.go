@@ -17,7 +17,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/builtin/controllers"
 )
 
 // crManagerEnv, when set, makes this program a controller-runtime manager
@@ -69,8 +69,8 @@ func (r *podNameLabelReconciler) Reconcile(ctx context.Context, req reconcile.Re
 	if err := r.c.Get(ctx, req.NamespacedName, &pod); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	want := pod.Annotations[controller.AddPodNameLabelAnnotation] == "true"
-	has := pod.Labels[controller.PodNameLabel] == pod.Name
+	want := pod.Annotations[controllers.AddPodNameLabelAnnotation] == "true"
+	has := pod.Labels[controllers.PodNameLabel] == pod.Name
 	if want == has || pod.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil
 	}
@@ -79,9 +79,9 @@ func (r *podNameLabelReconciler) Reconcile(ctx context.Context, req reconcile.Re
 		if pod.Labels == nil {
 			pod.Labels = map[string]string{}
 		}
-		pod.Labels[controller.PodNameLabel] = pod.Name
+		pod.Labels[controllers.PodNameLabel] = pod.Name
 	} else {
-		delete(pod.Labels, controller.PodNameLabel)
+		delete(pod.Labels, controllers.PodNameLabel)
 	}
 	return reconcile.Result{}, r.c.Patch(ctx, &pod, patch)
 }

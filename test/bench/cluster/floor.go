@@ -18,7 +18,7 @@ import (
 	"github.com/hookback/hookback/bench/internal/loopcert"
 
 	"github.com/hookback/hookback/admission"
-	"github.com/hookback/hookback/webhook"
+	"github.com/hookback/hookback/builtin/webhooks"
 	admissionreviewv1 "k8s.io/api/admission/v1"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -203,7 +203,7 @@ func builtinPatches(namespace string) (map[string][]byte, error) {
 		return nil, err
 	}
 	discard := func(string) events.EventRecorder { return &events.FakeRecorder{} }
-	hooks, err := webhook.Build([]string{webhook.NamePodLifespan, webhook.NamePodSidecar}, webhook.DefaultOptions(), webhook.Deps{Recorder: discard})
+	hooks, err := webhooks.Build([]string{webhooks.NamePodLifespan, webhooks.NamePodSidecar}, webhooks.DefaultOptions(), webhooks.Deps{Recorder: discard})
 	if err != nil {
 		return nil, err
 	}

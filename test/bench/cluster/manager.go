@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/builtin/controllers"
 )
 
 // controllerRun is one controller process measured by the manager section.
@@ -76,7 +76,7 @@ func (e *env) manager(ctx context.Context) error {
 	dp := float64(pods - basePods)
 	fmt.Fprintf(e.out, "### pod-name-label: hookback against a controller-runtime manager\n\n")
 	fmt.Fprintf(e.out, "Each alone: hookback `start --webhooks none --controllers %s`, and a controller-runtime v0.24.1 manager with default options (`manager.New(cfg, manager.Options{})`, its cache of whole pods) running the same reconcile (bench/cluster/crmanager.go), in their own processes with `GODEBUG=gctrace=1`. Live heap is what the last garbage collection marked live after the cache synced (at least 2 collections, driven by scraping `/metrics`), with %d and then %d pods in the cluster. Latency: %d pods annotated `%s=true` one at a time, each timed from the patch to a watch seeing `%s` set to the pod's name.\n\n",
-		controller.PodNameLabelName, basePods, pods, n, controller.AddPodNameLabelAnnotation, controller.PodNameLabel)
+		controllers.PodNameLabelName, basePods, pods, n, controllers.AddPodNameLabelAnnotation, controllers.PodNameLabel)
 	fmt.Fprintf(e.out, "| controller | live heap, %d pods | live heap, %d pods | per added pod | annotate → label p50 | p90 | max |\n|---|---|---|---|---|---|---|\n", basePods, pods)
 	for _, k := range kinds {
 		b, l := base[k], loaded[k]
@@ -98,7 +98,7 @@ func (e *env) controllerRun(ctx context.Context, kind, tmpl, ns string, names []
 	switch kind {
 	case "hookback":
 		p, err = e.startHookback(session("mgr"), e.stateDir, []string{"GODEBUG=gctrace=1"},
-			"--webhooks", "none", "--controllers", controller.PodNameLabelName, "--template", tmpl)
+			"--webhooks", "none", "--controllers", controllers.PodNameLabelName, "--template", tmpl)
 		if err == nil {
 			_, err = p.waitReady(ctx, 120*time.Second)
 		}
@@ -176,7 +176,7 @@ func (e *env) labelLatency(ctx context.Context, ns string, names []string) ([]ti
 	go func() {
 		for ev := range w.ResultChan() {
 			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok || ev.Type == watch.Deleted || pod.Labels[controller.PodNameLabel] != pod.Name {
+			if !ok || ev.Type == watch.Deleted || pod.Labels[controllers.PodNameLabel] != pod.Name {
 				continue
 			}
 			mu.Lock()
@@ -187,7 +187,7 @@ func (e *env) labelLatency(ctx context.Context, ns string, names []string) ([]ti
 			mu.Unlock()
 		}
 	}()
-	patch := []byte(`{"metadata":{"annotations":{"` + controller.AddPodNameLabelAnnotation + `":"true"}}}`)
+	patch := []byte(`{"metadata":{"annotations":{"` + controllers.AddPodNameLabelAnnotation + `":"true"}}}`)
 	var out []time.Duration
 	for _, n := range names {
 		mu.Lock()

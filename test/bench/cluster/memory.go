@@ -21,7 +21,7 @@ import (
 
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
-	"github.com/hookback/hookback/controller"
+	"github.com/hookback/hookback/builtin/controllers"
 )
 
 const memoryWebhooks = "pod-eviction"
@@ -247,7 +247,7 @@ func (e *env) informerHeap(ctx context.Context, transform bool) (informerHeap, e
 	ictx, stop := context.WithCancel(ctx)
 	var f informers.SharedInformerFactory
 	if transform {
-		f = controller.NewInformerFactory(e.client, 0)
+		f = controllers.NewInformerFactory(e.client, 0)
 	} else {
 		f = informers.NewSharedInformerFactory(e.client, 0)
 	}
@@ -343,7 +343,7 @@ func (e *env) podSizes(ctx context.Context, ns string) (podSizes, error) {
 			s.managedJSON += float64(len(mf))
 			s.managedEntries += float64(len(p.ManagedFields))
 			s.lastApplied += float64(len(p.Annotations["kubectl.kubernetes.io/last-applied-configuration"]))
-			obj, err := controller.StripUnusedFields(p)
+			obj, err := controllers.StripUnusedFields(p)
 			if err != nil {
 				return s, err
 			}

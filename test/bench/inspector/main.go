@@ -22,9 +22,9 @@ import (
 	"time"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/server"
-	"github.com/hookback/hookback/webhook"
 )
 
 func main() {
@@ -62,7 +62,7 @@ func run(rate int, phase time.Duration, rounds int, chromium string) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
-	hooks, err := webhook.Build([]string{webhook.NamePodName}, webhook.DefaultOptions(), webhook.Deps{Log: discard})
+	hooks, err := webhooks.Build([]string{webhooks.NamePodName}, webhooks.DefaultOptions(), webhooks.Deps{Log: discard})
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func run(rate int, phase time.Duration, rounds int, chromium string) error {
 		return err
 	}
 	insp, err := inspector.New(inspector.Options{Address: "127.0.0.1:0", Store: store,
-		Sources: map[string]string{webhook.NamePodName: inspector.SourceBuiltIn}, Log: discard})
+		Sources: map[string]string{webhooks.NamePodName: inspector.SourceBuiltIn}, Log: discard})
 	if err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func runPhase(ctx context.Context, name string, rec *toggle, page *page, load *l
 
 func hookPath(hooks []admission.Webhook) string {
 	for _, h := range hooks {
-		if h.Name == webhook.NamePodName {
+		if h.Name == webhooks.NamePodName {
 			return h.Path
 		}
 	}

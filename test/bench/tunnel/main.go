@@ -25,9 +25,9 @@ import (
 	"time"
 
 	"github.com/hookback/hookback/bench/internal/loopcert"
+	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/server"
 	"github.com/hookback/hookback/tunnel"
-	"github.com/hookback/hookback/webhook"
 )
 
 func main() {
@@ -52,7 +52,7 @@ func run(n, rounds int, kubeconfig string) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	discard := slog.New(slog.DiscardHandler)
-	hooks, err := webhook.Build([]string{webhook.NamePodName}, webhook.DefaultOptions(), webhook.Deps{Log: discard})
+	hooks, err := webhooks.Build([]string{webhooks.NamePodName}, webhooks.DefaultOptions(), webhooks.Deps{Log: discard})
 	if err != nil {
 		return err
 	}
