@@ -279,6 +279,8 @@ type StartOptions struct {
 	// ChainAuditLog is the apiserver's audit log, for exact attribution.
 	Chain         bool
 	ChainAuditLog string
+	// Policies are --policy and --policy-enforce (start_policy.go).
+	Policies StartPolicyOptions
 }
 
 func defaultStartOptions() StartOptions {
@@ -290,6 +292,7 @@ func defaultStartOptions() StartOptions {
 
 func (o *StartOptions) bind(b *binder) {
 	o.ServeOptions.bind(b)
+	o.Policies.bind(b)
 	bind(b, &o.LeaseDuration, "lease-duration", catCluster, "how long the session survives without a heartbeat before another run may clean it up")
 	bind(b, &o.BindAddress, "bind-address", catServing, "address to listen on (default: the advertise address when it is this machine's, else all interfaces)")
 	bind(b, &o.HealthAddress, "health-address", catServing, "host:port for /healthz, /readyz and /metrics")
@@ -316,7 +319,7 @@ func (o StartOptions) Validate() error {
 	if o.LateAnswerTimeout < 0 {
 		late = fmt.Errorf("--late-answer-timeout %s: want 0 (off) or more", o.LateAnswerTimeout)
 	}
-	return errors.Join(o.ServeOptions.Validate(), late)
+	return errors.Join(o.ServeOptions.Validate(), late, o.Policies.Validate())
 }
 
 // check is ServeOptions.check over start's whole Config.
@@ -333,6 +336,7 @@ func (o StartOptions) config(ext Extension, log *slog.Logger, out io.Writer, ins
 	cfg.RequireVerified, cfg.VerifyTimeout, cfg.LeaseDuration = !o.NoVerify, o.VerifyTimeout, o.LeaseDuration
 	cfg.Out, cfg.RecordDir, cfg.Inspector, cfg.Tunnel, cfg.Chain = out, o.RecordDir, o.Inspector, o.Tunnel, o.Chain
 	cfg.ChainAuditLog = o.ChainAuditLog
+	cfg.PolicyEnforce = o.Policies.config(nil) // start's action sets stdin
 	cfg.User.CertDir = o.UpstreamCertDir
 	cfg.User.LateAnswerTimeout, cfg.User.Shadow = o.LateAnswerTimeout, o.shadow()
 	if o.LateAnswerTimeout == 0 {

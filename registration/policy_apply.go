@@ -102,6 +102,17 @@ func (r *Registrar) servedPolicies() ([]policyResource, error) {
 	return out, nil
 }
 
+// cannotList: a user who may not list a policy kind has none of
+// hookback's to remove there (start --policy-enforce declares list with the
+// rest it needs), so their cleanup does not fail on it.
+func (r *Registrar) cannotList(err error, pr policyResource) bool {
+	if apierrors.IsForbidden(err) {
+		r.Log.Debug("may not list admission policies: none of this user's sessions enforced any", "resource", pr.gvr.Resource)
+		return true
+	}
+	return false
+}
+
 // deletePolicies deletes the session's policies, bindings first, then the
 // params recorded on its policies (only those labelled as the session's),
 // then the policies. It never deletes what hookback's labels do not name
@@ -116,6 +127,9 @@ func (r *Registrar) deletePolicies(ctx context.Context, session string) (int, er
 	var errs []error
 	for _, pr := range served {
 		list, err := r.Dynamic.Resource(pr.gvr).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if r.cannotList(err, pr) {
+			continue
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("list %ss of session %s: %w", pr.kind, session, err))
 			continue
@@ -186,6 +200,9 @@ func (r *Registrar) addPolicySessions(ctx context.Context, out map[string]string
 	}
 	for _, pr := range served {
 		list, err := r.Dynamic.Resource(pr.gvr).List(ctx, metav1.ListOptions{LabelSelector: ManagedSelector})
+		if r.cannotList(err, pr) {
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("list %ss managed by hookback: %w", pr.kind, err)
 		}

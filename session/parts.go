@@ -38,7 +38,7 @@ func Permissions(c *Config) ([]admission.Permission, error) {
 		tun = tunnel.Permissions(cfg.Tunnel.Namespace)
 	}
 	return admission.MergePermissions(registration.Permissions(cfg.LeaseNamespace), eventPermissions(),
-		webhooks.Permissions(cfg.Webhooks), ctl, tun, manifestPermissions(c.manifests), chainPermissions(cfg)), nil
+		webhooks.Permissions(cfg.Webhooks), ctl, tun, manifestPermissions(c.manifests), chainPermissions(cfg), policyEnforcePermissions(cfg)), nil
 }
 
 // parts are the webhooks and controllers one run serves and runs.
