@@ -21,7 +21,8 @@ import (
 
 var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
-// enforceInput reads testdata/policy-enforce.yaml as PreparePolicies gets it.
+// enforceInput reads registration/testdata/policy-enforce.yaml as
+// PreparePolicies gets it.
 func enforceInput(t *testing.T) *EnforcedPolicies {
 	t.Helper()
 	b, err := os.ReadFile("testdata/policy-enforce.yaml")

@@ -3,6 +3,8 @@ package session
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -76,6 +78,27 @@ func loadEnforced(pe PolicyEnforce, d discovery.DiscoveryInterface, session, lea
 	return in, nil
 }
 
+// builtinParamKinds are the paramKinds of policies whose group is one the
+// apiserver serves itself (the core group, *.k8s.io, or no dot).
+func builtinParamKinds(policies []*unstructured.Unstructured) []string {
+	var out []string
+	for _, p := range policies {
+		apiVersion, _, _ := unstructured.NestedString(p.Object, "spec", "paramKind", "apiVersion")
+		kind, _, _ := unstructured.NestedString(p.Object, "spec", "paramKind", "kind")
+		group, _, found := strings.Cut(apiVersion, "/")
+		if kind == "" {
+			continue
+		}
+		if !found {
+			group = ""
+		}
+		if (group == "" || !strings.Contains(group, ".") || strings.HasSuffix(group, ".k8s.io")) && !slices.Contains(out, apiVersion+"/"+kind) {
+			out = append(out, apiVersion+"/"+kind)
+		}
+	}
+	return out
+}
+
 func paramOf(mapper meta.RESTMapper, o *unstructured.Unstructured) (registration.PolicyParam, error) {
 	gvk := o.GroupVersionKind()
 	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
@@ -98,6 +121,10 @@ func (r *run) enforcePolicies(ctx context.Context) error {
 	}
 	if err := r.registrar.ApplyPolicies(ctx, in); err != nil {
 		return fmt.Errorf("--policy-enforce: %w", err)
+	}
+	for _, kind := range builtinParamKinds(in.Policies) {
+		r.cfg.Log.Warn("a param of a built-in kind: kube-apiserver (1.36) stops watching a built-in paramKind for good once no binding uses it, so if this session's bindings are its only users, policies with such params created after this session ends are denied \"no params found\" until the apiserver restarts (kubernetes/kubernetes#130887)",
+			"paramKind", kind)
 	}
 	r.cfg.Log.Info("policies enforced by the apiserver for this session", "policies", len(in.Policies), "bindings", len(in.Bindings),
 		"params", len(in.Params), "scope", r.cfg.Scope.String())

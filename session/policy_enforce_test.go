@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/hookback/hookback/registration"
@@ -62,6 +63,27 @@ func TestLoadEnforced(t *testing.T) {
 			if len(got.Params) != 1 || got.Params[0].Resource.Resource != "configmaps" || !got.Params[0].Namespaced ||
 				got.Params[0].Object.GetName() != "limits-s1" || got.Params[0].Object.GetNamespace() != "team-a" {
 				t.Fatalf("params %+v", got.Params)
+			}
+		})
+	}
+}
+
+func TestBuiltinParamKinds(t *testing.T) {
+	tests := []struct {
+		name       string
+		apiVersion string
+		want       string
+	}{
+		{name: "core ConfigMap", apiVersion: "v1", want: "v1/ConfigMap"},
+		{name: "a k8s.io group", apiVersion: "rbac.authorization.k8s.io/v1", want: "rbac.authorization.k8s.io/v1/ConfigMap"},
+		{name: "a dotless group", apiVersion: "apps/v1", want: "apps/v1/ConfigMap"},
+		{name: "a custom resource's group is not built in", apiVersion: "example.com/v1", want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"paramKind": map[string]any{"apiVersion": tt.apiVersion, "kind": "ConfigMap"}}}}
+			if got := strings.Join(builtinParamKinds([]*unstructured.Unstructured{p}), ","); got != tt.want {
+				t.Fatalf("got %q, want %q", got, tt.want)
 			}
 		})
 	}
