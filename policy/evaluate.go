@@ -49,10 +49,8 @@ func decodeRequest(r *admissionv1.AdmissionRequest) (request, error) {
 	if req.oldObject, err = decodeRaw(r.OldObject.Raw, "oldObject"); err != nil {
 		return req, err
 	}
-	if opts, err := decodeRaw(r.Options.Raw, "options"); err != nil {
+	if req.options, err = decodeOptions(r.Options.Raw); err != nil {
 		return req, err
-	} else if opts != nil {
-		req.options = &unstructured.Unstructured{Object: opts}
 	}
 	return req, nil
 }
