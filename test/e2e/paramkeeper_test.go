@@ -18,10 +18,14 @@ const keeperName = "e2e-keep-configmap-params"
 // informer of a built-in paramKind for good once no binding uses that kind
 // (kubernetes/kubernetes#130887): after the first test that removes the last
 // ConfigMap-param binding (TestPolicyEnforce at exit, TestPolicyFidelity's
-// params table at its cleanup), every later one would be denied with "no
-// params found" until the apiserver restarts. That was TestPolicyFidelity's
-// params case timing out on a second run (-count=3). It is not labelled as
-// hookback's: no cleanup under test removes it.
+// params table at its cleanup) and the apiserver's 1 s policy refresh saw
+// none, every later one is denied with "no params found" until the
+// apiserver restarts: TestPolicyEnforce's second session was, for a whole
+// minute, before this keeper. A plausible cause of TestPolicyFidelity's
+// params case timing out once in CI (run alone with -count=3 here it
+// passed with and without the keeper: its runs follow each other within
+// the refresh). It is not labelled as hookback's: no cleanup under test
+// removes it.
 func keepParamInformers(ctx context.Context, cs kubernetes.Interface) (func(), error) {
 	a := cs.AdmissionregistrationV1()
 	_, err := a.ValidatingAdmissionPolicies().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
