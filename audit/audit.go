@@ -43,7 +43,9 @@ type Webhook struct {
 	Handler        admission.Handler
 	// Policy marks an admission policy audited like a webhook (its rules
 	// are the policy's matchConstraints' resourceRules; the handler
-	// matches the rest): Compare pairs each policy with each webhook.
+	// matches the rest): Compare pairs each policy with each webhook. Its
+	// handler runs in process and never reads Request.Review, so the
+	// review is built without encoding it.
 	Policy bool
 }
 

@@ -87,6 +87,12 @@ func request(j job, who Identity, version string) (admission.Request, error) {
 	if j.target.Operation == admissionregistrationv1.Update {
 		r.OldObject = runtime.RawExtension{Raw: j.raw}
 	}
+	if j.hook.Policy {
+		// Evaluated in process, never forwarded: the review's bytes are
+		// not read, so they are not encoded and decoded back for each
+		// object and policy.
+		return admission.Request{AdmissionRequest: r, ReviewVersion: version}, nil
+	}
 	raw, err := json.Marshal(struct {
 		APIVersion string                        `json:"apiVersion"`
 		Kind       string                        `json:"kind"`

@@ -280,7 +280,7 @@ type StartOptions struct {
 	// ChainAuditLog is the apiserver's audit log, for exact attribution.
 	Chain         bool
 	ChainAuditLog string
-	// Policies are --policy's admission policies (cli/start_policy.go).
+	// Policies are --policy and --policy-enforce (cli/start_policy.go).
 	Policies startPolicyOptions
 }
 
@@ -305,6 +305,7 @@ func (o *StartOptions) bind(b *binder) {
 	bind(b, &o.Chain, "chain", catUser, "register observer webhooks sorted first and last among mutating configurations and a validating one, scoped like your webhooks, and show per request what every other webhook and policy changed before and after yours, in the inspector and --record-dir (docs/chain.md)")
 	bind(b, &o.ChainAuditLog, "chain-audit-log", catUser, "with --chain: the apiserver's audit log file (JSON lines, level Request for writes), where this machine can read it (the local control plane's .cache/cluster/audit.log): each change is then named from the apiserver's own patch annotations, and the policies' changes shown against the object as the client sent it")
 	o.Policies.bind(b)
+	o.Policies.bindEnforce(b)
 	bind(b, &o.RecordDir, "record-dir", catUser, "write every review and the answer sent into this directory, one JSON file each (Secrets' data redacted)")
 	bind(b, &o.Inspector.Address, "inspector-address", catInspector, "host:port of the inspector, a local page of the last reviews, live (\"\" disables it; loopback unless --inspector-expose)")
 	bind(b, &o.Inspector.Expose, "inspector-expose", catInspector, "allow an --inspector-address beyond loopback: whoever reaches it sees every review (Secrets' data redacted) and can replay them")

@@ -42,7 +42,11 @@ writes for it, and prints the command that starts the manager (docs/your-webhook
 				return usage(err)
 			}
 			log := o.logger(c.App.ErrWriter)
-			cfg, err := session.Complete(o.config(ext, log, c.App.Writer, !c.IsSet("inspector-address")))
+			opts := o.config(ext, log, c.App.Writer, !c.IsSet("inspector-address"))
+			if opts.PolicyEnforce.Enabled {
+				opts.PolicyEnforce.Input.Stdin = c.App.Reader
+			}
+			cfg, err := session.Complete(opts)
 			if err != nil {
 				return configUsage(err)
 			}

@@ -8,12 +8,16 @@ import (
 	"github.com/hookback/hookback/session"
 )
 
-// startPolicyOptions are --policy on start and render: admission policies
-// evaluated live by an observer webhook registered for them, and beside
-// your webhooks' answers (docs/policies.md).
+// startPolicyOptions are --policy on start and render, and start's
+// --policy-enforce: admission policies evaluated live by an observer
+// webhook registered for them and beside your webhooks' answers, or, with
+// --policy-enforce, applied to the cluster for the session instead
+// (docs/policies.md).
 type startPolicyOptions struct {
 	// Policy are --policy's manifests.
 	Policy []string
+	// Enforce is --policy-enforce (start only).
+	Enforce bool
 }
 
 var startPolicyExamples = []Example{
@@ -26,20 +30,33 @@ var renderPolicyExamples = []Example{
 }
 
 func (o *startPolicyOptions) bind(b *binder) {
-	bind(b, &o.Policy, "policy", catUser, "ValidatingAdmissionPolicies and MutatingAdmissionPolicies (admissionregistration.k8s.io/v1) with their bindings and params (file, directory, kustomize directory, or - for stdin; repeatable): an observer webhook is registered for the resources they match (always allows, scoped like the session), each request is evaluated with the apiserver's own policy code and shown in the inspector and --record-dir, and beside --upstream, the built-ins or --shadow every answer is compared with the policies; hot-reloaded (docs/policies.md)")
+	bind(b, &o.Policy, "policy", catUser, "ValidatingAdmissionPolicies and MutatingAdmissionPolicies (admissionregistration.k8s.io/v1) with their bindings and params (file, directory, kustomize directory, or - for stdin; repeatable): an observer webhook is registered for the resources they match (always allows, scoped like the session), each request is evaluated with the apiserver's own policy code and shown in the inspector and --record-dir, and beside --upstream, the built-ins or --shadow every answer is compared with the policies; hot-reloaded; with --policy-enforce applied to the cluster instead (docs/policies.md)")
 }
 
-// Validate reports what the flag alone gets wrong.
+// bindEnforce binds --policy-enforce, which only start has.
+func (o *startPolicyOptions) bindEnforce(b *binder) {
+	bind(b, &o.Enforce, "policy-enforce", catUser, "apply --policy's policies, bindings and params to the cluster so the apiserver itself decides, instead of evaluating them beside it: named with the session, each binding narrowed to the session's scope, labelled, and removed at exit (or after a crash by the next start or hookback cleanup)")
+}
+
+// Validate reports what the flags alone get wrong.
 func (o startPolicyOptions) Validate(webhookConfig []string) error {
+	var errs []error
 	if slices.Contains(o.Policy, "-") && slices.Contains(webhookConfig, "-") {
-		return errors.New("--policy - and --webhook-config - both read stdin: give one of them a file")
+		errs = append(errs, errors.New("--policy - and --webhook-config - both read stdin: give one of them a file"))
 	}
-	return nil
+	if o.Enforce && len(o.Policy) == 0 {
+		errs = append(errs, errors.New("--policy-enforce applies the policies of --policy: name them with --policy FILE|DIR"))
+	}
+	return errors.Join(errs...)
 }
 
-// apply sets the session's policies.
+// apply sets the session's policies: evaluated live, or enforced.
 func (o startPolicyOptions) apply(cfg *session.Options, stdin io.Reader) {
-	if len(o.Policy) > 0 {
-		cfg.Policies = session.PolicyInput{Paths: o.Policy, Stdin: stdin}
+	in := session.PolicyInput{Paths: o.Policy, Stdin: stdin}
+	switch {
+	case o.Enforce:
+		cfg.PolicyEnforce = session.PolicyEnforce{Enabled: true, Input: in}
+	case len(o.Policy) > 0:
+		cfg.Policies = in
 	}
 }

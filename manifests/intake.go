@@ -87,7 +87,7 @@ func removeCAInjectors(o *unstructured.Unstructured) {
 	if ann == nil {
 		return
 	}
-	for _, a := range caInjectors {
+	for _, a := range registration.CAInjectors {
 		delete(ann, a)
 	}
 	o.SetAnnotations(ann)

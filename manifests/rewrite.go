@@ -147,7 +147,7 @@ func (rw *rewriter) rewrite(d Document) (*unstructured.Unstructured, []error) {
 	if err := unstructured.SetNestedSlice(o.Object, hooks, "webhooks"); err != nil {
 		return nil, []error{fmt.Errorf("%s: %w", what, err)}
 	}
-	cleanMetadata(o)
+	registration.CleanMetadata(o)
 	registration.Prepare(o, rw.opts.Session, rw.opts.LeaseRef)
 	return o, nil
 }
@@ -216,35 +216,6 @@ func hookName(hm map[string]any, i int) string {
 		return "(unnamed)"
 	}
 	return fmt.Sprintf("webhooks[%d]", i)
-}
-
-// serverFields are set by the apiserver on objects read back from a cluster
-// (kubectl get -o yaml); applied under a new name they would be refused.
-var serverFields = []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink"}
-
-// caInjectors annotate webhook configurations so that a controller writes
-// the in-cluster CA into every caBundle; left on hookback's copy, they would
-// overwrite hookback's CA and the apiserver would stop trusting it.
-var caInjectors = []string{
-	"cert-manager.io/inject-ca-from",
-	"cert-manager.io/inject-ca-from-secret",
-	"cert-manager.io/inject-apiserver-ca",
-	"service.beta.openshift.io/inject-cabundle",
-}
-
-func cleanMetadata(o *unstructured.Unstructured) {
-	for _, f := range serverFields {
-		unstructured.RemoveNestedField(o.Object, "metadata", f)
-	}
-	// Webhook configurations are cluster scoped; Helm charts sometimes set one.
-	unstructured.RemoveNestedField(o.Object, "metadata", "namespace")
-	unstructured.RemoveNestedField(o.Object, "status")
-	if ann := o.GetAnnotations(); ann != nil {
-		for _, a := range caInjectors {
-			delete(ann, a)
-		}
-		o.SetAnnotations(ann)
-	}
 }
 
 // intValue reads a JSON number however the object was built.

@@ -31,6 +31,9 @@ type request struct {
 	options   runtime.Object
 	dryRun    bool
 	user      user.Info
+	// brief: the caller needs the answer, not the variables' values
+	// (evaluated a second time, for the inspector).
+	brief bool
 }
 
 func decodeRequest(r *admissionv1.AdmissionRequest) (request, error) {
@@ -46,10 +49,8 @@ func decodeRequest(r *admissionv1.AdmissionRequest) (request, error) {
 	if req.oldObject, err = decodeRaw(r.OldObject.Raw, "oldObject"); err != nil {
 		return req, err
 	}
-	if opts, err := decodeRaw(r.Options.Raw, "options"); err != nil {
+	if req.options, err = decodeOptions(r.Options.Raw); err != nil {
 		return req, err
-	} else if opts != nil {
-		req.options = &unstructured.Unstructured{Object: opts}
 	}
 	return req, nil
 }
@@ -140,6 +141,10 @@ func (e *Engine) evaluate(ctx context.Context, r *admissionv1.AdmissionRequest, 
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
+	return e.evaluateDecoded(ctx, req, only), nil
+}
+
+func (e *Engine) evaluateDecoded(ctx context.Context, req request, only func(kind, name string) bool) *Evaluation {
 	ev := &Evaluation{Allowed: true, Object: req.object}
 	if mutates(req.op) {
 		for i := range e.mbindings {
@@ -157,7 +162,7 @@ func (e *Engine) evaluate(ctx context.Context, r *admissionv1.AdmissionRequest, 
 			e.evaluateValidating(ctx, &e.vbindings[i], req, ev)
 		}
 	}
-	return ev, nil
+	return ev
 }
 
 // mutates: the MutatingAdmissionPolicy plugin handles these operations
@@ -184,7 +189,9 @@ func (e *Engine) evaluateValidating(ctx context.Context, b *vbinding, req reques
 			excluded = false
 		}
 		res.Validations = append(res.Validations, validationResults(b.policy, c.result)...)
-		res.Variables = append(res.Variables, e.variables(ctx, b.vars, b.policy.Spec.Variables, c)...)
+		if !req.brief {
+			res.Variables = append(res.Variables, e.variables(ctx, b.vars, b.policy.Spec.Variables, c)...)
+		}
 		for _, a := range c.result.AuditAnnotations {
 			if a.Action == validating.AuditAnnotationActionPublish {
 				if res.AuditAnnotations == nil {
@@ -310,7 +317,9 @@ func (e *Engine) evaluateMutating(ctx context.Context, b *mbinding, req request,
 		if !c.excluded {
 			excluded = false
 		}
-		res.Variables = append(res.Variables, e.variables(ctx, b.vars, b.policy.Spec.Variables, c)...)
+		if !req.brief {
+			res.Variables = append(res.Variables, e.variables(ctx, b.vars, b.policy.Spec.Variables, c)...)
+		}
 		for _, m := range c.mutations {
 			res.Mutations = append(res.Mutations, mutationResult(b.policy, m))
 		}

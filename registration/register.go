@@ -66,10 +66,12 @@ func (r *Registrar) ApplyObject(ctx context.Context, o *unstructured.Unstructure
 	return nil
 }
 
-// Deregister deletes every configuration of this session.
+// Deregister deletes every configuration of this session, and its
+// enforced admission policies (start --policy-enforce).
 func (r *Registrar) Deregister(ctx context.Context) error {
 	_, err := r.deleteSession(ctx, r.Session, nil)
-	return err
+	_, perr := r.deletePolicies(ctx, r.Session)
+	return errors.Join(err, perr)
 }
 
 // DeleteObject deletes one configuration; a missing one is fine.
@@ -107,8 +109,8 @@ func (r *Registrar) deleteSession(ctx context.Context, session string, keep []st
 	return deleted, errors.Join(errs...)
 }
 
-// Sessions lists the sessions that own webhook configurations, with the
-// lease each recorded.
+// Sessions lists the sessions that own webhook configurations or
+// admission policies, with the lease each recorded.
 func (r *Registrar) Sessions(ctx context.Context) (map[string]string, error) {
 	out := map[string]string{}
 	for kind, gvr := range configResources {
@@ -125,6 +127,9 @@ func (r *Registrar) Sessions(ctx context.Context) (map[string]string, error) {
 				out[s] = o.GetAnnotations()[AnnotationLease]
 			}
 		}
+	}
+	if err := r.addPolicySessions(ctx, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -196,6 +201,8 @@ func (r *Registrar) Cleanup(ctx context.Context, opts CleanupOptions) ([]string,
 			continue
 		}
 		n, err := r.deleteSession(ctx, s, nil)
+		np, perr := r.deletePolicies(ctx, s)
+		n, err = n+np, errors.Join(err, perr)
 		if err != nil {
 			errs = append(errs, err)
 			continue

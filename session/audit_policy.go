@@ -35,7 +35,7 @@ func PolicyWebhooks(e *policy.Engine) []audit.Webhook {
 
 func policyHandler(e *policy.Engine, p policy.PolicyRef) admission.Handler {
 	return admission.HandlerFunc(func(ctx context.Context, req admission.Request) admission.Response {
-		ev, err := e.EvaluatePolicy(ctx, &req.AdmissionRequest, p.Kind, p.Name)
+		ev, err := e.DecidePolicy(ctx, &req.AdmissionRequest, p.Kind, p.Name)
 		if err != nil {
 			return admission.CallFailed(err)
 		}

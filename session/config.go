@@ -100,6 +100,9 @@ type Options struct {
 	// it (a local cluster's file): the chain views then name each webhook
 	// from its audit annotations (--chain-audit-log).
 	ChainAuditLog string
+	// PolicyEnforce applies --policy's admission policies to the cluster
+	// for the session (start --policy-enforce, session/policy_enforce.go).
+	PolicyEnforce PolicyEnforce
 	// Inspector is the local page of the last reviews; a zero value
 	// disables it.
 	Inspector InspectorConfig

@@ -369,6 +369,9 @@ func (r *run) register(ctx context.Context) (*registration.Registration, error) 
 	if err := r.registrar.Apply(ctx, reg, r.canaryKey()); err != nil {
 		return nil, err
 	}
+	if err := r.enforcePolicies(ctx); err != nil {
+		return nil, err
+	}
 	if err := r.ensureCRDs(ctx, objs, bundle); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -86,7 +87,12 @@ func run(m *testing.M) (int, error) {
 			return 0, fmt.Errorf("build %s in %s: %w\n%s", b.pkg, b.dir, err, out)
 		}
 	}
+	release, err := keepParamInformers(context.Background(), env.client)
+	if err != nil {
+		return 0, err
+	}
 	code := m.Run()
+	release()
 	if code != 0 && env.local {
 		printClusterLogs(repo)
 	}

@@ -12,7 +12,7 @@
 //     webhooks that allow at once (the audit's own machinery); wall time
 //     of each (target: the policies under 10 s for 5,000 pods).
 //
-// Run from bench/: go run ./policy -requests 20000 -pods 5000 -rounds 3
+// Run from test/bench/: go run ./policy -requests 20000 -pods 5000 -rounds 3
 package main
 
 import (
@@ -24,6 +24,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -37,12 +38,34 @@ func main() {
 	requests := flag.Int("requests", 20000, "reviews per handler for the latency figure")
 	pods := flag.Int("pods", 5000, "pods for the audit figure")
 	rounds := flag.Int("rounds", 3, "audits of each kind")
-	fixture := flag.String("review", filepath.Join("..", "testdata", "admission", "pod-create.v1.json"), "AdmissionReview to send")
+	fixture := flag.String("review", filepath.Join("..", "..", "testdata", "admission", "pod-create.v1.json"), "AdmissionReview to send")
+	profile := flag.String("cpuprofile", "", "write a CPU profile of the audit rounds to this file")
 	flag.Parse()
+	if *profile != "" {
+		stop, err := startProfile(*profile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench policy:", err)
+			os.Exit(1)
+		}
+		defer stop()
+	}
 	if err := run(*requests, *pods, *rounds, *fixture); err != nil {
 		fmt.Fprintln(os.Stderr, "bench policy:", err)
 		os.Exit(1)
 	}
+}
+
+// startProfile starts a CPU profile written to path; stop writes it.
+func startProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("create profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("start profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); _ = f.Close() }, nil
 }
 
 func run(requests, pods, rounds int, fixture string) error {
