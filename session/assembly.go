@@ -37,7 +37,7 @@ var _ assembly.Additions = (*yours)(nil)
 // the inspector's store, the record directory and the metrics; the
 // built-ins' Events go through the store, which shows them with each review.
 func (y *yours) Attach(m *server.Metrics) (assembly.EventTap, error) {
-	y.store = newInspectorStore(y.cfg)
+	y.store = newInspectorStore(y.cfg.Inspector, y.cfg.Log)
 	out := y.sinks()
 	if err := y.chain.attach(out); err != nil {
 		return nil, err

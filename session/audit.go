@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -131,7 +132,7 @@ func auditInputs(c *Config, cfg Options) ([]audit.Webhook, []audit.Conversion, e
 	if err != nil {
 		return nil, nil, err
 	}
-	convs, err := auditConversions(user, cfg)
+	convs, err := auditConversions(user, cfg.Scope, cfg.Log)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -210,12 +211,12 @@ func auditHooks(o *unstructured.Unstructured, handlers map[string]admission.Hand
 // auditConversions are the conversion webhooks of the manifests' CRDs,
 // forwarding to the user's upstreams with start's checks, and the scope as
 // selectors on the objects.
-func auditConversions(user *userWebhooks, cfg Options) ([]audit.Conversion, error) {
-	c, err := loadConversions(user, cfg)
+func auditConversions(user *userWebhooks, scope registration.Scope, log *slog.Logger) ([]audit.Conversion, error) {
+	c, err := loadConversions(user, log)
 	if err != nil || len(c.hooks) == 0 {
 		return nil, err
 	}
-	nsSel, objSel, err := scopeSelectors(cfg.Scope)
+	nsSel, objSel, err := scopeSelectors(scope)
 	if err != nil {
 		return nil, err
 	}

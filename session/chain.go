@@ -36,8 +36,8 @@ type chainRun struct {
 
 // chainPermissions are what --chain reads besides the webhook
 // configurations registration already watches.
-func chainPermissions(cfg Options) []rbac.Permission {
-	if !cfg.Chain {
+func chainPermissions(on bool) []rbac.Permission {
+	if !on {
 		return nil
 	}
 	var out []rbac.Permission

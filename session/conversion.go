@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -28,7 +29,7 @@ type conversions struct {
 
 // loadConversions reads the CRDs the intake found and builds a forwarding
 // converter for each conversion webhook, to the upstream its target maps to.
-func loadConversions(u *userWebhooks, cfg Options) (*conversions, error) {
+func loadConversions(u *userWebhooks, log *slog.Logger) (*conversions, error) {
 	c := &conversions{}
 	if u.manifests == nil {
 		return c, nil
@@ -47,7 +48,7 @@ func loadConversions(u *userWebhooks, cfg Options) (*conversions, error) {
 			return nil, fmt.Errorf("conversion webhook of CustomResourceDefinition %q: %w", crd.Name, err)
 		}
 		opts := u.spec.options(up)
-		opts.Log = cfg.Log
+		opts.Log = log
 		conv, err := upstream.NewConverter(opts, crd.Conversion.UpstreamPath)
 		if err != nil {
 			return nil, err
@@ -137,7 +138,7 @@ func appendNew(s []string, vs ...string) []string {
 // replayTarget extends the inspector's replay to the conversion webhooks
 // (each replayed to its upstream, through the same checks) and names them
 // as upstream webhooks in sources.
-func (c *conversions) replayTarget(admissions record.Target, sources map[string]string, cfg Options) record.Target {
+func (c *conversions) replayTarget(admissions record.Target, sources map[string]string, log *slog.Logger) record.Target {
 	if c == nil || len(c.hooks) == 0 {
 		return admissions
 	}
@@ -148,7 +149,7 @@ func (c *conversions) replayTarget(admissions record.Target, sources map[string]
 	}
 	return func(e record.Entry) (http.Handler, error) {
 		if w, ok := byPath[e.Path]; ok {
-			return conversion.NewHTTPHandler(w, conversion.Options{Log: cfg.Log}), nil
+			return conversion.NewHTTPHandler(w, conversion.Options{Log: log}), nil
 		}
 		return admissions(e)
 	}

@@ -72,7 +72,7 @@ func TestLoadConversions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c, err := loadConversions(u, cfg)
+			c, err := loadConversions(u, cfg.Log)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -100,7 +100,7 @@ func TestConversionReplayTarget(t *testing.T) {
 	c := &conversions{hooks: []conversion.Webhook{{CRD: "widgets.shop.io", Path: "/convert/widgets.shop.io/convert", Converter: answerConverter{body}}}}
 	sources := map[string]string{}
 	fallback := func(e record.Entry) (http.Handler, error) { return nil, errors.New("admission: " + e.Path) }
-	target := c.replayTarget(fallback, sources, Options{}.withDefaults())
+	target := c.replayTarget(fallback, sources, Options{}.withDefaults().Log)
 	if sources["convert/widgets.shop.io"] != inspector.SourceUpstream {
 		t.Errorf("sources %v", sources)
 	}

@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 
@@ -43,11 +44,11 @@ func (c InspectorConfig) Validate() error {
 
 // newInspectorStore is the store the inspector reads, or nil when it is
 // disabled.
-func newInspectorStore(cfg Options) *inspector.Store {
-	if cfg.Inspector.Address == "" {
+func newInspectorStore(ic InspectorConfig, log *slog.Logger) *inspector.Store {
+	if ic.Address == "" {
 		return nil
 	}
-	return inspector.NewStore(inspector.StoreOptions{Keep: cfg.Inspector.Keep, Log: cfg.Log})
+	return inspector.NewStore(inspector.StoreOptions{Keep: ic.Keep, Log: log})
 }
 
 // newInspector binds the inspector's page over store. Replay goes to the
@@ -59,7 +60,7 @@ func newInspector(cfg Options, store *inspector.Store, hooks []admission.Webhook
 	if store == nil {
 		return nil, nil
 	}
-	replayHooks, err := replayWebhooks(cfg, hooks, factory)
+	replayHooks, err := replayWebhooks(cfg.Webhooks, cfg.WebhookOptions, cfg.Log, hooks, factory)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +75,7 @@ func newInspector(cfg Options, store *inspector.Store, hooks []admission.Webhook
 		sources[h.Name] = inspector.SourceUpstream
 	}
 	opts := inspector.Options{Address: cfg.Inspector.Address, Expose: cfg.Inspector.Expose, Store: store,
-		Sources: sources, Log: cfg.Log, Replay: conv.replayTarget(replayTarget(replayHooks, cfg), sources, cfg)}
+		Sources: sources, Log: cfg.Log, Replay: conv.replayTarget(replayTarget(replayHooks, cfg.Log), sources, cfg.Log)}
 	srv, err := inspector.New(opts)
 	if err != nil && cfg.Inspector.Fallback {
 		cfg.Log.Warn("the inspector's default address is busy (another hookback?): serving it on a free port", "address", opts.Address, "error", err)
@@ -85,12 +86,12 @@ func newInspector(cfg Options, store *inspector.Store, hooks []admission.Webhook
 }
 
 // replayWebhooks are the handlers a replay goes to, by path.
-func replayWebhooks(cfg Options, hooks []admission.Webhook, factory informers.SharedInformerFactory) (map[string]admission.Webhook, error) {
-	deps := webhooks.Deps{Log: cfg.Log, Recorder: func(string) events.EventRecorder { return &events.FakeRecorder{} }}
-	if slices.Contains(cfg.Webhooks, webhooks.NamePodEviction) {
+func replayWebhooks(names []string, opts webhooks.Options, log *slog.Logger, hooks []admission.Webhook, factory informers.SharedInformerFactory) (map[string]admission.Webhook, error) {
+	deps := webhooks.Deps{Log: log, Recorder: func(string) events.EventRecorder { return &events.FakeRecorder{} }}
+	if slices.Contains(names, webhooks.NamePodEviction) {
 		deps.Pods = factory.Core().V1().Pods().Lister()
 	}
-	builtins, err := webhooks.Build(cfg.Webhooks, cfg.WebhookOptions, deps)
+	builtins, err := webhooks.Build(names, opts, deps)
 	if err != nil {
 		return nil, fmt.Errorf("build the built-ins for replay: %w", err)
 	}
@@ -107,12 +108,12 @@ func replayWebhooks(cfg Options, hooks []admission.Webhook, factory informers.Sh
 
 // replayTarget serves a replayed review through hookback's transport, as
 // `hookback replay` does, recording nothing.
-func replayTarget(hooks map[string]admission.Webhook, cfg Options) record.Target {
+func replayTarget(hooks map[string]admission.Webhook, log *slog.Logger) record.Target {
 	return func(e record.Entry) (http.Handler, error) {
 		h, ok := hooks[e.Path]
 		if !ok {
 			return nil, fmt.Errorf("no webhook serves %s in this session", e.Path)
 		}
-		return admission.NewHTTPHandler(h, admission.HTTPOptions{Log: cfg.Log}), nil
+		return admission.NewHTTPHandler(h, admission.HTTPOptions{Log: log}), nil
 	}
 }

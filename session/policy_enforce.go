@@ -33,8 +33,8 @@ type PolicyEnforce struct {
 
 // policyEnforcePermissions are what applying and removing the policies
 // takes; a param's own kind is checked by the apiserver when it is applied.
-func policyEnforcePermissions(cfg Options) []rbac.Permission {
-	if !cfg.PolicyEnforce.Enabled {
+func policyEnforcePermissions(on bool) []rbac.Permission {
+	if !on {
 		return nil
 	}
 	var out []rbac.Permission

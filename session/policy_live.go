@@ -95,8 +95,8 @@ func (c *Config) readPolicies() error {
 
 // policyPermissions are what --policy's engine reads: the Namespaces, for
 // the policies' and bindings' namespaceSelectors.
-func policyPermissions(cfg Options) []rbac.Permission {
-	if len(cfg.Policies.Paths) == 0 {
+func policyPermissions(paths []string) []rbac.Permission {
+	if len(paths) == 0 {
 		return nil
 	}
 	return []rbac.Permission{{Verb: "list", Resource: "namespaces", Why: "--policy: match the policies' namespace selectors", Part: "policy"}}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -45,22 +46,22 @@ func renderScope(ctx context.Context, cfg Options) (registration.Scope, error) {
 }
 
 // newDrift watches what the session registers for changes by others.
-func newDrift(cfg Options, cl *kubeconfig.Cluster, reg *registration.Registrar, kubectl string) *registration.Drift {
-	dir := cfg.Certs.StateDir
+func newDrift(session, stateDir string, log *slog.Logger, cl *kubeconfig.Cluster, reg *registration.Registrar, kubectl string) *registration.Drift {
+	dir := stateDir
 	if dir == "" {
 		dir = os.TempDir()
 	}
-	return &registration.Drift{Client: cl.Watch, Session: cfg.Session, Reapply: reg.ApplyObject, Log: cfg.Log,
-		RestoreDir: filepath.Join(dir, "restore", cfg.Session), Kubectl: kubectl}
+	return &registration.Drift{Client: cl.Watch, Session: session, Reapply: reg.ApplyObject, Log: log,
+		RestoreDir: filepath.Join(dir, "restore", session), Kubectl: kubectl}
 }
 
 // scopeConversions is the CRD filter of the session: the configured one,
 // else the scope's (every CRD on a local cluster; on another only those
 // named with --convert, or all with --all-namespaces), saying once which
 // conversions it leaves alone.
-func scopeConversions(cfg Options, conv *conversions) func(string) bool {
-	if cfg.RedirectConversion != nil {
-		return cfg.RedirectConversion
+func scopeConversions(configured func(string) bool, scope registration.Scope, log *slog.Logger, conv *conversions) func(string) bool {
+	if configured != nil {
+		return configured
 	}
 	var names []string
 	for _, c := range conv.crds {
@@ -68,8 +69,8 @@ func scopeConversions(cfg Options, conv *conversions) func(string) bool {
 			names = append(names, c.Name)
 		}
 	}
-	if msg := cfg.Scope.LeftAlone(names); msg != "" {
-		cfg.Log.Warn(msg)
+	if msg := scope.LeftAlone(names); msg != "" {
+		log.Warn(msg)
 	}
-	return cfg.Scope.Convert
+	return scope.Convert
 }

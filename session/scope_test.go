@@ -20,7 +20,7 @@ func TestScopeConversions(t *testing.T) {
 		{Name: "gadgets.example.com", Conversion: &registration.Route{}},
 		{Name: "plain.example.com"},
 	}}
-	redirect := scopeConversions(cfg, conv)
+	redirect := scopeConversions(cfg.RedirectConversion, cfg.Scope, cfg.Log, conv)
 	if !redirect("widgets.example.com") || redirect("gadgets.example.com") {
 		t.Error("want only widgets.example.com redirected")
 	}
@@ -28,7 +28,7 @@ func TestScopeConversions(t *testing.T) {
 		t.Errorf("log = %q, want one line naming gadgets.example.com only", s)
 	}
 	cfg.Scope.Local = true
-	if !scopeConversions(cfg, conv)("gadgets.example.com") {
+	if !scopeConversions(cfg.RedirectConversion, cfg.Scope, cfg.Log, conv)("gadgets.example.com") {
 		t.Error("a local cluster redirects every CRD")
 	}
 }

@@ -111,7 +111,7 @@ func runOn(ctx context.Context, c *Config, cl *kubeconfig.Cluster, started time.
 	r := newRun(cfg, cl, a.Server, canary, crt, a.Parts, url)
 	r.config = c
 	r.user, r.inspector, r.tunnel, r.metrics, r.upstreamPair, r.conversions = y.user, a.Inspector, tun, a.Metrics.Registry, pair, y.conversions
-	r.drift = newDrift(cfg, cl, r.registrar, r.kubectl())
+	r.drift = newDrift(cfg.Session, cfg.Certs.StateDir, cfg.Log, cl, r.registrar, r.kubectl())
 	r.registrar.Wrote = r.drift.Wrote
 	r.chain = y.chain
 	return r.run(ctx, started)
@@ -124,11 +124,11 @@ func loadYours(cfg *Options, m *manifests.Set) (*yours, error) {
 	if err != nil {
 		return nil, err
 	}
-	conv, err := loadConversions(user, *cfg)
+	conv, err := loadConversions(user, cfg.Log)
 	if err != nil {
 		return nil, err
 	}
-	cfg.RedirectConversion = scopeConversions(*cfg, conv)
+	cfg.RedirectConversion = scopeConversions(cfg.RedirectConversion, cfg.Scope, cfg.Log, conv)
 	return &yours{cfg: *cfg, user: user, conversions: conv}, nil
 }
 

@@ -75,7 +75,7 @@ func TestTargets(c *Config) (*TestSetup, error) {
 	if err != nil {
 		return nil, err
 	}
-	convs, err := loadConversions(user, cfg)
+	convs, err := loadConversions(user, cfg.Log)
 	if err != nil {
 		return nil, err
 	}
