@@ -75,7 +75,7 @@ func (y *yours) Serve(builtins []admission.Webhook, reg prometheus.Registerer) (
 	if err != nil {
 		return assembly.Serving{}, err
 	}
-	handlers, err := y.conversions.handlers(y.cfg, rec, reg)
+	handlers, err := y.conversions.handlers(y.cfg.Log, rec, reg)
 	if err != nil {
 		return assembly.Serving{}, err
 	}

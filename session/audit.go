@@ -56,7 +56,7 @@ func Audit(ctx context.Context, c *Config, ac AuditConfig) ([]audit.Result, erro
 		cfg.User.UpstreamCA = caFile
 	}
 	var err error
-	if cfg.Scope, err = renderScope(ctx, cfg); err != nil {
+	if cfg.Scope, err = renderScope(ctx, cfg.Scope, cfg.Kubeconfig); err != nil {
 		return nil, err
 	}
 	hooks, convs, err := auditInputs(c, cfg)

@@ -19,7 +19,7 @@ import (
 // address the kubeconfig decides it as Run would.
 func Render(ctx context.Context, c *Config) ([]byte, error) {
 	cfg := c.opts
-	sc, err := renderScope(ctx, cfg)
+	sc, err := renderScope(ctx, cfg.Scope, cfg.Kubeconfig)
 	if err != nil {
 		return nil, err
 	}

@@ -60,7 +60,7 @@ func loadConversions(u *userWebhooks, log *slog.Logger) (*conversions, error) {
 
 // handlers are the conversion webhooks' HTTP handlers by path, recorded
 // with the admissions (rec may be nil) and counted in reg.
-func (c *conversions) handlers(cfg Options, rec admission.Recorder, reg prometheus.Registerer) (map[string]http.Handler, error) {
+func (c *conversions) handlers(log *slog.Logger, rec admission.Recorder, reg prometheus.Registerer) (map[string]http.Handler, error) {
 	if c == nil || len(c.hooks) == 0 {
 		return nil, nil
 	}
@@ -68,7 +68,7 @@ func (c *conversions) handlers(cfg Options, rec admission.Recorder, reg promethe
 	if err != nil {
 		return nil, err
 	}
-	opts := conversion.Options{Log: cfg.Log, Metrics: m}
+	opts := conversion.Options{Log: log, Metrics: m}
 	if sr, ok := rec.(admission.ServedRecorder); ok {
 		opts.Recorder = sr
 	}

@@ -13,8 +13,7 @@ import (
 
 // resolveScope resolves the configured scope against the connected cluster
 // and refuses to register cluster-wide on a cluster that is not local.
-func resolveScope(ctx context.Context, cfg Options, cl *kubeconfig.Cluster) (registration.Scope, error) {
-	sc := cfg.Scope
+func resolveScope(ctx context.Context, sc registration.Scope, log *slog.Logger, cl *kubeconfig.Cluster) (registration.Scope, error) {
 	if err := sc.Resolve(ctx, cl.Client, cl.Config.Server, cl.Config.Context); err != nil {
 		return sc, err
 	}
@@ -22,18 +21,17 @@ func resolveScope(ctx context.Context, cfg Options, cl *kubeconfig.Cluster) (reg
 	if err := sc.Refuse(why); err != nil {
 		return sc, err
 	}
-	cfg.Log.Info("scope", "reaches", sc.String(), "local", sc.Local, "why", why)
+	log.Info("scope", "reaches", sc.String(), "local", sc.Local, "why", why)
 	return sc, nil
 }
 
 // renderScope resolves the scope for render, which writes nothing: it asks
 // the cluster only what --only-mine needs (who you are).
-func renderScope(ctx context.Context, cfg Options) (registration.Scope, error) {
-	sc := cfg.Scope
+func renderScope(ctx context.Context, sc registration.Scope, kco kubeconfig.Options) (registration.Scope, error) {
 	if !sc.OnlyMine {
 		return sc, nil
 	}
-	kc, err := kubeconfig.Load(cfg.Kubeconfig)
+	kc, err := kubeconfig.Load(kco)
 	if err != nil {
 		return sc, err
 	}

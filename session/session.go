@@ -53,7 +53,7 @@ func Run(ctx context.Context, c *Config) error {
 // resolves (the scope) it sets there.
 func runOn(ctx context.Context, c *Config, cl *kubeconfig.Cluster, started time.Time) (err error) {
 	cfg := c.opts
-	if cfg.Scope, err = resolveScope(ctx, cfg, cl); err != nil {
+	if cfg.Scope, err = resolveScope(ctx, cfg.Scope, cfg.Log, cl); err != nil {
 		return err
 	}
 	// 2. The address the apiserver dials: this machine's, or with --tunnel
