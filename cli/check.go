@@ -180,7 +180,7 @@ func (d debugOnly) Enabled(ctx context.Context, l slog.Level) bool {
 
 // checkUpstreams says whether each --upstream accepts connections.
 func checkUpstreams(c *cli.Context, o ServeOptions) error {
-	spec, err := o.user()
+	spec, err := o.user().ParseUpstreams()
 	if err != nil || len(spec.Upstreams) == 0 {
 		return err
 	}
@@ -206,7 +206,7 @@ func checkUpstreams(c *cli.Context, o ServeOptions) error {
 // checkConfig is what start would run with the same flags, as far as
 // permissions go.
 func checkConfig(o CheckOptions) (session.Options, error) {
-	user, userErr := o.Serve.user()
+	user, userErr := o.Serve.user().ParseUpstreams()
 	hooks, _ := assembly.SelectWebhooks(splitList(o.Serve.Webhooks))
 	ctls, _ := assembly.SelectControllers(splitList(o.Serve.Controllers))
 	err := errors.Join(validateSelection(o.Serve.Webhooks, o.Serve.Controllers), userErr, o.Serve.projectErr)

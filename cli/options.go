@@ -178,20 +178,11 @@ func bindWebhookOptions(b *binder, o *webhooks.Options) {
 	bind(b, &o.CPUOversellFactor, "cpu-oversell-factor", catBuiltins, "node-status: multiply node allocatable CPU by this (1 disables)")
 }
 
-// user reads the flags of your own webhooks.
-func (o ServeOptions) user() (session.UserWebhooks, error) {
-	u := session.UserWebhooks{Manifests: o.WebhookConfig, Stdin: os.Stdin, UpstreamCA: o.UpstreamCA,
+// user reads the flags of your own webhooks; the library parses the
+// upstreams (session.UserWebhooks.ParseUpstreams, in Complete).
+func (o ServeOptions) user() session.UserWebhooks {
+	return session.UserWebhooks{Manifests: o.WebhookConfig, Stdin: os.Stdin, Upstream: o.Upstream, UpstreamCA: o.UpstreamCA,
 		UpstreamInsecure: o.UpstreamInsecure, KeepFailurePolicy: o.KeepFailurePolicy, Timeout: o.Timeout}
-	var errs []error
-	for _, s := range o.Upstream {
-		up, err := session.ParseUpstream(s)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		u.Upstreams = append(u.Upstreams, up)
-	}
-	return u, errors.Join(errs...)
 }
 
 // Validate reports the flags' own problems: their syntax (lists, upstream
@@ -199,7 +190,7 @@ func (o ServeOptions) user() (session.UserWebhooks, error) {
 // lives once in the library (session.Options.Validate), which Run, Render
 // and Audit run.
 func (o ServeOptions) Validate() error {
-	_, userErr := o.user()
+	_, userErr := o.user().ParseUpstreams()
 	return errors.Join(o.GlobalOptions.Validate(), userErr, o.projectErr, validateSelection(o.Webhooks, o.Controllers))
 }
 
@@ -246,7 +237,7 @@ func (o ServeOptions) certs() certs.Options {
 func (o ServeOptions) config(ext Extension, log *slog.Logger) session.Options {
 	hooks, _ := assembly.SelectWebhooks(splitList(o.Webhooks))
 	ctls, _ := assembly.SelectControllers(splitList(o.Controllers))
-	user, _ := o.user()
+	user := o.user()
 	name := o.Session
 	if name == "" {
 		name = defaultSession()

@@ -69,7 +69,7 @@ start --tunnel deploys there and the pod port-forward to it.` + examplesText(rba
 }
 
 func runRBAC(c *cli.Context, o RBACOptions) error {
-	user, userErr := o.Serve.user()
+	user, userErr := o.Serve.user().ParseUpstreams()
 	if err := errors.Join(validateSelection(o.Serve.Webhooks, o.Serve.Controllers), userErr, o.Serve.projectErr); err != nil {
 		return usage(err)
 	}

@@ -162,7 +162,7 @@ func printReply(w io.Writer, reply []byte, recorded chan string) error {
 // changed.
 func replayUpstream(c *cli.Context, o ReplayOptions) error {
 	g := o.GlobalOptions
-	spec, err := o.Serve.user()
+	spec, err := o.Serve.user().ParseUpstreams()
 	if err == nil && len(spec.Upstreams) != 1 {
 		err = errors.New("replay takes one --upstream URL")
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookback/hookback/internal/errkind"
 	"github.com/hookback/hookback/manifests"
 	"github.com/hookback/hookback/upstream"
 )
@@ -61,6 +62,7 @@ func Complete(o Options) (*Config, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	o.User, _ = o.User.ParseUpstreams() // Validate reported any error
 	return read(o)
 }
 
@@ -68,7 +70,12 @@ func Complete(o Options) (*Config, error) {
 // of o would need (check, rbac): the defaults and your manifests, without
 // the rules of serving (ports, certificates, upstreams, session name).
 func CompleteWhatRuns(o Options) (*Config, error) {
-	return read(o.withDefaults())
+	o = o.withDefaults()
+	var err error
+	if o.User, err = o.User.ParseUpstreams(); err != nil {
+		return nil, errkind.New(ErrInvalidConfig, err)
+	}
+	return read(o)
 }
 
 // read reads o's manifests into a Config.

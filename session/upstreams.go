@@ -50,6 +50,10 @@ type UserWebhooks struct {
 	// Manifests are files, directories or "-" (Stdin).
 	Manifests []string
 	Stdin     io.Reader
+	// Upstream are the upstreams as written (--upstream): URL or
+	// NAMESPACE/SERVICE=URL. Complete parses them, after any already in
+	// Upstreams; commands that complete no Config call ParseUpstreams.
+	Upstream  []string
 	Upstreams []Upstream
 	// UpstreamCA trusts the upstreams' certificates; UpstreamInsecure skips
 	// verification (loopback upstreams only).
@@ -85,10 +89,31 @@ func manifestPermissions(m *manifests.Set) []rbac.Permission {
 	return manifests.CRDPermissions()
 }
 
+// ParseUpstreams returns u with Upstream parsed into Upstreams (after
+// those already there), and every upstream that does not parse.
+func (u UserWebhooks) ParseUpstreams() (UserWebhooks, error) {
+	var errs []error
+	ups := slices.Clone(u.Upstreams)
+	for _, s := range u.Upstream {
+		up, err := ParseUpstream(s)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ups = append(ups, up)
+	}
+	u.Upstream, u.Upstreams = nil, ups
+	return u, errors.Join(errs...)
+}
+
 // Validate reports every problem at once, naming the flags: the CLI runs
 // it with its own flag checks, so they are listed together.
 func (u UserWebhooks) Validate() error {
 	var errs []error
+	u, err := u.ParseUpstreams()
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if len(u.Manifests) > 0 && len(u.Upstreams) == 0 {
 		errs = append(errs, errors.New("--webhook-config needs --upstream: the URL of your webhook server, such as https://127.0.0.1:9443"))
 	}
