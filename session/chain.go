@@ -56,22 +56,22 @@ func chainPermissions(on bool) []rbac.Permission {
 // newChainRun builds start --chain's parts on cl, or nil when --chain is
 // off. Their webhooks go to y's probes (served, but not the session's
 // own), and wrap has your webhooks report their answers.
-func newChainRun(cfg Options, cl *kubeconfig.Cluster, y *yours) *chainRun {
-	if !cfg.Chain {
+func newChainRun(on bool, auditLog, session string, log *slog.Logger, cl *kubeconfig.Cluster, y *yours) *chainRun {
+	if !on {
 		return nil
 	}
-	c := &chainRun{factory: informers.NewSharedInformerFactory(cl.Watch, 0), session: cfg.Session, log: cfg.Log}
+	c := &chainRun{factory: informers.NewSharedInformerFactory(cl.Watch, 0), session: session, log: log}
 	catalog := chain.NewInformerCatalog(c.factory)
 	c.joiner = &chain.Joiner{}
 	c.collector = &chain.Collector{Joiner: c.joiner}
 	c.publisher = chain.NewPublisher(chain.Publisher{Catalog: catalog.Catalog, NamespaceLabels: catalog.NamespaceLabels,
-		Sinks: []func(chain.Published){c.publish}, Log: cfg.Log})
-	if cfg.ChainAuditLog != "" {
-		audit := &chain.AuditLog{Path: cfg.ChainAuditLog}
+		Sinks: []func(chain.Published){c.publish}, Log: log})
+	if auditLog != "" {
+		audit := &chain.AuditLog{Path: auditLog}
 		c.publisher.Audit = func(ch *chain.Chain, conf string) *chain.Record {
 			rec, err := audit.Lookup(ch, conf)
 			if err != nil {
-				cfg.Log.Warn("--chain-audit-log: the audit log cannot be read: views name candidates only", "error", err)
+				log.Warn("--chain-audit-log: the audit log cannot be read: views name candidates only", "error", err)
 			}
 			return rec
 		}

@@ -91,7 +91,7 @@ func runOn(ctx context.Context, c *Config, cl *kubeconfig.Cluster, started time.
 	// bound: a busy port fails before anything is written to the cluster.
 	canary := registration.NewCanary()
 	y.probes = []admission.Webhook{{Name: "canary", Path: registration.CanaryPath, Handler: canary}}
-	y.chain = newChainRun(cfg, cl, y)
+	y.chain = newChainRun(cfg.Chain, cfg.ChainAuditLog, cfg.Session, cfg.Log, cl, y)
 	a, err := assembly.Assemble(ctx, assembly.Options{Webhooks: cfg.Webhooks, Controllers: cfg.Controllers,
 		WebhookOptions: cfg.WebhookOptions, Extra: slices.Concat(cfg.Extra, observerWebhooks(cfg.Observers)), Watch: cl.Watch, TLS: crt.TLSConfig(),
 		Address: net.JoinHostPort(bind, strconv.Itoa(cfg.Port)), HealthAddress: cfg.HealthAddress, Log: cfg.Log, Additions: y})

@@ -84,17 +84,17 @@ const serviceCheckTimeout = 30 * time.Second
 
 // wrap puts the deployed webhook beside each route's forwarder, or returns
 // the hooks as they are without --shadow.
-func (s ShadowConfig) wrap(cfg Options, routes []registration.Route, hooks []admission.Webhook, rep *shadowReport) ([]admission.Webhook, error) {
+func (s ShadowConfig) wrap(kco kubeconfig.Options, log *slog.Logger, routes []registration.Route, hooks []admission.Webhook, rep *shadowReport) ([]admission.Webhook, error) {
 	if s.Target == "" {
 		return hooks, nil
 	}
-	t, err := s.target(cfg.Kubeconfig)
+	t, err := s.target(kco)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]admission.Webhook, len(hooks))
 	for i, h := range hooks {
-		deployed, err := upstream.NewShadowTarget(t, routes[i].UpstreamPath, upstream.Options{Log: cfg.Log})
+		deployed, err := upstream.NewShadowTarget(t, routes[i].UpstreamPath, upstream.Options{Log: log})
 		if err != nil {
 			return nil, err
 		}

@@ -276,7 +276,7 @@ func loadUserWebhooks(spec UserWebhooks, cfg Options, m *manifests.Set) (*userWe
 		}
 		u.hooks = append(u.hooks, admission.Webhook{Name: routeName(r), Path: r.Path, Handler: fwd})
 	}
-	if u.hooks, err = spec.Shadow.wrap(cfg, routes, u.hooks, u.shadow); err != nil {
+	if u.hooks, err = spec.Shadow.wrap(cfg.Kubeconfig, cfg.Log, routes, u.hooks, u.shadow); err != nil {
 		return nil, err
 	}
 	return u, nil
