@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/hookback/hookback/internal/report"
 )
 
 // WriteCompared is Write followed by the webhook-and-policy comparisons:
@@ -16,10 +18,10 @@ import (
 // one passing testcase holding the agreements.
 func WriteCompared(w io.Writer, format string, results []Result, cs []Comparison, failPatched bool) error {
 	sortComparisons(cs)
-	if format == FormatJUnit {
+	if format == report.FormatJUnit {
 		out := junitResults(results, failPatched)
-		out.Suites = append(out.Suites, junitComparisons(cs)...)
-		return encodeJUnit(w, out)
+		junitComparisons(&out, cs)
+		return out.Write(w)
 	}
 	if err := Write(w, format, results, failPatched); err != nil {
 		return err
@@ -28,7 +30,7 @@ func WriteCompared(w io.Writer, format string, results []Result, cs []Comparison
 		return nil
 	}
 	switch format {
-	case FormatJSON:
+	case report.FormatJSON:
 		enc := json.NewEncoder(w)
 		for _, c := range cs {
 			if err := enc.Encode(c); err != nil {
@@ -36,11 +38,11 @@ func WriteCompared(w io.Writer, format string, results []Result, cs []Comparison
 			}
 		}
 		return nil
-	case FormatTable:
+	case report.FormatTable:
 		fmt.Fprintln(w)
 		return writeComparisonTable(w, cs)
 	}
-	return fmt.Errorf("output format %q: want one of %s", format, strings.Join(Formats, ", "))
+	return fmt.Errorf("output format %q: want one of %s", format, strings.Join(report.Formats, ", "))
 }
 
 func writeComparisonTable(w io.Writer, cs []Comparison) error {
@@ -62,20 +64,17 @@ func writeComparisonTable(w io.Writer, cs []Comparison) error {
 	return nil
 }
 
-func junitComparisons(cs []Comparison) []junitSuite {
-	var out []junitSuite
+// junitComparisons adds a testsuite per webhook and policy pair: one
+// passing testcase holding the agreements, a failing one per disagreement.
+func junitComparisons(out *report.JUnit, cs []Comparison) {
 	for _, c := range cs {
 		name := c.Webhook + " vs " + c.Policy
-		s := junitSuite{Name: name, Tests: 1, Cases: []junitCase{{Name: fmt.Sprintf("%d agreements", c.Agreements), Classname: name}}}
+		out.Add(name, report.Case{Name: fmt.Sprintf("%d agreements", c.Agreements), Classname: name})
 		for _, d := range c.Disagreements {
-			s.Tests++
-			s.Failures++
-			s.Cases = append(s.Cases, junitCase{
+			out.Add(name, report.Case{
 				Name: strings.TrimSpace(fmt.Sprintf("%s %s %s", d.Resource, d.object(), d.Operation)), Classname: name,
-				Failure: &junitProblem{Message: d.What, Type: "disagreement", Text: d.String()},
+				Failure: &report.Problem{Message: d.What, Type: "disagreement", Text: d.String()},
 			})
 		}
-		out = append(out, s)
 	}
-	return out
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/xml"
 	"strings"
 	"testing"
+
+	"github.com/hookback/hookback/internal/report"
 )
 
 func TestCompare(t *testing.T) {
@@ -44,7 +46,7 @@ func TestCompare(t *testing.T) {
 
 	t.Run("table names each disagreement", func(t *testing.T) {
 		var b bytes.Buffer
-		if err := WriteCompared(&b, FormatTable, nil, cs, false); err != nil {
+		if err := WriteCompared(&b, report.FormatTable, nil, cs, false); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(b.String(), `hook vs ValidatingAdmissionPolicy/p: pods ns/other-message CREATE: message: webhook denied "no latest tag", policy denied "image tag latest"`) {
@@ -53,10 +55,10 @@ func TestCompare(t *testing.T) {
 	})
 	t.Run("junit has a failure per disagreement in one document", func(t *testing.T) {
 		var b bytes.Buffer
-		if err := WriteCompared(&b, FormatJUnit, results[:2], cs, false); err != nil {
+		if err := WriteCompared(&b, report.FormatJUnit, results[:2], cs, false); err != nil {
 			t.Fatal(err)
 		}
-		var doc junitSuites
+		var doc report.JUnit
 		if err := xml.Unmarshal(b.Bytes(), &doc); err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hookback/hookback/conversion"
+	"github.com/hookback/hookback/internal/report"
 	"github.com/hookback/hookback/upstream"
 )
 
@@ -177,7 +178,7 @@ func TestConversionCountsAndJUnit(t *testing.T) {
 		t.Errorf("counts %+v: want 2 round trips (1 lost, 1 kept), 1 review, 1 finding", n)
 	}
 	var junit strings.Builder
-	if err := Write(&junit, FormatJUnit, results, false); err != nil {
+	if err := Write(&junit, report.FormatJUnit, results, false); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(junit.String(), `<testsuite name="conversion w" tests="2" failures="1" errors="0">`) {

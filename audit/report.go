@@ -2,40 +2,29 @@ package audit
 
 import (
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
-)
 
-// Formats of Write.
-const (
-	FormatTable = "table"
-	FormatJSON  = "json"
-	FormatJUnit = "junit"
+	"github.com/hookback/hookback/internal/report"
 )
-
-// Formats lists what Write accepts.
-var Formats = []string{FormatTable, FormatJSON, FormatJUnit}
 
 // Write prints results in format; failPatched makes a patch a JUnit
 // failure, as it is one for the exit code.
 func Write(w io.Writer, format string, results []Result, failPatched bool) error {
 	switch format {
-	case FormatJSON:
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
+	case report.FormatJSON:
 		if results == nil {
 			results = []Result{}
 		}
-		return enc.Encode(results)
-	case FormatJUnit:
+		return report.JSON(w, results)
+	case report.FormatJUnit:
 		return writeJUnit(w, results, failPatched)
-	case FormatTable, "":
+	case report.FormatTable, "":
 		return writeTable(w, results)
 	}
-	return fmt.Errorf("output format %q: want one of %s", format, strings.Join(Formats, ", "))
+	return fmt.Errorf("output format %q: want one of %s", format, strings.Join(report.Formats, ", "))
 }
 
 func writeTable(w io.Writer, results []Result) error {
@@ -126,74 +115,24 @@ func Count(results []Result) Counts {
 	return c
 }
 
-type junitSuites struct {
-	XMLName xml.Name     `xml:"testsuites"`
-	Name    string       `xml:"name,attr"`
-	Suites  []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Errors   int         `xml:"errors,attr"`
-	Cases    []junitCase `xml:"testcase"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Failure   *junitProblem `xml:"failure,omitempty"`
-	Error     *junitProblem `xml:"error,omitempty"`
-}
-
-type junitProblem struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
-}
-
 // writeJUnit writes a testsuite per webhook, a testcase per object, a
 // failure per denial (and per patch with failPatched), an error per error.
 func writeJUnit(w io.Writer, results []Result, failPatched bool) error {
-	return encodeJUnit(w, junitResults(results, failPatched))
+	out := junitResults(results, failPatched)
+	return out.Write(w)
 }
 
-func junitResults(results []Result, failPatched bool) junitSuites {
-	out := junitSuites{Name: "hookback audit"}
-	index := map[string]int{}
+func junitResults(results []Result, failPatched bool) report.JUnit {
+	out := report.JUnit{Name: "hookback audit"}
 	for _, r := range results {
-		i, ok := index[r.Webhook]
-		if !ok {
-			i = len(out.Suites)
-			index[r.Webhook] = i
-			out.Suites = append(out.Suites, junitSuite{Name: r.Webhook})
-		}
-		s := &out.Suites[i]
-		c := junitCase{Name: strings.TrimSpace(fmt.Sprintf("%s %s %s", r.Resource, objectName(r), r.Operation)), Classname: r.Webhook}
+		c := report.Case{Name: strings.TrimSpace(fmt.Sprintf("%s %s %s", r.Resource, objectName(r), r.Operation)), Classname: r.Webhook}
 		switch {
 		case r.Result == Denied, r.Result == Lost, r.Result == Failed, r.Result == Unconvertible, r.Result == Patched && failPatched:
-			c.Failure = &junitProblem{Message: string(r.Result), Type: string(r.Result), Text: detail(r)}
-			s.Failures++
+			c.Failure = &report.Problem{Message: string(r.Result), Type: string(r.Result), Text: detail(r)}
 		case r.Result == Error:
-			c.Error = &junitProblem{Message: oneLine(r.Message), Type: "error", Text: r.Message}
-			s.Errors++
+			c.Error = &report.Problem{Message: oneLine(r.Message), Type: "error", Text: r.Message}
 		}
-		s.Tests++
-		s.Cases = append(s.Cases, c)
+		out.Add(r.Webhook, c)
 	}
 	return out
-}
-
-func encodeJUnit(w io.Writer, out junitSuites) error {
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(out); err != nil {
-		return fmt.Errorf("write junit: %w", err)
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
 }

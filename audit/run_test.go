@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/report"
 )
 
 // memLister serves objects from memory; a resource in fail cannot be listed.
@@ -145,7 +146,7 @@ func TestRunPatchOfSecretRedacted(t *testing.T) {
 		t.Fatalf("results %+v: want one patch with its value redacted", results)
 	}
 	var out bytes.Buffer
-	if err := Write(&out, FormatTable, results, false); err != nil || strings.Contains(out.String(), "secret-value") {
+	if err := Write(&out, report.FormatTable, results, false); err != nil || strings.Contains(out.String(), "secret-value") {
 		t.Fatalf("table shows the secret or failed (%v):\n%s", err, out.String())
 	}
 }
@@ -167,10 +168,10 @@ func TestWriteJUnit(t *testing.T) {
 	for _, failPatched := range []bool{false, true} {
 		t.Run(fmt.Sprint("failPatched=", failPatched), func(t *testing.T) {
 			var out bytes.Buffer
-			if err := Write(&out, FormatJUnit, results, failPatched); err != nil {
+			if err := Write(&out, report.FormatJUnit, results, failPatched); err != nil {
 				t.Fatal(err)
 			}
-			var doc junitSuites
+			var doc report.JUnit
 			if err := xml.Unmarshal(out.Bytes(), &doc); err != nil {
 				t.Fatalf("%v\n%s", err, out.String())
 			}

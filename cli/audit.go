@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookback/hookback/audit"
 	"github.com/hookback/hookback/builtin/webhooks"
+	"github.com/hookback/hookback/internal/report"
 	"github.com/hookback/hookback/project"
 	"github.com/hookback/hookback/session"
 )
@@ -73,7 +74,7 @@ type AuditOptions struct {
 }
 
 func defaultAuditOptions() AuditOptions {
-	return AuditOptions{Serve: defaultServeOptions(), Output: audit.FormatTable, FailOn: "denied", Concurrency: 8}
+	return AuditOptions{Serve: defaultServeOptions(), Output: report.FormatTable, FailOn: "denied", Concurrency: 8}
 }
 
 func (o *AuditOptions) bind(b *binder) {
@@ -106,8 +107,8 @@ func (o AuditOptions) operation() admissionregistrationv1.OperationType {
 // Validate reports every problem at once.
 func (o AuditOptions) Validate() error {
 	errs := []error{o.Serve.Validate()}
-	if !slices.Contains(audit.Formats, o.Output) {
-		errs = append(errs, fmt.Errorf("--output %q: want %s", o.Output, strings.Join(audit.Formats, ", ")))
+	if !slices.Contains(report.Formats, o.Output) {
+		errs = append(errs, fmt.Errorf("--output %q: want %s", o.Output, strings.Join(report.Formats, ", ")))
 	}
 	if o.FailOn != "denied" && o.FailOn != "patched" {
 		errs = append(errs, fmt.Errorf("--fail-on %q: want denied or patched (patched also fails on denials)", o.FailOn))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/internal/report"
 	"github.com/hookback/hookback/project"
 	"github.com/hookback/hookback/record"
 	"github.com/hookback/hookback/session"
@@ -40,7 +41,7 @@ type TestOptions struct {
 }
 
 func defaultTestOptions() TestOptions {
-	return TestOptions{Serve: defaultServeOptions(), Output: suite.FormatTable, ExecTimeout: 2 * time.Minute, Concurrency: 8}
+	return TestOptions{Serve: defaultServeOptions(), Output: report.FormatTable, ExecTimeout: 2 * time.Minute, Concurrency: 8}
 }
 
 func (o *TestOptions) bind(b *binder) {
@@ -67,8 +68,8 @@ func (o *TestOptions) bind(b *binder) {
 // Validate reports every problem at once.
 func (o TestOptions) Validate() error {
 	errs := []error{o.Serve.Validate(), o.Fuzz.Validate()}
-	if !slices.Contains(suite.Formats, o.Output) {
-		errs = append(errs, fmt.Errorf("--output %q: want %s", o.Output, strings.Join(suite.Formats, ", ")))
+	if !slices.Contains(report.Formats, o.Output) {
+		errs = append(errs, fmt.Errorf("--output %q: want %s", o.Output, strings.Join(report.Formats, ", ")))
 	}
 	if o.Concurrency < 1 {
 		errs = append(errs, fmt.Errorf("--concurrency %d: want 1 or more", o.Concurrency))

@@ -1,23 +1,13 @@
 package suite
 
 import (
-	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
-)
 
-// Formats of Write.
-const (
-	FormatTable = "table"
-	FormatJSON  = "json"
-	FormatJUnit = "junit"
+	"github.com/hookback/hookback/internal/report"
 )
-
-// Formats lists what Write accepts.
-var Formats = []string{FormatTable, FormatJSON, FormatJUnit}
 
 // Counts sums rows by status.
 type Counts struct{ Rows, Passed, Failed, Errors int }
@@ -41,19 +31,17 @@ func Count(rows []Row) Counts {
 // Write prints rows in format.
 func Write(w io.Writer, format string, rows []Row) error {
 	switch format {
-	case FormatJSON:
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
+	case report.FormatJSON:
 		if rows == nil {
 			rows = []Row{}
 		}
-		return enc.Encode(rows)
-	case FormatJUnit:
+		return report.JSON(w, rows)
+	case report.FormatJUnit:
 		return writeJUnit(w, rows)
-	case FormatTable, "":
+	case report.FormatTable, "":
 		return writeTable(w, rows)
 	}
-	return fmt.Errorf("output format %q: want one of %s", format, strings.Join(Formats, ", "))
+	return fmt.Errorf("output format %q: want one of %s", format, strings.Join(report.Formats, ", "))
 }
 
 // writeTable prints CASE, WEBHOOK, RESULT, DETAIL, then each failure's
@@ -94,77 +82,24 @@ func oneLine(s string, n int) string {
 
 func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
 
-// JUnit: a testsuite per suite file, a testcase per case and webhook, a
-// failure with the diff; an error for a case that could not run.
-type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Errors   int          `xml:"errors,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Errors   int         `xml:"errors,attr"`
-	Cases    []junitCase `xml:"testcase"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Failure   *junitProblem `xml:"failure,omitempty"`
-	Error     *junitProblem `xml:"error,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
-}
-
-type junitProblem struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
-}
-
+// writeJUnit writes a testsuite per suite file, a testcase per case and
+// webhook, a failure with the diff, and an error for a case that could not
+// run.
 func writeJUnit(w io.Writer, rows []Row) error {
-	out := junitSuites{Name: "hookback test"}
-	index := map[string]int{}
+	out := report.JUnit{Name: "hookback test"}
 	for _, r := range rows {
-		i, ok := index[r.File]
-		if !ok {
-			i = len(out.Suites)
-			index[r.File] = i
-			out.Suites = append(out.Suites, junitSuite{Name: r.File})
-		}
-		s := &out.Suites[i]
-		c := junitCase{Name: r.Case + " [" + r.Webhook + "]", Classname: r.File, SystemOut: r.ServerOutput}
+		c := report.Case{Name: r.Case + " [" + r.Webhook + "]", Classname: r.File, SystemOut: r.ServerOutput}
 		text := r.Diff
 		if text == "" {
 			text = r.Detail
 		}
 		switch r.Status {
 		case Fail:
-			c.Failure = &junitProblem{Message: oneLine(r.Detail, 200), Type: "mismatch", Text: text}
-			s.Failures++
-			out.Failures++
+			c.Failure = &report.Problem{Message: oneLine(r.Detail, 200), Type: "mismatch", Text: text}
 		case Erred:
-			c.Error = &junitProblem{Message: oneLine(r.Detail, 200), Type: "error", Text: text}
-			s.Errors++
-			out.Errors++
+			c.Error = &report.Problem{Message: oneLine(r.Detail, 200), Type: "error", Text: text}
 		}
-		s.Tests++
-		out.Tests++
-		s.Cases = append(s.Cases, c)
+		out.Add(r.File, c)
 	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(out); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return out.Write(w)
 }

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/report"
 	"github.com/hookback/hookback/record"
 )
 
@@ -181,10 +182,10 @@ func TestJUnitHasASuitePerFile(t *testing.T) {
 		{File: "b.yaml", Case: "three", Webhook: "-", Status: Erred, Detail: "record r.json: no such file"},
 	}
 	var buf bytes.Buffer
-	if err := Write(&buf, FormatJUnit, rows); err != nil {
+	if err := Write(&buf, report.FormatJUnit, rows); err != nil {
 		t.Fatal(err)
 	}
-	var got junitSuites
+	var got report.JUnit
 	if err := xml.Unmarshal(buf.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
