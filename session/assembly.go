@@ -1,6 +1,7 @@
 package session
 
 import (
+	"log/slog"
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/assembly"
+	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/server"
 )
@@ -16,8 +18,14 @@ import (
 // and CRD conversions forwarded to your server, the canary, the inspector
 // and the record directory.
 type yours struct {
-	// cfg is the run's, completed.
-	cfg         Options
+	// log, inspector and recordDir are where the run's reports go.
+	log       *slog.Logger
+	inspector InspectorConfig
+	recordDir string
+	// builtins are the built-in webhooks served, by name, and their
+	// options: replays build them again (newInspector).
+	builtins    []string
+	builtinOpts webhooks.Options
 	user        *userWebhooks
 	conversions *conversions
 	// probes are served but are no part of the session (the canary): the
@@ -37,7 +45,7 @@ var _ assembly.Additions = (*yours)(nil)
 // the inspector's store, the record directory and the metrics; the
 // built-ins' Events go through the store, which shows them with each review.
 func (y *yours) Attach(m *server.Metrics) (assembly.EventTap, error) {
-	y.store = newInspectorStore(y.cfg.Inspector, y.cfg.Log)
+	y.store = newInspectorStore(y.inspector, y.log)
 	out := y.sinks()
 	if err := y.chain.attach(out); err != nil {
 		return nil, err
@@ -75,7 +83,7 @@ func (y *yours) Serve(builtins []admission.Webhook, reg prometheus.Registerer) (
 	if err != nil {
 		return assembly.Serving{}, err
 	}
-	handlers, err := y.conversions.handlers(y.cfg.Log, rec, reg)
+	handlers, err := y.conversions.handlers(y.log, rec, reg)
 	if err != nil {
 		return assembly.Serving{}, err
 	}
@@ -84,10 +92,10 @@ func (y *yours) Serve(builtins []admission.Webhook, reg prometheus.Registerer) (
 
 // Inspector binds the inspector's page, when it is on.
 func (y *yours) Inspector(served []admission.Webhook, factory informers.SharedInformerFactory) (*inspector.Server, error) {
-	return newInspector(y.cfg, y.store, served, y.user, y.conversions, factory)
+	return y.newInspector(served, factory)
 }
 
 // sinks are where the run's reports go.
 func (y *yours) sinks() sinks {
-	return sinks{log: y.cfg.Log, recordDir: y.cfg.RecordDir, store: y.store}
+	return sinks{log: y.log, recordDir: y.recordDir, store: y.store}
 }

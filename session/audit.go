@@ -18,7 +18,6 @@ import (
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/audit"
-	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/registration"
 )
@@ -46,25 +45,20 @@ type AuditConfig struct {
 // it, named, before anything is listed.
 func Audit(ctx context.Context, c *Config, ac AuditConfig) ([]audit.Result, error) {
 	cfg := c.opts
-	if cfg.Project != nil && cfg.User.UpstreamCA == "" && !cfg.User.UpstreamInsecure {
-		// The manager serves the certificate start wrote, signed by
-		// hookback's local CA.
-		_, caFile, err := certs.LocalCA(cfg.Certs.StateDir)
-		if err != nil {
-			return nil, err
-		}
-		cfg.User.UpstreamCA = caFile
-	}
-	var err error
-	if cfg.Scope, err = renderScope(ctx, cfg.Scope, cfg.Kubeconfig); err != nil {
+	user, err := c.callerUpstreams(cfg.User)
+	if err != nil {
 		return nil, err
 	}
-	hooks, convs, err := auditInputs(c, cfg)
+	scope, err := renderScope(ctx, cfg.Scope, cfg.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	hooks, convs, err := auditInputs(c, user, scope)
 	if err != nil {
 		return nil, err
 	}
 	var unreachable []error
-	for up, err := range cfg.User.probe(ctx) {
+	for up, err := range user.probe(ctx) {
 		if err != nil {
 			unreachable = append(unreachable, fmt.Errorf("upstream %s: %w", up, err))
 		}
@@ -115,30 +109,30 @@ func Audit(ctx context.Context, c *Config, ac AuditConfig) ([]audit.Result, erro
 // handler that answers it: a built-in called in process, or a forwarder to
 // your upstream with start's answer checks.
 func AuditWebhooks(c *Config) ([]audit.Webhook, error) {
-	hooks, _, err := auditInputs(c, c.opts)
+	hooks, _, err := auditInputs(c, c.opts.User, c.opts.Scope)
 	return hooks, err
 }
 
 // auditInputs are the webhooks of AuditWebhooks and the conversion
 // webhooks of the manifests' CRDs, each narrowed by the scope: c's
-// Objects, with cfg, c's options as the audit resolved them (the scope,
-// the upstream CA).
-func auditInputs(c *Config, cfg Options) ([]audit.Webhook, []audit.Conversion, error) {
+// Objects, with c's upstreams and scope as the audit resolved them.
+func auditInputs(c *Config, spec UserWebhooks, scope registration.Scope) ([]audit.Webhook, []audit.Conversion, error) {
+	cfg := c.opts
 	served, err := assembly.ServedWebhooks(cfg.Webhooks, cfg.WebhookOptions, cfg.Extra)
 	if err != nil {
 		return nil, nil, err
 	}
-	user, err := loadUserWebhooks(cfg.User, cfg, c.manifests)
+	user, err := c.userWebhooks(spec)
 	if err != nil {
 		return nil, nil, err
 	}
-	convs, err := auditConversions(user, cfg.Scope, cfg.Log)
+	convs, err := auditConversions(user, scope, cfg.Log)
 	if err != nil {
 		return nil, nil, err
 	}
 	// The scope narrows every webhook as start registers it (ANDed
 	// selectors), so the audit matches what start would send.
-	objs, err := c.Objects(Placement{Target: registration.Target{URL: auditBase}, Scope: cfg.Scope})
+	objs, err := c.Objects(Placement{Target: registration.Target{URL: auditBase}, Scope: scope})
 	if err != nil {
 		return nil, nil, err
 	}

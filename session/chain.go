@@ -150,15 +150,15 @@ func (c *chainRun) observe(objs []*unstructured.Unstructured, t registration.Tar
 	return obs, nil
 }
 
-// chainObserve is Placement.Observe for what a session with cfg registers
-// without running it (render): the same observers start --chain applies,
-// with nothing to collect; nil without --chain.
-func chainObserve(cfg Options) func([]*unstructured.Unstructured, registration.Target, string) ([]*unstructured.Unstructured, error) {
-	if !cfg.Chain {
+// chainObserve is Placement.Observe for what session registers without
+// running it (render): the same observers start --chain applies, with
+// nothing to collect; nil when on (--chain) is false.
+func chainObserve(on bool, session string, log *slog.Logger) func([]*unstructured.Unstructured, registration.Target, string) ([]*unstructured.Unstructured, error) {
+	if !on {
 		return nil
 	}
 	return func(objs []*unstructured.Unstructured, t registration.Target, leaseRef string) ([]*unstructured.Unstructured, error) {
-		obs, _, err := observers(cfg.Session, cfg.Log, objs, t, leaseRef)
+		obs, _, err := observers(session, log, objs, t, leaseRef)
 		return obs, err
 	}
 }

@@ -40,11 +40,11 @@ func Render(ctx context.Context, c *Config) ([]byte, error) {
 		return nil, err
 	}
 	// Your webhooks as start loads them: the same checks, the same log.
-	if _, err := loadUserWebhooks(cfg.User, cfg, c.manifests); err != nil {
+	if _, err := c.userWebhooks(cfg.User); err != nil {
 		return nil, err
 	}
 	objs, err := c.Objects(Placement{Target: registration.Target{URL: URL(host, cfg.Port), CABundle: bundle},
-		LeaseRef: cfg.LeaseNamespace + "/" + registration.LeaseName(cfg.Session), Scope: sc, Observe: chainObserve(cfg)})
+		LeaseRef: cfg.leaseRef(), Scope: sc, Observe: chainObserve(cfg.Chain, cfg.Session, cfg.Log)})
 	if err != nil {
 		return nil, err
 	}

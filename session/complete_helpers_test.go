@@ -37,5 +37,5 @@ func loadUser(spec UserWebhooks, cfg Options) (*userWebhooks, error) {
 			return nil, err
 		}
 	}
-	return loadUserWebhooks(spec, cfg, m)
+	return loadUserWebhooks(spec, m, cfg.Session, cfg.Kubeconfig, cfg.Project, cfg.Log)
 }

@@ -190,3 +190,9 @@ func (c Options) Validate() error {
 func URL(host string, port int) string {
 	return "https://" + net.JoinHostPort(host, strconv.Itoa(port))
 }
+
+// leaseRef is the session Lease as namespace/name: every object the
+// session writes names it, and the relay's Pod holds on to it.
+func (c Options) leaseRef() string {
+	return c.LeaseNamespace + "/" + registration.LeaseName(c.Session)
+}

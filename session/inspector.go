@@ -56,11 +56,12 @@ func newInspectorStore(ic InspectorConfig, log *slog.Logger) *inspector.Store {
 // alone under --shadow; extra
 // webhooks), except the built-ins: they are built again with an events
 // recorder that drops Events, so a replay leaves no trace in the cluster.
-func newInspector(cfg Options, store *inspector.Store, hooks []admission.Webhook, user *userWebhooks, conv *conversions, factory informers.SharedInformerFactory) (*inspector.Server, error) {
-	if store == nil {
+func (y *yours) newInspector(hooks []admission.Webhook, factory informers.SharedInformerFactory) (*inspector.Server, error) {
+	if y.store == nil {
 		return nil, nil
 	}
-	replayHooks, err := replayWebhooks(cfg.Webhooks, cfg.WebhookOptions, cfg.Log, hooks, factory)
+	log, ic := y.log, y.inspector
+	replayHooks, err := replayWebhooks(y.builtins, y.builtinOpts, log, hooks, factory)
 	if err != nil {
 		return nil, err
 	}
@@ -71,14 +72,14 @@ func newInspector(cfg Options, store *inspector.Store, hooks []admission.Webhook
 			sources[h.Name] = inspector.SourceBuiltIn
 		}
 	}
-	for _, h := range user.hooks {
+	for _, h := range y.user.hooks {
 		sources[h.Name] = inspector.SourceUpstream
 	}
-	opts := inspector.Options{Address: cfg.Inspector.Address, Expose: cfg.Inspector.Expose, Store: store,
-		Sources: sources, Log: cfg.Log, Replay: conv.replayTarget(replayTarget(replayHooks, cfg.Log), sources, cfg.Log)}
+	opts := inspector.Options{Address: ic.Address, Expose: ic.Expose, Store: y.store,
+		Sources: sources, Log: log, Replay: y.conversions.replayTarget(replayTarget(replayHooks, log), sources, log)}
 	srv, err := inspector.New(opts)
-	if err != nil && cfg.Inspector.Fallback {
-		cfg.Log.Warn("the inspector's default address is busy (another hookback?): serving it on a free port", "address", opts.Address, "error", err)
+	if err != nil && ic.Fallback {
+		log.Warn("the inspector's default address is busy (another hookback?): serving it on a free port", "address", opts.Address, "error", err)
 		opts.Address = "127.0.0.1:0"
 		srv, err = inspector.New(opts)
 	}

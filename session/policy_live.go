@@ -57,18 +57,18 @@ type livePolicies struct {
 }
 
 // readPolicies reads start --policy's manifests; nil without --policy.
-func readPolicies(o Options) (*livePolicies, error) {
-	if len(o.Policies.Paths) == 0 {
+func readPolicies(in PolicyInput, log *slog.Logger) (*livePolicies, error) {
+	if len(in.Paths) == 0 {
 		return nil, nil
 	}
-	set, err := policy.Load(o.Policies.Paths, o.Policies.Stdin)
+	set, err := policy.Load(in.Paths, in.Stdin)
 	if err != nil {
 		return nil, fmt.Errorf("--policy: %w", err)
 	}
-	p := &livePolicies{in: o.Policies, log: o.Log, rules: observedRules(set), out: newPolicyReport(o.Log)}
+	p := &livePolicies{in: in, log: log, rules: observedRules(set), out: newPolicyReport(log)}
 	if len(p.rules) == 0 {
 		return nil, fmt.Errorf("--policy %s: no ValidatingAdmissionPolicy or MutatingAdmissionPolicy with matchConstraints.resourceRules: nothing to observe",
-			strings.Join(o.Policies.Paths, ","))
+			strings.Join(in.Paths, ","))
 	}
 	p.set.Store(set)
 	return p, nil
@@ -77,7 +77,7 @@ func readPolicies(o Options) (*livePolicies, error) {
 // readPolicies reads --policy's manifests into c, and adds their observer
 // to c's observers: Config.Objects then registers it with the rest.
 func (c *Config) readPolicies() error {
-	p, err := readPolicies(c.opts)
+	p, err := readPolicies(c.opts.Policies, c.opts.Log)
 	if err != nil || p == nil {
 		return err
 	}

@@ -84,7 +84,7 @@ func TestPolicyReadErrors(t *testing.T) {
 func livePoliciesFor(t testing.TB, path string, logs *bytes.Buffer) (*livePolicies, *inspector.Store, string) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	p, err := readPolicies(Options{Policies: PolicyInput{Paths: []string{path}}, Log: log})
+	p, err := readPolicies(PolicyInput{Paths: []string{path}}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestPolicyReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
-	p, err := readPolicies(Options{Policies: PolicyInput{Paths: []string{file}}, Log: slog.New(slog.NewTextHandler(logs, nil))})
+	p, err := readPolicies(PolicyInput{Paths: []string{file}}, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,6 @@ import (
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/internal/lifecycle"
 	"github.com/hookback/hookback/kubeconfig"
-	"github.com/hookback/hookback/manifests"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/server"
 	"github.com/hookback/hookback/tunnel"
@@ -58,7 +57,8 @@ func runOn(ctx context.Context, c *Config, cl *kubeconfig.Cluster, started time.
 	}
 	// 2. The address the apiserver dials: this machine's, or with --tunnel
 	// the Service of the session's relay.
-	decision, tun, err := reach(ctx, cfg, cl)
+	leaseRef := cfg.leaseRef()
+	decision, tun, err := reach(ctx, cl, cfg.AdvertiseAddress, cfg.Tunnel, cfg.Session, leaseRef, cfg.Log)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func runOn(ctx context.Context, c *Config, cl *kubeconfig.Cluster, started time.
 	if err != nil {
 		return err
 	}
-	y, err := loadYours(&cfg, c.manifests)
+	y, err := loadYours(c, cfg.User, cfg.Scope)
 	if err != nil {
 		return err
 	}
@@ -118,9 +118,10 @@ func runOn(ctx context.Context, c *Config, cl *kubeconfig.Cluster, started time.
 }
 
 // loadYours reads your webhooks and CRDs and builds their forwarders, and
-// sets which conversions the session redirects (the scope's).
-func loadYours(cfg *Options, m *manifests.Set) (*yours, error) {
-	user, err := loadUserWebhooks(cfg.User, *cfg, m)
+// says which conversions the scope leaves alone.
+func loadYours(c *Config, spec UserWebhooks, scope registration.Scope) (*yours, error) {
+	cfg := c.opts
+	user, err := c.userWebhooks(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -128,8 +129,11 @@ func loadYours(cfg *Options, m *manifests.Set) (*yours, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.RedirectConversion = scopeConversions(cfg.RedirectConversion, cfg.Scope, cfg.Log, conv)
-	return &yours{cfg: *cfg, user: user, conversions: conv}, nil
+	// Config.Objects redirects what this filter passes; here only its
+	// warning is wanted.
+	scopeConversions(cfg.RedirectConversion, scope, cfg.Log, conv)
+	return &yours{log: cfg.Log, inspector: cfg.Inspector, recordDir: cfg.RecordDir, builtins: cfg.Webhooks,
+		builtinOpts: cfg.WebhookOptions, user: user, conversions: conv}, nil
 }
 
 // listenHost is the host the webhook server binds: --bind-address; else,
@@ -213,7 +217,7 @@ func newRun(cfg Options, cl *kubeconfig.Cluster, srv *server.Server, canary *reg
 		registrar: &registration.Registrar{Client: cl.Client, Dynamic: cl.Dynamic, Session: cfg.Session, Log: cfg.Log},
 		heartbeat: &registration.Heartbeat{Client: cl.Client, Namespace: cfg.LeaseNamespace, Session: cfg.Session,
 			Holder: holderIdentity(), Duration: cfg.LeaseDuration, Parts: p.Names(), Now: cl.Now, Meanwhile: ", webhooks fail open meanwhile", Log: cfg.Log},
-		leaseRef: cfg.LeaseNamespace + "/" + registration.LeaseName(cfg.Session),
+		leaseRef: cfg.leaseRef(),
 		regained: make(chan string, 1),
 		lost:     make(chan error, 1),
 	}

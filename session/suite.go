@@ -13,7 +13,6 @@ import (
 
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/assembly"
-	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/conversion"
 	"github.com/hookback/hookback/registration"
 )
@@ -54,28 +53,24 @@ func (w TestWebhook) Name() string {
 // start writes it, and that CA is trusted for the upstreams.
 func TestTargets(c *Config) (*TestSetup, error) {
 	cfg := c.opts
-	cfg.Scope = registration.Scope{}
+	// --exec (project mode) writes the pair its manager serves, as start
+	// does, and trusts the CA that signed it.
 	if _, err := cfg.User.upstreamCert(cfg.Certs.StateDir, cfg.Log); err != nil {
 		return nil, err
 	}
-	if cfg.Project != nil && cfg.User.CertDir == "" && cfg.User.UpstreamCA == "" && !cfg.User.UpstreamInsecure {
-		// The manager serves the certificate start wrote, signed by
-		// hookback's local CA.
-		_, caFile, err := certs.LocalCA(cfg.Certs.StateDir)
-		if err != nil {
-			return nil, err
-		}
-		cfg.User.UpstreamCA = caFile
+	user, err := c.callerUpstreams(cfg.User)
+	if err != nil {
+		return nil, err
 	}
 	served, err := assembly.ServedWebhooks(cfg.Webhooks, cfg.WebhookOptions, cfg.Extra)
 	if err != nil {
 		return nil, err
 	}
-	user, err := loadUserWebhooks(cfg.User, cfg, c.manifests)
+	yours, err := c.userWebhooks(user)
 	if err != nil {
 		return nil, err
 	}
-	convs, err := loadConversions(user, cfg.Log)
+	convs, err := loadConversions(yours, cfg.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +79,7 @@ func TestTargets(c *Config) (*TestSetup, error) {
 		return nil, err
 	}
 	handlers := map[string]admission.Handler{}
-	for _, h := range slices.Concat(served, observerWebhooks(cfg.Observers), user.hooks) {
+	for _, h := range slices.Concat(served, observerWebhooks(cfg.Observers), yours.hooks) {
 		handlers[h.Path] = h.Handler
 	}
 	var out []TestWebhook
@@ -95,7 +90,7 @@ func TestTargets(c *Config) (*TestSetup, error) {
 		}
 		out = append(out, hooks...)
 	}
-	setup := &TestSetup{Webhooks: out, Conversions: convs.hooks, user: cfg.User}
+	setup := &TestSetup{Webhooks: out, Conversions: convs.hooks, user: user}
 	for _, c := range convs.crds {
 		if c.Conversion != nil {
 			setup.CRDs = append(setup.CRDs, c.Object)

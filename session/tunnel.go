@@ -2,10 +2,10 @@ package session
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/hookback/hookback/advertise"
 	"github.com/hookback/hookback/kubeconfig"
-	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/tunnel"
 )
 
@@ -15,15 +15,15 @@ import (
 // reach decides how the apiserver reaches this process: directly at the
 // advertised address, or with --tunnel through the session's relay, whose
 // Service name the certificate must then cover.
-func reach(ctx context.Context, cfg Options, cl *kubeconfig.Cluster) (advertise.Decision, *tunnel.Session, error) {
-	if !cfg.Tunnel.Enabled {
-		d, err := Advertise(ctx, cfg.Log, cfg.AdvertiseAddress, cl.Config)
+func reach(ctx context.Context, cl *kubeconfig.Cluster, advertiseAddr string, tc tunnel.Config, session, leaseRef string, log *slog.Logger) (advertise.Decision, *tunnel.Session, error) {
+	if !tc.Enabled {
+		d, err := Advertise(ctx, log, advertiseAddr, cl.Config)
 		return d, nil, err
 	}
 	t, err := tunnel.NewSession(tunnel.SessionOptions{
 		Clients: tunnel.Clients{Client: cl.Client, Dynamic: cl.Dynamic}, Rest: cl.Config.Rest,
-		Session: cfg.Session, Namespace: cfg.Tunnel.Namespace, Image: cfg.Tunnel.Image,
-		Lease: cfg.LeaseNamespace + "/" + registration.LeaseName(cfg.Session), AttachTimeout: cfg.Tunnel.AttachTimeout, Log: cfg.Log,
+		Session: session, Namespace: tc.Namespace, Image: tc.Image,
+		Lease: leaseRef, AttachTimeout: tc.AttachTimeout, Log: log,
 	})
 	if err != nil {
 		return advertise.Decision{}, nil, err
@@ -31,7 +31,7 @@ func reach(ctx context.Context, cfg Options, cl *kubeconfig.Cluster) (advertise.
 	spec := t.Spec()
 	d := advertise.Decision{Host: spec.ServiceHost(), Strategy: "tunnel",
 		Reason: "--tunnel: the apiserver dials the relay's Service; hookback attaches to the relay through the apiserver's pod port-forward"}
-	cfg.Log.Info("reached through a reverse tunnel", "service", spec.ServiceHost(), "namespace", spec.Namespace)
+	log.Info("reached through a reverse tunnel", "service", spec.ServiceHost(), "namespace", spec.Namespace)
 	return d, t, nil
 }
 

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/manifests"
+	"github.com/hookback/hookback/project"
 	"github.com/hookback/hookback/rbac"
 
 	"github.com/hookback/hookback/admission"
@@ -231,20 +233,44 @@ type userWebhooks struct {
 	shadow    *shadowReport
 }
 
-func loadUserWebhooks(spec UserWebhooks, cfg Options, m *manifests.Set) (*userWebhooks, error) {
+// userWebhooks loads c's webhooks with spec, c's as the command resolved
+// it (the upstream CA), as every command that serves or calls them does.
+func (c *Config) userWebhooks(spec UserWebhooks) (*userWebhooks, error) {
+	o := c.opts
+	return loadUserWebhooks(spec, c.manifests, o.Session, o.Kubeconfig, o.Project, o.Log)
+}
+
+// callerUpstreams are upstreams u as a command that calls your manager
+// without start (audit, test) reaches them: the manager of a project
+// serves the certificate start wrote into its directory, signed by
+// hookback's local CA, so that CA is trusted unless you named one or
+// turned the checks off.
+func (c *Config) callerUpstreams(u UserWebhooks) (UserWebhooks, error) {
+	if c.opts.Project == nil || u.UpstreamCA != "" || u.UpstreamInsecure {
+		return u, nil
+	}
+	_, caFile, err := certs.LocalCA(c.opts.Certs.StateDir)
+	if err != nil {
+		return u, err
+	}
+	u.UpstreamCA = caFile
+	return u, nil
+}
+
+func loadUserWebhooks(spec UserWebhooks, m *manifests.Set, session string, kco kubeconfig.Options, proj *project.Project, log *slog.Logger) (*userWebhooks, error) {
 	if m == nil {
-		return &userWebhooks{spec: spec, late: newLateReport(cfg.Log, spec.LateAnswerTimeout), shadow: newShadowReport(cfg.Log, false)}, nil
+		return &userWebhooks{spec: spec, late: newLateReport(log, spec.LateAnswerTimeout), shadow: newShadowReport(log, false)}, nil
 	}
-	if cfg.Project != nil && cfg.Log != nil {
-		cfg.Project.Log(cfg.Log)
+	if proj != nil && log != nil {
+		proj.Log(log)
 	}
-	if s := m.SkippedSummary(); s != "" && cfg.Log != nil {
-		cfg.Log.Info("manifests: objects skipped, hookback takes only webhook configurations and CRDs", "skipped", s)
+	if s := m.SkippedSummary(); s != "" && log != nil {
+		log.Info("manifests: objects skipped, hookback takes only webhook configurations and CRDs", "skipped", s)
 	}
 	if err := spec.checkMapped(m); err != nil {
 		return nil, err
 	}
-	u := &userWebhooks{spec: spec, manifests: m, late: newLateReport(cfg.Log, spec.LateAnswerTimeout), shadow: newShadowReport(cfg.Log, spec.Shadow.Target != "")}
+	u := &userWebhooks{spec: spec, manifests: m, late: newLateReport(log, spec.LateAnswerTimeout), shadow: newShadowReport(log, spec.Shadow.Target != "")}
 	if len(m.Webhooks) == 0 && len(m.CRDs) > 0 {
 		return u, nil // conversion webhooks only
 	}
@@ -253,7 +279,7 @@ func loadUserWebhooks(spec UserWebhooks, cfg Options, m *manifests.Set) (*userWe
 	}
 	// The routes depend on the manifests alone; URL and caBundle are known
 	// later and filled in at every render.
-	reg, routes, err := manifests.Rewrite(m.Webhooks, spec.manifestOptions("https://hookback.invalid", "", cfg.Session, ""))
+	reg, routes, err := manifests.Rewrite(m.Webhooks, spec.manifestOptions("https://hookback.invalid", "", session, ""))
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +291,7 @@ func loadUserWebhooks(spec UserWebhooks, cfg Options, m *manifests.Set) (*userWe
 			return nil, err
 		}
 		opts := spec.options(up)
-		opts.Log = cfg.Log
+		opts.Log = log
 		if spec.LateAnswerTimeout > 0 { // negative: off
 			opts.LateAnswerTimeout = spec.LateAnswerTimeout
 			u.late.forward(&opts, routeName(r), r.Path, routePolicies(r, policies))
@@ -276,7 +302,7 @@ func loadUserWebhooks(spec UserWebhooks, cfg Options, m *manifests.Set) (*userWe
 		}
 		u.hooks = append(u.hooks, admission.Webhook{Name: routeName(r), Path: r.Path, Handler: fwd})
 	}
-	if u.hooks, err = spec.Shadow.wrap(cfg.Kubeconfig, cfg.Log, routes, u.hooks, u.shadow); err != nil {
+	if u.hooks, err = spec.Shadow.wrap(kco, log, routes, u.hooks, u.shadow); err != nil {
 		return nil, err
 	}
 	return u, nil
