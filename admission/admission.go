@@ -1,17 +1,19 @@
-// Package admission is the API an admission webhook is written against, and
-// the transport that serves it: a Handler decides one Request and returns a
-// Response built with Allowed, Denied, Errored or Patched; NewHTTPHandler
-// serves a Handler over HTTP for both AdmissionReview versions.
+// Package admission is the API an admission webhook is written against: a
+// Handler decides one Request and returns a Response built with Allowed,
+// Denied, Errored, Patched or CallFailed; a Webhook names a Handler and the
+// path it is served at. Hand Webhooks to hookback (cli.Extension in a
+// program of your own, see examples/custom-webhook), which serves them over
+// HTTPS for both AdmissionReview versions; NewRequest builds a Request from
+// a review a program holds, to call a Handler directly (a test, a replay).
 //
 // Handlers never see HTTP, review versions or JSON encoding. Mutating
 // handlers return the JSON patch operations they mean (see PatchOp) against
 // the raw request object. The package depends only on k8s.io/api,
-// k8s.io/apimachinery, the standard library and
-// github.com/go-json-experiment/json (no dependencies of its own; already in
-// client-go's module graph through kube-openapi), so a Go program can import
-// it to write its own webhook and serve it through hookback. That JSON
-// package is the prototype of Go's encoding/json/v2: when v2 leaves
-// GOEXPERIMENT, decodeReview moves to it and the dependency goes.
+// k8s.io/apimachinery, the standard library and, through the review
+// decoder it shares with hookback's transport, github.com/go-json-experiment/json
+// (no dependencies of its own; already in client-go's module graph through
+// kube-openapi), so a Go program can import it to write its own webhook and
+// serve it through hookback.
 package admission
 
 import (
@@ -22,12 +24,12 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hookback/hookback/internal/review"
 )
 
 // Request is one admission request, whichever AdmissionReview version carried
@@ -41,47 +43,32 @@ type Request struct {
 	// query), zero when it did not say; the handler's context ends then.
 	Timeout time.Duration
 	// body is the transport's pooled buffer holding the review as received,
-	// gen the generation of it this request owns; owned is a review given
-	// to NewRequest, which never expires.
-	body  *body
-	gen   uint64
+	// for as long as this request's Handle runs; owned is a review given to
+	// NewRequest or kept (Keep), which never expires.
+	body  review.Ref
 	owned []byte
 }
 
-// body is a request's pooled buffer. Its generation moves on when the
-// request's Handle returns, so a Request kept past that finds no bytes
-// (Review returns nil) rather than a later request's review.
-type body struct {
-	buf  bytes.Buffer
-	gen  atomic.Uint64
-	wait atomic.Int64
+// The transport (internal/admissionhttp) builds its Requests over a pooled
+// buffer with this, the one way to set body.
+func init() {
+	review.SetNewRequest(func(rv *admissionv1.AdmissionReview, body review.Ref) Request {
+		return Request{AdmissionRequest: *rv.Request, ReviewVersion: rv.APIVersion, body: body}
+	})
 }
-
-var bodyPool = sync.Pool{New: func() any { return new(body) }}
-
-// getBody takes a pooled body for a new request.
-func getBody() *body {
-	b := bodyPool.Get().(*body)
-	b.buf.Reset()
-	b.wait.Store(0)
-	return b
-}
-
-// expire ends the current request's access to b.
-func (b *body) expire() { b.gen.Add(1) }
 
 // NewRequest decodes an AdmissionReview (v1 or v1beta1) into a Request
-// whose Review is review itself, kept for as long as the Request: for a
+// whose Review is b itself, kept for as long as the Request: for a
 // program that builds reviews to send through a Handler (an audit, a
 // replay, a test).
-func NewRequest(review []byte) (Request, error) {
-	r, err := decodeReview(review)
+func NewRequest(b []byte) (Request, error) {
+	r, err := review.Decode(b)
 	if err != nil {
 		return Request{}, err
 	}
 	// A review carries no timeout (the apiserver sends it as a query
 	// parameter): set Timeout when the caller has one.
-	return Request{AdmissionRequest: *r.Request, ReviewVersion: r.APIVersion, owned: review}, nil
+	return Request{AdmissionRequest: *r.Request, ReviewVersion: r.APIVersion, owned: b}, nil
 }
 
 // Review returns the AdmissionReview exactly as received, for a handler
@@ -92,10 +79,7 @@ func (r *Request) Review() []byte {
 	if r.owned != nil {
 		return r.owned
 	}
-	if r.body == nil || r.body.gen.Load() != r.gen {
-		return nil
-	}
-	return r.body.buf.Bytes()
+	return r.body.Bytes()
 }
 
 // Keep copies the review out of the transport's buffer into r, so that r
@@ -117,9 +101,7 @@ func (r *Request) Keep() {
 // more than once (the waits add up) and from any goroutine, until Handle
 // returns; later calls are ignored.
 func (r *Request) ReportWait(d time.Duration) {
-	if r.body != nil && r.body.gen.Load() == r.gen {
-		r.body.wait.Add(int64(d))
-	}
+	r.body.ReportWait(d)
 }
 
 // IsDryRun reports whether the apiserver will not persist the object, so a

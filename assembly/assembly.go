@@ -21,6 +21,7 @@ import (
 	"github.com/hookback/hookback/builtin/controllers"
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/inspector"
+	"github.com/hookback/hookback/internal/admissionhttp"
 	"github.com/hookback/hookback/internal/portholder"
 	"github.com/hookback/hookback/server"
 )
@@ -72,7 +73,7 @@ type Serving struct {
 	// Webhooks are served in this order.
 	Webhooks []admission.Webhook
 	// Recorder keeps their reviews; nil keeps none.
-	Recorder admission.Recorder
+	Recorder admissionhttp.Recorder
 	// Handlers are other handlers by path (CRD conversions).
 	Handlers map[string]http.Handler
 }

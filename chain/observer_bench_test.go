@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/admissionhttp"
 )
 
 // BenchmarkObserver is the three observers' calls for one request
@@ -42,7 +43,7 @@ func BenchmarkObserver(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			var hs []http.Handler
 			for _, h := range tc.handlers {
-				hs = append(hs, admission.NewHTTPHandler(admission.Webhook{Name: "bench", Path: "/bench", Handler: h}, admission.HTTPOptions{}))
+				hs = append(hs, admissionhttp.NewHandler(admission.Webhook{Name: "bench", Path: "/bench", Handler: h}, admissionhttp.Options{}))
 			}
 			b.ReportAllocs()
 			i := 0

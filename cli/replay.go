@@ -20,6 +20,7 @@ import (
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/builtin/webhooks"
+	"github.com/hookback/hookback/internal/admissionhttp"
 	"github.com/hookback/hookback/record"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/upstream"
@@ -101,7 +102,7 @@ func runReplay(c *cli.Context, o ReplayOptions) error {
 	if err != nil {
 		return err
 	}
-	h := admission.NewHTTPHandler(hooks[0], admission.HTTPOptions{Log: log})
+	h := admissionhttp.NewHandler(hooks[0], admissionhttp.Options{Log: log})
 	req := httptest.NewRequest(http.MethodPost, hooks[0].Path, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
@@ -122,7 +123,7 @@ func readInput(name string) ([]byte, error) {
 		defer f.Close()
 		r = f
 	}
-	b, err := io.ReadAll(io.LimitReader(r, admission.DefaultMaxBodyBytes+1))
+	b, err := io.ReadAll(io.LimitReader(r, admissionhttp.DefaultMaxBodyBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read review: %w", err)
 	}
@@ -187,7 +188,7 @@ func replayUpstream(c *cli.Context, o ReplayOptions) error {
 		if err != nil {
 			return nil, err
 		}
-		return admission.NewHTTPHandler(admission.Webhook{Name: e.Webhook, Path: e.Path, Handler: fwd}, admission.HTTPOptions{Log: log}), nil
+		return admissionhttp.NewHandler(admission.Webhook{Name: e.Webhook, Path: e.Path, Handler: fwd}, admissionhttp.Options{Log: log}), nil
 	}
 	changed, err := record.Replay(c.Context, entries, target, c.App.Writer)
 	switch {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/admissionhttp"
 )
 
 // Webhook is one CRD's conversion webhook as hookback serves it.
@@ -32,7 +32,7 @@ type Options struct {
 	Metrics *Metrics
 	// Recorder, when set, keeps each review and its answer (--record-dir,
 	// the inspector), under the webhook name "convert/" + CRD.
-	Recorder admission.ServedRecorder
+	Recorder admissionhttp.ServedRecorder
 }
 
 // Metrics count conversions by CRD and result.
@@ -92,11 +92,11 @@ func (h *handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		h.fail(rw, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed: conversion reviews are POSTed")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(rw, r.Body, admission.DefaultMaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(rw, r.Body, admissionhttp.DefaultMaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			h.fail(rw, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", admission.DefaultMaxBodyBytes))
+			h.fail(rw, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", admissionhttp.DefaultMaxBodyBytes))
 			return
 		}
 		h.fail(rw, http.StatusBadRequest, "read request body: "+err.Error())
@@ -129,7 +129,7 @@ func (h *handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	h.opts.Metrics.observe(h.w.CRD, result, len(req.Objects), took)
 	h.log(req, result, ans, took)
 	if h.opts.Recorder != nil {
-		h.opts.Recorder.RecordServed(admission.Served{Webhook: "convert/" + h.w.CRD, Path: h.w.Path, Review: body, Answer: out,
+		h.opts.Recorder.RecordServed(admissionhttp.Served{Webhook: "convert/" + h.w.CRD, Path: h.w.Path, Review: body, Answer: out,
 			Start: start, Took: took, Upstream: ans.Upstream})
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/admissionhttp"
 )
 
 // BenchmarkRecordServed is the inspector's whole cost on the admission
@@ -20,7 +20,7 @@ func BenchmarkRecordServed(b *testing.B) {
 		}
 		b.Run(fx, func(b *testing.B) {
 			s := NewStore(StoreOptions{})
-			x := admission.Served{Webhook: "bench", Path: "/bench", Review: review, Answer: answer, Start: time.Now(), Took: time.Millisecond}
+			x := admissionhttp.Served{Webhook: "bench", Path: "/bench", Review: review, Answer: answer, Start: time.Now(), Took: time.Millisecond}
 			b.ReportAllocs()
 			b.SetBytes(int64(len(review) + len(answer)))
 			for b.Loop() {

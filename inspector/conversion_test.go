@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/admissionhttp"
 )
 
 func TestConversionShown(t *testing.T) {
@@ -18,7 +18,7 @@ func TestConversionShown(t *testing.T) {
 	answer := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","response":{"uid":"c1","result":{"status":"Success"},"convertedObjects":[` +
 		`{"apiVersion":"e2e.hookback.dev/v2","kind":"Widget","metadata":{"name":"w1","namespace":"ns"},"spec":{"count":4}},` +
 		`{"apiVersion":"e2e.hookback.dev/v2","kind":"Widget","metadata":{"name":"w2","namespace":"ns"},"spec":{"count":5}}]}}`
-	f.store.RecordServed(admission.Served{Webhook: "convert/widgets.e2e.hookback.dev", Path: "/convert/widgets.e2e.hookback.dev/convert",
+	f.store.RecordServed(admissionhttp.Served{Webhook: "convert/widgets.e2e.hookback.dev", Path: "/convert/widgets.e2e.hookback.dev/convert",
 		Review: []byte(review), Answer: []byte(answer), Start: time.Now(), Took: time.Millisecond})
 	_, list := f.get("/")
 	for _, w := range []string{"CONVERT", "to e2e.hookback.dev/v2", "ns/w1 and 1 more", "converted"} {

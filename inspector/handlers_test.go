@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/admissionhttp"
 	"github.com/hookback/hookback/record"
 )
 
@@ -125,7 +126,7 @@ func TestDownloadIsWhatReplayReads(t *testing.T) {
 	// hookback replay --upstream reads it and finds the same answer.
 	var out bytes.Buffer
 	target := func(record.Entry) (http.Handler, error) {
-		return admission.NewHTTPHandler(testHook, admission.HTTPOptions{}), nil
+		return admissionhttp.NewHandler(testHook, admissionhttp.Options{}), nil
 	}
 	changed, err := record.Replay(context.Background(), []record.NamedEntry{{File: "x", Entry: e}}, target, &out)
 	if err != nil || changed != 0 {
@@ -168,7 +169,7 @@ func TestReplay(t *testing.T) {
 				})
 				f.srv.opts.Replay = func(record.Entry) (http.Handler, error) {
 					deny := admission.Webhook{Name: "d", Handler: admission.HandlerFunc(func(context.Context, admission.Request) admission.Response { return admission.Denied("now no") })}
-					return admission.NewHTTPHandler(deny, admission.HTTPOptions{}), nil
+					return admissionhttp.NewHandler(deny, admissionhttp.Options{}), nil
 				}
 			}},
 		{name: "cross-origin refused", path: "/reviews/2/replay", hdr: map[string]string{"Origin": "http://evil.example"}, wantCode: 403},
@@ -321,8 +322,8 @@ func TestDetailShowsEvents(t *testing.T) {
 			corev1.EventTypeWarning, "SidecarSkipped", "InjectSidecar", "missing annotation %s", "xxl-agent/job-name")
 		return admission.Allowed("")
 	})
-	f.serve = admission.NewHTTPHandler(admission.Webhook{Name: testHook.Name, Path: testHook.Path, Handler: tapped},
-		admission.HTTPOptions{Recorder: f.store})
+	f.serve = admissionhttp.NewHandler(admission.Webhook{Name: testHook.Name, Path: testHook.Path, Handler: tapped},
+		admissionhttp.Options{Recorder: f.store})
 	f.admit(podReview("u-ev", "team-a", "ev-pod"))
 	_, body := f.get(fmt.Sprintf("/reviews/%d", f.lastID()))
 	for _, want := range []string{"<strong>Warning</strong> SidecarSkipped (InjectSidecar) on Pod team-a/ev-pod: missing annotation xxl-agent/job-name"} {

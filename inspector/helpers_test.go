@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/admissionhttp"
 	"github.com/hookback/hookback/record"
 )
 
@@ -64,13 +65,13 @@ func newFixture(t *testing.T, opts StoreOptions) *fixture {
 	store := NewStore(opts)
 	srv, err := New(Options{Address: "127.0.0.1:0", Store: store, Sources: map[string]string{testHook.Name: SourceBuiltIn},
 		Replay: func(record.Entry) (http.Handler, error) {
-			return admission.NewHTTPHandler(testHook, admission.HTTPOptions{}), nil
+			return admissionhttp.NewHandler(testHook, admissionhttp.Options{}), nil
 		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.ln.Close() })
-	f := &fixture{t: t, store: store, srv: srv, serve: admission.NewHTTPHandler(testHook, admission.HTTPOptions{Recorder: store})}
+	f := &fixture{t: t, store: store, srv: srv, serve: admissionhttp.NewHandler(testHook, admissionhttp.Options{Recorder: store})}
 	f.http = httptest.NewServer(srv.Handler())
 	t.Cleanup(f.http.Close)
 	return f

@@ -5,7 +5,7 @@
 // replay` reads, and replays one to the same built-in or upstream to show
 // whether the answer changed.
 //
-// A Store is the admission.ServedRecorder the transport feeds: its hot path
+// A Store is the admissionhttp.ServedRecorder the transport feeds: its hot path
 // copies bytes into a ring bounded in count and bytes (Secrets' data
 // redacted first) and parses nothing. A Server renders pages from the Store
 // with html/template when they are asked for, streams new rows with

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/admissionhttp"
 )
 
 // States of the shadow column (start --shadow), as the list shows them.
@@ -140,7 +140,7 @@ func (s *Store) SetShadow(webhook, uid string, sh Shadow) {
 
 // claimShadow takes the comparison waiting for x, and puts your webhook's
 // answer in x. Called with s.mu held.
-func (s *Store) claimShadow(x *admission.Served) *shadowOutcome {
+func (s *Store) claimShadow(x *admissionhttp.Served) *shadowOutcome {
 	key := x.Webhook + "\x00" + x.UID
 	sh, ok := s.waiting[key]
 	if !ok {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/admissionhttp"
 )
 
 // yourDenial is the AdmissionReview your webhook answered uid with: a
@@ -110,7 +110,7 @@ func TestShadowColumnOnlyWhereCompared(t *testing.T) {
 		t.Fatal("a shadow column without --shadow")
 	}
 	f.store.ShadowWebhooks("another-hook")
-	f.store.RecordServed(admission.Served{Webhook: "another-hook", Path: "/other", UID: "u2", Review: podReview("u2", "team-a", "late-2"),
+	f.store.RecordServed(admissionhttp.Served{Webhook: "another-hook", Path: "/other", UID: "u2", Review: podReview("u2", "team-a", "late-2"),
 		Answer: yourDenial("u2"), Start: time.Now(), Late: "the apiserver had stopped waiting"})
 	_, page := f.get("/")
 	for _, id := range []uint64{1, 2} {

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/admissionhttp"
 	"github.com/hookback/hookback/record"
 )
 
@@ -45,7 +45,7 @@ type Event struct {
 }
 
 // Store keeps the last reviews hookback served, in a ring bounded in count
-// and bytes. It is the admission.ServedRecorder the transport feeds: the
+// and bytes. It is the admissionhttp.ServedRecorder the transport feeds: the
 // hot path copies bytes (Secrets' data redacted first) and parses nothing;
 // what the page shows is parsed when the page asks.
 //
@@ -87,8 +87,8 @@ type Store struct {
 }
 
 var (
-	_ admission.Recorder       = (*Store)(nil)
-	_ admission.ServedRecorder = (*Store)(nil)
+	_ admissionhttp.Recorder       = (*Store)(nil)
+	_ admissionhttp.ServedRecorder = (*Store)(nil)
 )
 
 // NewStore returns an empty store.
@@ -108,16 +108,16 @@ func NewStore(opts StoreOptions) *Store {
 	return s
 }
 
-// Record implements admission.Recorder, for a transport that does not know
+// Record implements admissionhttp.Recorder, for a transport that does not know
 // ServedRecorder: the review is kept without timings.
 func (s *Store) Record(webhook, path string, review, answer []byte) {
-	s.RecordServed(admission.Served{Webhook: webhook, Path: path, Review: review, Answer: answer, Start: time.Now()})
+	s.RecordServed(admissionhttp.Served{Webhook: webhook, Path: path, Review: review, Answer: answer, Start: time.Now()})
 }
 
-// RecordServed implements admission.ServedRecorder: it copies the review
+// RecordServed implements admissionhttp.ServedRecorder: it copies the review
 // (redacted when it may hold a Secret) and the answer into the ring, and
 // wakes the open pages.
-func (s *Store) RecordServed(x admission.Served) {
+func (s *Store) RecordServed(x admissionhttp.Served) {
 	var shadow *shadowOutcome
 	if s.shadowing.Load() && x.UID != "" && x.Late == "" {
 		s.mu.Lock()

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/admissionhttp"
 	"github.com/hookback/hookback/record"
 )
 
-func served(review, answer []byte) admission.Served {
-	return admission.Served{Webhook: "w", Path: "/w", Review: review, Answer: answer, Start: time.Now()}
+func served(review, answer []byte) admissionhttp.Served {
+	return admissionhttp.Served{Webhook: "w", Path: "/w", Review: review, Answer: answer, Start: time.Now()}
 }
 
 func TestStoreBounds(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/admissionhttp"
 )
 
 // Redacted replaces each value of a Secret's data and stringData.
@@ -52,7 +52,7 @@ type Recorder struct {
 	seq atomic.Uint64
 }
 
-var _ admission.Recorder = (*Recorder)(nil)
+var _ admissionhttp.Recorder = (*Recorder)(nil)
 
 // NewRecorder creates dir (0700) if needed.
 func NewRecorder(dir string, log *slog.Logger) (*Recorder, error) {
@@ -65,7 +65,7 @@ func NewRecorder(dir string, log *slog.Logger) (*Recorder, error) {
 	return &Recorder{dir: dir, log: log}, nil
 }
 
-// Record implements admission.Recorder: the review and the answer, both
+// Record implements admissionhttp.Recorder: the review and the answer, both
 // redacted (RedactExchange), go into one file, mode 0600. A failure is logged, never returned: the
 // admission has already been answered.
 func (r *Recorder) Record(webhook, path string, review, answer []byte) {

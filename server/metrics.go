@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/admissionhttp"
 )
 
 // Metrics are hookback's Prometheus metrics, kept in a registry of their own
@@ -36,9 +36,9 @@ func NewMetrics() *Metrics {
 	return m
 }
 
-var _ admission.Observer = (*Metrics)(nil)
+var _ admissionhttp.Observer = (*Metrics)(nil)
 
-// Observe implements admission.Observer.
+// Observe implements admissionhttp.Observer.
 func (m *Metrics) Observe(webhook, decision string, took time.Duration) {
 	m.requests.WithLabelValues(webhook, decision).Inc()
 	if decision != "bad_request" {

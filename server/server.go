@@ -1,6 +1,6 @@
 // Package server runs hookback's two listeners: the webhooks over TLS, each
 // admission answered first and its log line, metrics and recording done after
-// (admission.Afterwards), within the limits of docs/server.md; and /healthz,
+// (admissionhttp.Afterwards), within the limits of docs/server.md; and /healthz,
 // /readyz and /metrics over plain HTTP on a separate, loopback by default,
 // address.
 package server
@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/admissionhttp"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -29,7 +30,7 @@ type Server struct {
 	tls      *tls.Config
 	log      *slog.Logger
 	metrics  *Metrics
-	recorder admission.Recorder
+	recorder admissionhttp.Recorder
 	limits   Limits
 	ready    atomic.Bool
 
@@ -48,7 +49,7 @@ type ServerOptions struct {
 	Log           *slog.Logger
 	Metrics       *Metrics
 	// Recorder, when set, keeps every review and answer.
-	Recorder admission.Recorder
+	Recorder admissionhttp.Recorder
 	// Handlers are other webhooks by path (CRD conversion), served as they are.
 	Handlers map[string]http.Handler
 	// Limits bound what one client can hold; zero fields take
@@ -79,7 +80,7 @@ type Limits struct {
 // DefaultLimits are what start serves with.
 func DefaultLimits() Limits {
 	return Limits{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 40 * time.Second,
-		IdleTimeout: 90 * time.Second, MaxHeaderBytes: 64 << 10, MaxBodyBytes: admission.DefaultMaxBodyBytes}
+		IdleTimeout: 90 * time.Second, MaxHeaderBytes: 64 << 10, MaxBodyBytes: admissionhttp.DefaultMaxBodyBytes}
 }
 
 func (l Limits) withDefaults() Limits {
@@ -161,14 +162,14 @@ func (s *Server) Paths() []string {
 	return out
 }
 
-func (s *Server) webhookMux(after *admission.Afterwards) http.Handler {
-	opts := admission.HTTPOptions{Log: s.log, Recorder: s.recorder, MaxBodyBytes: s.limits.MaxBodyBytes, Afterwards: after}
+func (s *Server) webhookMux(after *admissionhttp.Afterwards) http.Handler {
+	opts := admissionhttp.Options{Log: s.log, Recorder: s.recorder, MaxBodyBytes: s.limits.MaxBodyBytes, Afterwards: after}
 	if s.metrics != nil {
 		opts.Observer = s.metrics
 	}
 	mux := http.NewServeMux()
 	for _, w := range s.webhooks {
-		mux.Handle(w.Path, admission.NewHTTPHandler(w, opts))
+		mux.Handle(w.Path, admissionhttp.NewHandler(w, opts))
 	}
 	for p, h := range s.handlers {
 		mux.Handle(p, h)
@@ -209,7 +210,7 @@ const afterwardsQueue = 64
 // inFlightBound more for them to return, so that no review, nor its log
 // line, outlives it.
 func (s *Server) Start(ctx context.Context) error {
-	after := admission.NewAfterwards(afterwardsQueue)
+	after := admissionhttp.NewAfterwards(afterwardsQueue)
 	afterDone := make(chan struct{})
 	go func() {
 		defer close(afterDone)

@@ -9,9 +9,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/conversion"
 	"github.com/hookback/hookback/inspector"
+	"github.com/hookback/hookback/internal/admissionhttp"
 	"github.com/hookback/hookback/manifests"
 	"github.com/hookback/hookback/record"
 	"github.com/hookback/hookback/registration"
@@ -60,7 +60,7 @@ func loadConversions(u *userWebhooks, log *slog.Logger) (*conversions, error) {
 
 // handlers are the conversion webhooks' HTTP handlers by path, recorded
 // with the admissions (rec may be nil) and counted in reg.
-func (c *conversions) handlers(log *slog.Logger, rec admission.Recorder, reg prometheus.Registerer) (map[string]http.Handler, error) {
+func (c *conversions) handlers(log *slog.Logger, rec admissionhttp.Recorder, reg prometheus.Registerer) (map[string]http.Handler, error) {
 	if c == nil || len(c.hooks) == 0 {
 		return nil, nil
 	}
@@ -69,7 +69,7 @@ func (c *conversions) handlers(log *slog.Logger, rec admission.Recorder, reg pro
 		return nil, err
 	}
 	opts := conversion.Options{Log: log, Metrics: m}
-	if sr, ok := rec.(admission.ServedRecorder); ok {
+	if sr, ok := rec.(admissionhttp.ServedRecorder); ok {
 		opts.Recorder = sr
 	}
 	out := map[string]http.Handler{}

@@ -13,6 +13,7 @@ import (
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/inspector"
+	"github.com/hookback/hookback/internal/admissionhttp"
 	"github.com/hookback/hookback/record"
 	"github.com/hookback/hookback/registration"
 )
@@ -115,6 +116,6 @@ func replayTarget(hooks map[string]admission.Webhook, log *slog.Logger) record.T
 		if !ok {
 			return nil, fmt.Errorf("no webhook serves %s in this session", e.Path)
 		}
-		return admission.NewHTTPHandler(h, admission.HTTPOptions{Log: log}), nil
+		return admissionhttp.NewHandler(h, admissionhttp.Options{Log: log}), nil
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/inspector"
+	"github.com/hookback/hookback/internal/admissionhttp"
 	"github.com/hookback/hookback/record"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/upstream"
@@ -116,7 +116,7 @@ func (l *lateReport) report(webhook, path, instead string, a upstream.LateAnswer
 		answer = nil
 	}
 	if l.store != nil {
-		l.store.RecordServed(admission.Served{Webhook: webhook, Path: path, UID: a.UID, Review: a.Review, Answer: answer, Failure: failure,
+		l.store.RecordServed(admissionhttp.Served{Webhook: webhook, Path: path, UID: a.UID, Review: a.Review, Answer: answer, Failure: failure,
 			Start: time.Now().Add(-a.Waited), Took: a.Waited, Upstream: a.Waited, Late: note})
 	}
 	if l.dir != nil && answer != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/admissionhttp"
 	"github.com/hookback/hookback/record"
 	"github.com/hookback/hookback/upstream"
 )
@@ -130,7 +131,7 @@ func TestLateDrain(t *testing.T) {
 		quick := lateServer(t, 0, nil)
 		u, _ := url.Parse(quick.URL)
 		f, err := upstream.New(upstream.Options{Base: u}, "/validate")
-		return admission.NewHTTPHandler(admission.Webhook{Name: "vcm.example.com", Path: "/vcm", Handler: f}, admission.HTTPOptions{}), err
+		return admissionhttp.NewHandler(admission.Webhook{Name: "vcm.example.com", Path: "/vcm", Handler: f}, admissionhttp.Options{}), err
 	}
 	// stuck- names wait for release: replay the record under another name.
 	stuck.Review = json.RawMessage(strings.ReplaceAll(string(stuck.Review), "stuck-2", "again-2"))

@@ -24,6 +24,7 @@ import (
 
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/inspector"
+	"github.com/hookback/hookback/internal/admissionhttp"
 	"github.com/hookback/hookback/policy"
 	"github.com/hookback/hookback/registration"
 )
@@ -202,7 +203,7 @@ func TestPolicyMigration(t *testing.T) {
 	for i, n := range []int{1, 3, 7, 9} {
 		req := deploymentRequest(string(rune('a'+i)), n)
 		hooks[0].Handler.Handle(context.Background(), req)
-		store.RecordServed(admission.Served{Webhook: "replicas", Path: "/replicas", UID: string(req.UID), Review: req.Review()})
+		store.RecordServed(admissionhttp.Served{Webhook: "replicas", Path: "/replicas", UID: string(req.UID), Review: req.Review()})
 	}
 	var disagree []string
 	for _, v := range recorded(t, dir) {

@@ -3,8 +3,8 @@ package session
 import (
 	"log/slog"
 
-	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/inspector"
+	"github.com/hookback/hookback/internal/admissionhttp"
 	"github.com/hookback/hookback/record"
 	"github.com/hookback/hookback/registration"
 )
@@ -21,7 +21,7 @@ type sinks struct {
 
 // newRecorder composes what keeps reviews and answers: files in the record
 // directory and the inspector's store. It returns nil when neither is on.
-func newRecorder(s sinks) (admission.Recorder, error) {
+func newRecorder(s sinks) (admissionhttp.Recorder, error) {
 	rec := sessionRecorder{}
 	store := s.store
 	if s.recordDir != "" {
@@ -44,22 +44,22 @@ func newRecorder(s sinks) (admission.Recorder, error) {
 // hookback's own, and nothing a user replays) into the --record-dir files
 // (answered calls) and the inspector (every call, with its timing).
 type sessionRecorder struct {
-	dir   admission.Recorder
-	store admission.ServedRecorder
+	dir   admissionhttp.Recorder
+	store admissionhttp.ServedRecorder
 }
 
 var (
-	_ admission.Recorder       = sessionRecorder{}
-	_ admission.ServedRecorder = sessionRecorder{}
+	_ admissionhttp.Recorder       = sessionRecorder{}
+	_ admissionhttp.ServedRecorder = sessionRecorder{}
 )
 
-// Record implements admission.Recorder.
+// Record implements admissionhttp.Recorder.
 func (s sessionRecorder) Record(webhook, path string, review, answer []byte) {
-	s.RecordServed(admission.Served{Webhook: webhook, Path: path, Review: review, Answer: answer})
+	s.RecordServed(admissionhttp.Served{Webhook: webhook, Path: path, Review: review, Answer: answer})
 }
 
-// RecordServed implements admission.ServedRecorder.
-func (s sessionRecorder) RecordServed(x admission.Served) {
+// RecordServed implements admissionhttp.ServedRecorder.
+func (s sessionRecorder) RecordServed(x admissionhttp.Served) {
 	if x.Path == registration.CanaryPath {
 		return
 	}

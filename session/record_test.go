@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/admissionhttp"
 	"github.com/hookback/hookback/registration"
 )
 
@@ -14,20 +14,20 @@ func (f *fakeDir) Record(webhook, _ string, _, _ []byte) { f.got = append(f.got,
 
 type fakeStore struct{ got []string }
 
-func (f *fakeStore) RecordServed(x admission.Served) { f.got = append(f.got, x.Webhook) }
+func (f *fakeStore) RecordServed(x admissionhttp.Served) { f.got = append(f.got, x.Webhook) }
 
 // The canary is never recorded; --record-dir gets answered calls, the
 // inspector every call.
 func TestSessionRecorder(t *testing.T) {
 	tests := []struct {
 		name      string
-		served    admission.Served
+		served    admissionhttp.Served
 		wantDir   int
 		wantStore int
 	}{
-		{name: "answered", served: admission.Served{Webhook: "w", Path: "/w", Answer: []byte("{}")}, wantDir: 1, wantStore: 1},
-		{name: "failed call", served: admission.Served{Webhook: "w", Path: "/w", Failure: "bad upstream"}, wantDir: 0, wantStore: 1},
-		{name: "canary", served: admission.Served{Webhook: "canary", Path: registration.CanaryPath, Answer: []byte("{}")}},
+		{name: "answered", served: admissionhttp.Served{Webhook: "w", Path: "/w", Answer: []byte("{}")}, wantDir: 1, wantStore: 1},
+		{name: "failed call", served: admissionhttp.Served{Webhook: "w", Path: "/w", Failure: "bad upstream"}, wantDir: 0, wantStore: 1},
+		{name: "canary", served: admissionhttp.Served{Webhook: "canary", Path: registration.CanaryPath, Answer: []byte("{}")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

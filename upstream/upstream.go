@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/admissionhttp"
 )
 
 // Options configure a Forwarder.
@@ -217,12 +218,12 @@ func (f *Forwarder) read(hr *http.Request) ([]byte, error) {
 		return nil, f.explain(ctx, err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, admission.DefaultMaxBodyBytes+1))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, admissionhttp.DefaultMaxBodyBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s answer: %w", f.opts.subject(), f.explain(ctx, err))
 	}
-	if len(b) > admission.DefaultMaxBodyBytes {
-		return nil, fmt.Errorf("%s answer larger than %d bytes", f.opts.subject(), admission.DefaultMaxBodyBytes)
+	if len(b) > admissionhttp.DefaultMaxBodyBytes {
+		return nil, fmt.Errorf("%s answer larger than %d bytes", f.opts.subject(), admissionhttp.DefaultMaxBodyBytes)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("%s answered HTTP %d: %s", f.opts.subject(), resp.StatusCode, snippet(b))

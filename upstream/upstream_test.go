@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/admissionhttp"
 	"github.com/hookback/hookback/internal/syncbuf"
 )
 
@@ -225,7 +226,7 @@ func TestForwarderReportsItsWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs syncbuf.Buffer
-	h := admission.NewHTTPHandler(admission.Webhook{Name: "up", Path: "/v", Handler: f}, admission.HTTPOptions{Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	h := admissionhttp.NewHandler(admission.Webhook{Name: "up", Path: "/v", Handler: f}, admissionhttp.Options{Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	review := request("admission.k8s.io/v1")
 	req := httptest.NewRequest(http.MethodPost, "/v", bytes.NewReader(review.Review()))
 	req.Header.Set("Content-Type", "application/json")

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/admissionhttp"
 	"k8s.io/client-go/tools/events"
 )
 
@@ -30,7 +30,7 @@ func benchWebhook(b *testing.B, name string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := admission.NewHTTPHandler(hooks[0], admission.HTTPOptions{})
+	h := admissionhttp.NewHandler(hooks[0], admissionhttp.Options{})
 	for _, f := range []string{"pod-create.v1.json", "pod-large.v1.json"} {
 		body, err := os.ReadFile(filepath.Join("..", "..", "testdata", "admission", f))
 		if err != nil {

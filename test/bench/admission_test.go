@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	hookback "github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/admissionhttp"
 	"github.com/hookback/hookback/server"
 )
 
@@ -40,7 +41,7 @@ func hookbackHandler() http.Handler {
 		}
 		return hookback.Patched("", hookback.Add(path, value))
 	})
-	return hookback.NewHTTPHandler(hookback.Webhook{Name: "bench", Handler: h}, hookback.HTTPOptions{Observer: server.NewMetrics()})
+	return admissionhttp.NewHandler(hookback.Webhook{Name: "bench", Handler: h}, admissionhttp.Options{Observer: server.NewMetrics()})
 }
 
 func controllerRuntimeHandler() http.Handler {

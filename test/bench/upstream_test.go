@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	hookback "github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/admissionhttp"
 	"github.com/hookback/hookback/upstream"
 )
 
@@ -45,7 +46,7 @@ func BenchmarkUpstream(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	hb := httptest.NewTLSServer(hookback.NewHTTPHandler(hookback.Webhook{Name: "bench", Path: "/validate", Handler: fwd}, hookback.HTTPOptions{}))
+	hb := httptest.NewTLSServer(admissionhttp.NewHandler(hookback.Webhook{Name: "bench", Path: "/validate", Handler: fwd}, admissionhttp.Options{}))
 	defer hb.Close()
 	hbClient := hb.Client()
 	hbClient.Transport.(*http.Transport).TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // loopback bench

@@ -60,7 +60,7 @@ func TestStartRegistersServesAndCleansUp(t *testing.T) {
 	if !admitMarked(t, ns, p.session) {
 		t.Fatal("the apiserver did not call the e2e webhook: ConfigMap not labelled")
 	}
-	// The log line and the metrics follow the answer (admission.Afterwards).
+	// The log line and the metrics follow the answer (admissionhttp.Afterwards).
 	p.whWaitLogLine(t, "webhook=e2e-mark resource=configmaps operation=CREATE")
 	var metrics string
 	eventually(t, "the admission in /metrics", func(context.Context) (bool, error) {

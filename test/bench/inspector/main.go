@@ -24,6 +24,7 @@ import (
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/inspector"
+	"github.com/hookback/hookback/internal/admissionhttp"
 	"github.com/hookback/hookback/server"
 )
 
@@ -46,13 +47,13 @@ type toggle struct {
 	store *inspector.Store
 }
 
-var _ admission.ServedRecorder = (*toggle)(nil)
+var _ admissionhttp.ServedRecorder = (*toggle)(nil)
 
 func (t *toggle) Record(webhook, path string, review, answer []byte) {
-	t.RecordServed(admission.Served{Webhook: webhook, Path: path, Review: review, Answer: answer})
+	t.RecordServed(admissionhttp.Served{Webhook: webhook, Path: path, Review: review, Answer: answer})
 }
 
-func (t *toggle) RecordServed(x admission.Served) {
+func (t *toggle) RecordServed(x admissionhttp.Served) {
 	if t.on.Load() {
 		t.store.RecordServed(x)
 	}

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/admissionhttp"
 	"github.com/hookback/hookback/policy"
 	"github.com/hookback/hookback/server"
 )
@@ -120,9 +121,9 @@ func latency(review []byte, engine *policy.Engine, n int) (ref, withPolicy []tim
 		}
 		return admission.Allowed("")
 	})
-	opts := admission.HTTPOptions{Observer: server.NewMetrics()}
-	a := admission.NewHTTPHandler(admission.Webhook{Name: "reference", Handler: allow}, opts)
-	b := admission.NewHTTPHandler(admission.Webhook{Name: "policy", Handler: evaluate}, opts)
+	opts := admissionhttp.Options{Observer: server.NewMetrics()}
+	a := admissionhttp.NewHandler(admission.Webhook{Name: "reference", Handler: allow}, opts)
+	b := admissionhttp.NewHandler(admission.Webhook{Name: "policy", Handler: evaluate}, opts)
 	one := func(h http.Handler) time.Duration {
 		req := httptest.NewRequest(http.MethodPost, "/x", bytes.NewReader(review))
 		req.Header.Set("Content-Type", "application/json")

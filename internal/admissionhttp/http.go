@@ -1,7 +1,21 @@
-package admission
+// Package admissionhttp is hookback's HTTP transport for admission
+// webhooks: it serves an admission.Handler for both AdmissionReview
+// versions (method, content type, body cap, decoding, the typed reply, a
+// handler's panic) and owns each admission's bookkeeping (the log line, the
+// metrics through an Observer, the --record-dir and inspector copies
+// through a Recorder, done after the answer has left by Afterwards).
+//
+// It is internal, and apart from package admission, because that
+// bookkeeping is hookback's own: a handler author writes against admission
+// and hands Webhooks to hookback (cli.Extension), and no user program
+// serves a Handler itself (examples/custom-webhook does not), so the
+// transport can change with hookback's server, inspector and recorder
+// without changing the API handlers are written against. Requests are built
+// over the transport's pooled review buffers through internal/review, the
+// seam it shares with admission.
+package admissionhttp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,10 +28,11 @@ import (
 	"strings"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
 	admissionv1 "k8s.io/api/admission/v1"
-	admissionv1beta1 "k8s.io/api/admission/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/review"
 )
 
 // DefaultMaxBodyBytes caps an AdmissionReview body. The apiserver limits an
@@ -25,19 +40,8 @@ import (
 // admits every real review while bounding memory per request.
 const DefaultMaxBodyBytes = 7 << 20
 
-// Observer is told the outcome of every request a webhook serves, for
-// metrics. decision is allowed, denied, errored or bad_request (a request
-// that was not a decodable review; took is then zero).
-//
-// Contract: Observe must be safe for concurrent use and must not block: it
-// runs on the request's goroutine, or with HTTPOptions.Afterwards on the
-// goroutine that every admission's bookkeeping shares.
-type Observer interface {
-	Observe(webhook, decision string, took time.Duration)
-}
-
-// HTTPOptions configure NewHTTPHandler.
-type HTTPOptions struct {
+// Options configure NewHandler.
+type Options struct {
 	// Log receives one line per admission (never the object) and one per
 	// rejected request; nil discards them.
 	Log *slog.Logger
@@ -54,58 +58,12 @@ type HTTPOptions struct {
 	Afterwards *Afterwards
 }
 
-// Recorder keeps reviews and answers (hookback start --record-dir).
-//
-// Contract: Record runs after the answer was written (on the request's
-// goroutine, or on Afterwards' one goroutine, which every admission's
-// bookkeeping waits for); it must be safe for concurrent use, must not block
-// for long, must not keep review or answer past its return (their buffers
-// are reused), and must never fail the admission.
-type Recorder interface {
-	Record(webhook, path string, review, answer []byte)
-}
-
-// Served is one admission as the transport served it, for a
-// ServedRecorder. Review and Answer are only valid during RecordServed.
-type Served struct {
-	// Webhook and Path are the webhook that answered and where it is served.
-	Webhook, Path string
-	// Review is the AdmissionReview as received.
-	Review []byte
-	// Answer is the AdmissionReview sent back; nil when the call failed.
-	Answer []byte
-	// Failure is the message of a failed call (HTTP 500, see CallFailed).
-	Failure string
-	// Start is when the request arrived; Took is how long hookback took to
-	// decide, Upstream the part of it spent waiting on an upstream server.
-	Start          time.Time
-	Took, Upstream time.Duration
-	// Late, when set, marks an answer that came after the apiserver had
-	// stopped waiting, and says what the apiserver did instead.
-	Late string
-	// UID is the review's request uid: it joins what the inspector learns
-	// about a review later (start --shadow) to its entry.
-	UID string
-}
-
-// ServedRecorder is a Recorder that also wants the timing of each
-// admission and the calls that failed (the inspector). When
-// HTTPOptions.Recorder implements it, the transport calls RecordServed
-// instead of Record, for every answer sent and every failed call.
-//
-// Contract: as Record's: RecordServed runs where Record would, must not
-// block for long, must not keep s.Review or s.Answer past its return, and
-// must never fail the admission.
-type ServedRecorder interface {
-	RecordServed(s Served)
-}
-
 // admissionHTTP is the transport for one webhook: method, content type, body
 // cap, decoding either review version, the typed reply, logging and metrics.
 type admissionHTTP struct {
 	name    string
 	path    string
-	handler Handler
+	handler admission.Handler
 	log     *slog.Logger
 	obs     Observer
 	rec     Recorder
@@ -116,9 +74,20 @@ type admissionHTTP struct {
 
 var _ http.Handler = (*admissionHTTP)(nil)
 
-// NewHTTPHandler serves w over HTTP: w.Handler decides each request, w.Name
+// newRequest builds an admission.Request over a pooled review buffer: the
+// constructor package admission registers with internal/review, so that
+// handler authors never see the pool.
+var newRequest, errNewRequest = review.NewRequestFunc[admission.Request]()
+
+// NewHandler serves w over HTTP: w.Handler decides each request, w.Name
 // labels its log lines and observations.
-func NewHTTPHandler(w Webhook, opts HTTPOptions) http.Handler {
+func NewHandler(w admission.Webhook, opts Options) http.Handler {
+	if newRequest == nil {
+		// Not reached: admission, imported here, registers it in its init.
+		return http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
+			http.Error(rw, errNewRequest.Error(), http.StatusInternalServerError)
+		})
+	}
 	a := &admissionHTTP{name: w.Name, path: w.Path, handler: w.Handler, log: opts.Log, obs: opts.Observer, rec: opts.Recorder, after: opts.Afterwards, maxBody: opts.MaxBodyBytes}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
@@ -149,9 +118,9 @@ func (a *admissionHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The buffer holds the review until its bookkeeping is done (reply).
-	buf := getBody()
-	if _, err := buf.buf.ReadFrom(http.MaxBytesReader(w, r.Body, a.maxBody)); err != nil {
-		bodyPool.Put(buf)
+	buf := review.Get()
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, a.maxBody)); err != nil {
+		buf.Put()
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			a.fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", a.maxBody))
@@ -160,13 +129,13 @@ func (a *admissionHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, http.StatusBadRequest, "read request body: "+err.Error())
 		return
 	}
-	review, err := decodeReview(buf.buf.Bytes())
+	rv, err := review.Decode(buf.Bytes())
 	if err != nil {
-		bodyPool.Put(buf)
+		buf.Put()
 		a.fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	req := Request{AdmissionRequest: *review.Request, ReviewVersion: review.APIVersion, body: buf, gen: buf.gen.Load()}
+	req := newRequest(rv, buf.Ref())
 	ctx := r.Context()
 	if t := timeoutParam(r.URL.RawQuery); t > 0 {
 		// The apiserver gives up then: no handler should outlive it.
@@ -176,8 +145,8 @@ func (a *admissionHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 	}
 	resp := a.call(ctx, req)
-	buf.expire()
-	a.reply(w, review.TypeMeta, req, resp, start, buf)
+	buf.Expire()
+	a.reply(w, rv.TypeMeta, req, resp, start, buf)
 }
 
 // isJSON reports whether a request's content type is application/json. The
@@ -216,50 +185,12 @@ func timeoutParam(rawQuery string) time.Duration {
 	return 0
 }
 
-// decodeReview accepts admission.k8s.io/v1 and v1beta1: their JSON shapes are
-// the same, so one decode serves both and TypeMeta remembers which to answer.
-//
-// The decoder is github.com/go-json-experiment/json (the prototype of Go's
-// encoding/json/v2, already in the apiserver's dependencies through
-// kube-openapi): it validates while it decodes, in one pass over the body,
-// where encoding/json scans the whole body to validate it and then again to
-// decode it, object and oldObject included. That was most of hookback's time
-// per call through the apiserver (bench/JOURNAL.md). It is also stricter,
-// as the apiserver's own decoder is: field names match case-sensitively, and
-// duplicate names or invalid UTF-8 are a malformed review (400), never
-// guessed at.
-func decodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
-	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, errors.New("empty body: expected an AdmissionReview")
-	}
-	var review admissionv1.AdmissionReview
-	if err := jsonv2.Unmarshal(body, &review); err != nil {
-		return nil, fmt.Errorf("decode AdmissionReview: %w", err)
-	}
-	switch review.APIVersion {
-	case admissionv1.SchemeGroupVersion.String(), admissionv1beta1.SchemeGroupVersion.String():
-	default:
-		return nil, fmt.Errorf("unsupported apiVersion %q: want admission.k8s.io/v1 or admission.k8s.io/v1beta1", review.APIVersion)
-	}
-	if review.Kind != "AdmissionReview" {
-		return nil, fmt.Errorf("unsupported kind %q: want AdmissionReview", review.Kind)
-	}
-	if review.Request == nil {
-		return nil, errors.New("AdmissionReview has no request")
-	}
-	if review.Request.UID == "" {
-		// The apiserver refuses an answer whose uid does not match.
-		return nil, errors.New("AdmissionReview request has no uid: the answer must echo it")
-	}
-	return &review, nil
-}
-
 // call runs the handler, turning a panic into an internal error.
-func (a *admissionHTTP) call(ctx context.Context, req Request) (resp Response) {
+func (a *admissionHTTP) call(ctx context.Context, req admission.Request) (resp admission.Response) {
 	defer func() {
 		if p := recover(); p != nil {
 			a.log.Error("webhook panicked", "webhook", a.name, "uid", req.UID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			resp = Errored(http.StatusInternalServerError, fmt.Errorf("internal error in webhook %s", a.name))
+			resp = admission.Errored(http.StatusInternalServerError, fmt.Errorf("internal error in webhook %s", a.name))
 		}
 	}()
 	return a.handler.Handle(ctx, req)
@@ -267,9 +198,9 @@ func (a *admissionHTTP) call(ctx context.Context, req Request) (resp Response) {
 
 // reply writes the answer, then hands the bookkeeping, and buf with it, to
 // a.after.
-func (a *admissionHTTP) reply(w http.ResponseWriter, tm metav1.TypeMeta, req Request, resp Response, start time.Time, buf *body) {
-	job := afterJob{a: a, req: req, resp: resp, start: start, took: time.Since(start), buf: buf, waited: time.Duration(buf.wait.Load())}
-	if resp.callFailed {
+func (a *admissionHTTP) reply(w http.ResponseWriter, tm metav1.TypeMeta, req admission.Request, resp admission.Response, start time.Time, buf *review.Body) {
+	job := afterJob{a: a, req: req, resp: resp, start: start, took: time.Since(start), buf: buf, waited: buf.Waited()}
+	if resp.Failed() {
 		http.Error(w, resp.Result.Message, http.StatusInternalServerError)
 		a.after.do(job)
 		return
@@ -288,7 +219,7 @@ func (a *admissionHTTP) reply(w http.ResponseWriter, tm metav1.TypeMeta, req Req
 	}
 	answer, err := json.Marshal(out)
 	if err != nil {
-		bodyPool.Put(buf)
+		buf.Put()
 		a.fail(w, http.StatusInternalServerError, "encode AdmissionResponse: "+err.Error())
 		return
 	}
@@ -299,7 +230,7 @@ func (a *admissionHTTP) reply(w http.ResponseWriter, tm metav1.TypeMeta, req Req
 }
 
 // logAdmission writes the one line per request: never the object body.
-func (a *admissionHTTP) logAdmission(req Request, resp Response, took, waited time.Duration) {
+func (a *admissionHTTP) logAdmission(req admission.Request, resp admission.Response, took, waited time.Duration) {
 	decision := "allowed"
 	if !resp.Allowed {
 		decision = "denied"

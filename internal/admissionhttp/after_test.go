@@ -1,4 +1,4 @@
-package admission
+package admissionhttp
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hookback/hookback/internal/syncbuf"
+
+	"github.com/hookback/hookback/admission"
 )
 
 // blockingRecorder holds every RecordServed until release is closed.
@@ -67,11 +69,13 @@ func TestAfterwardsAnswerFirst(t *testing.T) {
 		defer close(ran)
 		after.Run()
 	}()
-	failing := HandlerFunc(func(context.Context, Request) Response { return CallFailed(io.ErrUnexpectedEOF) })
-	opts := HTTPOptions{Recorder: rec, Log: slog.New(slog.NewTextHandler(&logs, nil)), Afterwards: after}
+	failing := admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
+		return admission.CallFailed(io.ErrUnexpectedEOF)
+	})
+	opts := Options{Recorder: rec, Log: slog.New(slog.NewTextHandler(&logs, nil)), Afterwards: after}
 	mux := http.NewServeMux()
-	mux.Handle("/label", NewHTTPHandler(Webhook{Name: "label", Path: "/label", Handler: labelPod}, opts))
-	mux.Handle("/fail", NewHTTPHandler(Webhook{Name: "fail", Path: "/fail", Handler: failing}, opts))
+	mux.Handle("/label", NewHandler(admission.Webhook{Name: "label", Path: "/label", Handler: labelPod}, opts))
+	mux.Handle("/fail", NewHandler(admission.Webhook{Name: "fail", Path: "/fail", Handler: failing}, opts))
 	srv := httptest.NewUnstartedServer(mux)
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
@@ -129,7 +133,7 @@ func TestAfterwardsClosedAndPanics(t *testing.T) {
 	after.Close() // twice is harmless
 	after.Run()   // returns at once: nothing queued
 	rec := &panicRecorder{}
-	h := NewHTTPHandler(Webhook{Name: "w", Handler: labelPod}, HTTPOptions{Recorder: rec, Afterwards: after,
+	h := NewHandler(admission.Webhook{Name: "w", Handler: labelPod}, Options{Recorder: rec, Afterwards: after,
 		Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	for i := range 2 {
 		req := httptest.NewRequest(http.MethodPost, "/w", bytes.NewReader(fixture(t, "pod-create.v1.json")))

@@ -1,4 +1,4 @@
-package admission
+package admissionhttp
 
 import (
 	"bytes"
@@ -17,32 +17,34 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/hookback/hookback/admission"
 )
 
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "admission", name))
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "admission", name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
 }
 
-// labelPod adds a label, to exercise Patched end to end.
-var labelPod = HandlerFunc(func(_ context.Context, req Request) Response {
+// labelPod adds a label, to exercise admission.Patched end to end.
+var labelPod = admission.HandlerFunc(func(_ context.Context, req admission.Request) admission.Response {
 	var pod corev1.Pod
 	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
-		return Errored(http.StatusBadRequest, err)
+		return admission.Errored(http.StatusBadRequest, err)
 	}
-	return Patched("", SetKeyOp("/metadata/labels", len(pod.Labels) > 0, "seen", "yes"))
+	return admission.Patched("", admission.SetKeyOp("/metadata/labels", len(pod.Labels) > 0, "seen", "yes"))
 })
 
 func TestAdmissionHTTP(t *testing.T) {
-	deny := HandlerFunc(func(context.Context, Request) Response { return Denied("no way") })
-	boom := HandlerFunc(func(context.Context, Request) Response { panic("boom") })
+	deny := admission.HandlerFunc(func(context.Context, admission.Request) admission.Response { return admission.Denied("no way") })
+	boom := admission.HandlerFunc(func(context.Context, admission.Request) admission.Response { panic("boom") })
 	tests := []struct {
 		name        string
-		handler     Handler
+		handler     admission.Handler
 		method      string
 		contentType string
 		body        []byte
@@ -76,7 +78,7 @@ func TestAdmissionHTTP(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs bytes.Buffer
-			h := NewHTTPHandler(Webhook{Name: "test", Handler: tc.handler}, HTTPOptions{Log: slog.New(slog.NewTextHandler(&logs, nil))})
+			h := NewHandler(admission.Webhook{Name: "test", Handler: tc.handler}, Options{Log: slog.New(slog.NewTextHandler(&logs, nil))})
 			method, ct := tc.method, tc.contentType
 			if method == "" {
 				method = http.MethodPost
@@ -122,15 +124,9 @@ func TestAdmissionHTTP(t *testing.T) {
 	}
 }
 
-func TestPatchedNoOpsIsPlainAllow(t *testing.T) {
-	if r := Patched(""); !r.Allowed || r.Patch != nil {
-		t.Errorf("Patched() = %+v, want allowed without patch", r)
-	}
-}
-
 func BenchmarkAdmissionHTTP(b *testing.B) {
 	body := fixture(b, "pod-create.v1.json")
-	h := NewHTTPHandler(Webhook{Name: "bench", Handler: labelPod}, HTTPOptions{})
+	h := NewHandler(admission.Webhook{Name: "bench", Handler: labelPod}, Options{})
 	b.ReportAllocs()
 	for b.Loop() {
 		req := httptest.NewRequest(http.MethodPost, "/x", bytes.NewReader(body))
@@ -158,19 +154,19 @@ func TestAdmissionHTTPRawRecordAndUpstream(t *testing.T) {
 		t.Run(fixtureName, func(t *testing.T) {
 			body := fixture(t, fixtureName)
 			var sawRaw, sawVersion string
-			var kept, keeping Request
-			h := HandlerFunc(func(_ context.Context, req Request) Response {
+			var kept, keeping admission.Request
+			h := admission.HandlerFunc(func(_ context.Context, req admission.Request) admission.Response {
 				sawRaw, sawVersion, kept = string(req.Review()), req.ReviewVersion, req
 				keeping = req
 				keeping.Keep()
 				req.ReportWait(3 * time.Millisecond)
-				r := Allowed("")
+				r := admission.Allowed("")
 				r.AuditAnnotations = map[string]string{"k": "v"}
 				return r
 			})
 			rec := &memRecorder{}
 			var logs bytes.Buffer
-			srv := NewHTTPHandler(Webhook{Name: "up", Handler: h}, HTTPOptions{Recorder: rec, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+			srv := NewHandler(admission.Webhook{Name: "up", Handler: h}, Options{Recorder: rec, Log: slog.New(slog.NewTextHandler(&logs, nil))})
 			req := httptest.NewRequest(http.MethodPost, "/x", bytes.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			w := httptest.NewRecorder()
@@ -184,13 +180,13 @@ func TestAdmissionHTTPRawRecordAndUpstream(t *testing.T) {
 			if sawRaw != string(body) || sawVersion != review.APIVersion {
 				t.Errorf("handler saw version %q and a raw body equal to the request: %v", sawVersion, sawRaw == string(body))
 			}
-			// The pooled bytes are the next request's: a kept Request has none.
+			// The pooled bytes are the next request's: a kept admission.Request has none.
 			if b := kept.Review(); b != nil {
 				t.Errorf("Review after Handle returned %d bytes, want nil", len(b))
 			}
 			// Unless the handler kept them.
 			if b := keeping.Review(); string(b) != string(body) {
-				t.Errorf("a kept Request's Review after Handle returned: %d bytes, want the review's %d", len(b), len(body))
+				t.Errorf("a kept admission.Request's Review after Handle returned: %d bytes, want the review's %d", len(b), len(body))
 			}
 			if len(rec.got) != 1 || rec.got[0].webhook != "up" || rec.got[0].review != string(body) || rec.got[0].answer != w.Body.String() {
 				t.Errorf("recorder got %+v", rec.got)
@@ -220,25 +216,25 @@ func (s *servedRecorder) RecordServed(x Served) {
 func TestAdmissionHTTPServedRecorder(t *testing.T) {
 	tests := []struct {
 		name        string
-		handler     Handler
+		handler     admission.Handler
 		wantCode    int
 		wantAnswer  bool
 		wantFailure string
 	}{
-		{name: "answered", handler: HandlerFunc(func(_ context.Context, req Request) Response {
+		{name: "answered", handler: admission.HandlerFunc(func(_ context.Context, req admission.Request) admission.Response {
 			req.ReportWait(time.Millisecond)
-			return Allowed("")
+			return admission.Allowed("")
 		}), wantCode: 200, wantAnswer: true},
-		{name: "failed call", handler: HandlerFunc(func(_ context.Context, req Request) Response {
+		{name: "failed call", handler: admission.HandlerFunc(func(_ context.Context, req admission.Request) admission.Response {
 			req.ReportWait(time.Millisecond)
-			return CallFailed(errors.New("upstream answered garbage"))
+			return admission.CallFailed(errors.New("upstream answered garbage"))
 		}), wantCode: 500, wantFailure: "upstream answered garbage"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &servedRecorder{}
 			body := fixture(t, "pod-create.v1.json")
-			h := NewHTTPHandler(Webhook{Name: "w", Path: "/w", Handler: tt.handler}, HTTPOptions{Recorder: rec})
+			h := NewHandler(admission.Webhook{Name: "w", Path: "/w", Handler: tt.handler}, Options{Recorder: rec})
 			req := httptest.NewRequest(http.MethodPost, "/w", bytes.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			w := httptest.NewRecorder()
@@ -305,42 +301,5 @@ func TestIsJSON(t *testing.T) {
 				t.Errorf("isJSON(%q) = %v, want %v", tc.contentType, got, tc.want)
 			}
 		})
-	}
-}
-
-// A base Response extended per request keeps each request's warnings its
-// own (append into shared spare capacity would not).
-func TestWithWarningsDoesNotShare(t *testing.T) {
-	base := Allowed("").WithWarnings("a", "b", "c").WithWarnings("d")
-	one, two := base.WithWarnings("for one"), base.WithWarnings("for two")
-	if got := strings.Join(one.Warnings, ","); got != "a,b,c,d,for one" {
-		t.Errorf("first: %s", got)
-	}
-	if got := strings.Join(two.Warnings, ","); got != "a,b,c,d,for two" {
-		t.Errorf("second: %s", got)
-	}
-	if got := strings.Join(base.Warnings, ","); got != "a,b,c,d" {
-		t.Errorf("base changed: %s", got)
-	}
-}
-
-// NewRequest builds a Request from a review a program holds (an audit, a
-// replay): its Review is those bytes, for as long as the Request lives.
-func TestNewRequest(t *testing.T) {
-	for _, name := range []string{"pod-create.v1.json", "pod-create.v1beta1.json"} {
-		t.Run(name, func(t *testing.T) {
-			body := fixture(t, name)
-			req, err := NewRequest(body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if req.UID == "" || req.ReviewVersion == "" || string(req.Review()) != string(body) {
-				t.Errorf("request uid %q version %q, review kept: %v", req.UID, req.ReviewVersion, string(req.Review()) == string(body))
-			}
-			req.ReportWait(time.Second) // no transport to tell: ignored
-		})
-	}
-	if _, err := NewRequest([]byte(`{"apiVersion":"v1","kind":"Pod"}`)); err == nil {
-		t.Error("a Pod decoded as a review")
 	}
 }

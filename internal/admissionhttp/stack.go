@@ -1,4 +1,4 @@
-package admission
+package admissionhttp
 
 // reviewFrameBytes is growStack's frame: with what is already on the stack
 // when ServeHTTP starts, the runtime grows it once to 16 KB, the largest

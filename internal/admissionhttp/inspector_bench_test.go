@@ -1,4 +1,4 @@
-package admission_test
+package admissionhttp_test
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/inspector"
+	"github.com/hookback/hookback/internal/admissionhttp"
 )
 
 // BenchmarkInspectorCost is the transport serving a review that is decoded
@@ -31,19 +32,19 @@ func BenchmarkInspectorCost(b *testing.B) {
 	})
 	hook := admission.Webhook{Name: "bench", Path: "/bench", Handler: label}
 	for _, fx := range []string{"pod-create.v1.json", "pod-large.v1.json"} {
-		body, err := os.ReadFile(filepath.Join("..", "testdata", "admission", fx))
+		body, err := os.ReadFile(filepath.Join("..", "..", "testdata", "admission", fx))
 		if err != nil {
 			b.Fatal(err)
 		}
 		for _, tc := range []struct {
 			name string
-			rec  admission.Recorder
+			rec  admissionhttp.Recorder
 		}{
 			{name: "bare"},
 			{name: "inspector", rec: inspector.NewStore(inspector.StoreOptions{})},
 		} {
 			b.Run("review="+strings.TrimSuffix(fx, ".v1.json")+"/recorder="+tc.name, func(b *testing.B) {
-				h := admission.NewHTTPHandler(hook, admission.HTTPOptions{Recorder: tc.rec})
+				h := admissionhttp.NewHandler(hook, admissionhttp.Options{Recorder: tc.rec})
 				b.ReportAllocs()
 				b.SetBytes(int64(len(body)))
 				for b.Loop() {

@@ -1,10 +1,13 @@
-package admission
+package admissionhttp
 
 import (
 	"fmt"
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/review"
 )
 
 // Afterwards does what each admission owes once its answer is written (the
@@ -30,12 +33,12 @@ type Afterwards struct {
 // and goes back to the pool when the job is done.
 type afterJob struct {
 	a      *admissionHTTP
-	req    Request
-	resp   Response
+	req    admission.Request
+	resp   admission.Response
 	start  time.Time
 	took   time.Duration
 	answer []byte
-	buf    *body
+	buf    *review.Body
 	// waited is what the handler reported waiting on another server.
 	waited time.Duration
 }
@@ -88,15 +91,15 @@ func (j afterJob) run() {
 			j.a.log.Error("admission bookkeeping panicked", "webhook", j.a.name, "uid", j.req.UID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 		}
 		if j.buf != nil {
-			bodyPool.Put(j.buf)
+			j.buf.Put()
 		}
 	}()
 	a := j.a
 	a.logAdmission(j.req, j.resp, j.took, j.waited)
-	review := j.buf.buf.Bytes()
-	s := Served{Webhook: a.name, Path: a.path, UID: string(j.req.UID), Review: review, Answer: j.answer, Start: j.start, Took: j.took, Upstream: j.waited}
+	body := j.buf.Bytes()
+	s := Served{Webhook: a.name, Path: a.path, UID: string(j.req.UID), Review: body, Answer: j.answer, Start: j.start, Took: j.took, Upstream: j.waited}
 	switch {
-	case j.resp.callFailed:
+	case j.resp.Failed():
 		s.Answer, s.Failure = nil, j.resp.Result.Message
 		if a.served != nil {
 			a.served.RecordServed(s)
@@ -104,6 +107,6 @@ func (j afterJob) run() {
 	case a.served != nil:
 		a.served.RecordServed(s)
 	case a.rec != nil:
-		a.rec.Record(a.name, a.path, review, j.answer)
+		a.rec.Record(a.name, a.path, body, j.answer)
 	}
 }

@@ -1,4 +1,4 @@
-package admission
+package admissionhttp
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/hookback/hookback/admission"
 )
 
 // FuzzTransport: whatever body arrives, the transport answers with a
@@ -16,7 +18,7 @@ func FuzzTransport(f *testing.F) {
 	}
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"object":[1,2]}}`))
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"x","object":{"metadata":{"labels":null}}}}`))
-	h := NewHTTPHandler(Webhook{Name: "fuzz", Handler: labelPod}, HTTPOptions{})
+	h := NewHandler(admission.Webhook{Name: "fuzz", Handler: labelPod}, Options{})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req := httptest.NewRequestWithContext(context.Background(), http.MethodPost, "/x", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
