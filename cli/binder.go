@@ -43,20 +43,22 @@ type binder struct {
 // declared is a flag as it is declared, for a flagOption to adjust.
 type declared struct {
 	flag cli.Flag
-	// sets is the library field the flag's value ends up in (sets).
-	sets string
+	// sets are the library fields the flag's value ends up in (sets).
+	sets []string
 }
 
 // flagOption adjusts a flag as it is declared.
 type flagOption func(*declared)
 
-// sets says which library field the flag's value ends up in, as the
-// library's field.Error names it ("session.Options.Port",
-// "certs.Options.Mode"), when the library validates it: its errors then
-// name the flag in the CLI. A test proves every name the library returns is
-// set by a flag (fielderrors_test.go).
-func sets(libraryField string) flagOption {
-	return func(d *declared) { d.sets = libraryField }
+// sets says which library fields the flag's value ends up in, as the
+// library's field.Error names them ("session.Options.Port",
+// "certs.Options.Mode"; more than one where the library passes the value
+// on, as --upstream-insecure's reaches upstream.Options.Insecure), when the
+// library validates it: its errors then name the flag in the CLI. A test
+// proves every name the library returns is set by a flag
+// (fielderrors_test.go).
+func sets(libraryFields ...string) flagOption {
+	return func(d *declared) { d.sets = append(d.sets, libraryFields...) }
 }
 
 // alias adds short names, such as -n.
@@ -125,8 +127,8 @@ func bind[T any](b *binder, p *T, name, category, usage string, opts ...flagOpti
 		b.fields, b.libraryFields = map[string]any{}, map[string]string{}
 	}
 	b.fields[name] = p
-	if d.sets != "" {
-		b.libraryFields[d.sets] = name
+	for _, f := range d.sets {
+		b.libraryFields[f] = name
 	}
 	b.flags = append(b.flags, f)
 	b.loads = append(b.loads, load)

@@ -138,7 +138,7 @@ func (o *ServeOptions) bind(b *binder) {
 	o.bindWhatRuns(b)
 	bindWebhookOptions(b, &o.Webhook)
 	o.bindUpstream(b)
-	bind(b, &o.KeepFailurePolicy, "keep-failure-policy", catUser, "your webhooks: keep each failurePolicy; without it every one becomes Ignore, so a stopped debugger never blocks the cluster")
+	bind(b, &o.KeepFailurePolicy, "keep-failure-policy", catUser, "your webhooks: keep each failurePolicy; without it every one becomes Ignore, so a stopped debugger never blocks the cluster", sets("session.UserWebhooks.KeepFailurePolicy"))
 	bind(b, &o.Timeout, "timeout", catUser, "your webhooks: override every timeoutSeconds, 1s to 30s (30s while stepping through a handler in a debugger); 0 keeps each one's", sets("session.UserWebhooks.Timeout"))
 	bindScope(b, &o.Scope)
 }
@@ -147,12 +147,12 @@ func (o *ServeOptions) bind(b *binder) {
 // every webhook registered, ANDed with its own selectors
 // (docs/shared-clusters.md).
 func bindScope(b *binder, s *registration.Scope) {
-	bind(b, &s.Namespaces, "namespace", catScope, "only objects in this namespace reach hookback (repeatable); naming one also opts it in to pod-name and pod-lifespan", alias("n"))
-	bind(b, &s.NamespaceSelector, "namespace-selector", catScope, "only objects in namespaces matching this label selector (kubectl syntax) reach hookback")
-	bind(b, &s.ObjectSelector, "object-selector", catScope, "only objects matching this label selector (kubectl syntax) reach hookback")
-	bind(b, &s.OnlyMine, "only-mine", catScope, "only requests made with your own identity reach hookback (a matchCondition on your username; pods a controller creates are the controller's)")
-	bind(b, &s.AllNamespaces, "all-namespaces", catScope, "register cluster-wide on a cluster that is not local (without a scope start refuses there)")
-	bind(b, &s.ConvertCRDs, "convert", catScope, "on a cluster that is not local, redirect the conversion of this CRD (repeatable); conversion cannot be scoped")
+	bind(b, &s.Namespaces, "namespace", catScope, "only objects in this namespace reach hookback (repeatable); naming one also opts it in to pod-name and pod-lifespan", alias("n"), sets("registration.Scope.Namespaces"))
+	bind(b, &s.NamespaceSelector, "namespace-selector", catScope, "only objects in namespaces matching this label selector (kubectl syntax) reach hookback", sets("registration.Scope.NamespaceSelector"))
+	bind(b, &s.ObjectSelector, "object-selector", catScope, "only objects matching this label selector (kubectl syntax) reach hookback", sets("registration.Scope.ObjectSelector"))
+	bind(b, &s.OnlyMine, "only-mine", catScope, "only requests made with your own identity reach hookback (a matchCondition on your username; pods a controller creates are the controller's)", sets("registration.Scope.OnlyMine"))
+	bind(b, &s.AllNamespaces, "all-namespaces", catScope, "register cluster-wide on a cluster that is not local (without a scope start refuses there)", sets("registration.Scope.AllNamespaces"))
+	bind(b, &s.ConvertCRDs, "convert", catScope, "on a cluster that is not local, redirect the conversion of this CRD (repeatable); conversion cannot be scoped", sets("registration.Scope.ConvertCRDs"))
 }
 
 // bindWhatRuns binds what decides what start runs, and so the permissions
@@ -167,8 +167,8 @@ func (o *ServeOptions) bindWhatRuns(b *binder) {
 // bindUpstream binds where your webhooks' reviews go.
 func (o *ServeOptions) bindUpstream(b *binder) {
 	bind(b, &o.Upstream, "upstream", catUser, "your webhook server, where hookback forwards their reviews: URL, or NAMESPACE/SERVICE=URL for the webhooks of one Service (repeatable)", sets("session.UserWebhooks.Upstream"))
-	bind(b, &o.UpstreamCA, "upstream-ca", catUser, "CA file to trust an https upstream")
-	bind(b, &o.UpstreamInsecure, "upstream-insecure", catUser, "do not verify an https upstream's certificate (loopback upstreams only)")
+	bind(b, &o.UpstreamCA, "upstream-ca", catUser, "CA file to trust an https upstream", sets("session.UserWebhooks.UpstreamCA", "upstream.Options.CAFile"))
+	bind(b, &o.UpstreamInsecure, "upstream-insecure", catUser, "do not verify an https upstream's certificate (loopback upstreams only)", sets("session.UserWebhooks.UpstreamInsecure", "upstream.Options.Insecure"))
 }
 
 // bindWebhookOptions binds the built-in webhooks' own options.
@@ -291,8 +291,8 @@ func (o *StartOptions) bind(b *binder) {
 	bind(b, &o.VerifyTimeout, "verify-timeout", catServing, "how long verification may take", sets("session.Options.VerifyTimeout"))
 	bind(b, &o.UpstreamCertDir, "upstream-cert-dir", catUser, "write a serving certificate for your webhook server here (tls.crt, tls.key, signed by hookback's CA, which then verifies it); never over one hookback did not write (default in project mode: controller-runtime's, $TMPDIR/k8s-webhook-server/serving-certs)", sets("session.UserWebhooks.CertDir"))
 	bind(b, &o.LateAnswerTimeout, "late-answer-timeout", catUser, "your webhooks: how long an answer is still awaited after the apiserver stopped waiting (a breakpoint); it is then logged, shown in the inspector and recorded as late (0 disables)")
-	bind(b, &o.Shadow, "shadow", catUser, "compare your webhooks with the ones deployed in the cluster: NAMESPACE/SERVICE[:PORT] (through the apiserver's service proxy) or an https URL (with a path: used as is; without: each webhook's path appended); hookback's copies then always allow, and differences are logged, counted and summed up at exit")
-	bind(b, &o.ShadowCA, "shadow-ca", catUser, "CA file to verify an https --shadow URL (default: the system roots)")
+	bind(b, &o.Shadow, "shadow", catUser, "compare your webhooks with the ones deployed in the cluster: NAMESPACE/SERVICE[:PORT] (through the apiserver's service proxy) or an https URL (with a path: used as is; without: each webhook's path appended); hookback's copies then always allow, and differences are logged, counted and summed up at exit", sets("session.ShadowConfig.Target", "upstream.ShadowTarget.URL", "upstream.ShadowTarget.Proxy"))
+	bind(b, &o.ShadowCA, "shadow-ca", catUser, "CA file to verify an https --shadow URL (default: the system roots)", sets("session.ShadowConfig.CAFile", "upstream.ShadowTarget.CAFile"))
 	bind(b, &o.Chain, "chain", catUser, "register observer webhooks sorted first and last among mutating configurations and a validating one, scoped like your webhooks, and show per request what every other webhook and policy changed before and after yours, in the inspector and --record-dir (docs/chain.md)", sets("session.Options.Chain"))
 	bind(b, &o.ChainAuditLog, "chain-audit-log", catUser, "with --chain: the apiserver's audit log file (JSON lines, level Request for writes), where this machine can read it (the local control plane's .cache/cluster/audit.log): each change is then named from the apiserver's own patch annotations, and the policies' changes shown against the object as the client sent it", sets("session.Options.ChainAuditLog"))
 	o.Policies.bind(b)

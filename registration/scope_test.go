@@ -145,11 +145,11 @@ func TestScopeValidate(t *testing.T) {
 		want  []string
 	}{
 		{name: "fine", scope: Scope{Namespaces: []string{"a"}, NamespaceSelector: "x=y", ObjectSelector: "!z", ConvertCRDs: []string{"widgets.example.com"}}},
-		{name: "bad namespace", scope: Scope{Namespaces: []string{"Not_OK"}}, want: []string{`--namespace "Not_OK"`}},
+		{name: "bad namespace", scope: Scope{Namespaces: []string{"Not_OK"}}, want: []string{`registration.Scope.Namespaces "Not_OK"`}},
 		{name: "bad selectors", scope: Scope{NamespaceSelector: "a in b", ObjectSelector: "=x"},
-			want: []string{`--namespace-selector "a in b"`, `--object-selector "=x"`}},
-		{name: "all contradicts namespace", scope: Scope{AllNamespaces: true, Namespaces: []string{"a"}}, want: []string{"--all-namespaces contradicts"}},
-		{name: "bad crd", scope: Scope{ConvertCRDs: []string{"widgets"}}, want: []string{`--convert "widgets": want a CRD name`}},
+			want: []string{`registration.Scope.NamespaceSelector "a in b"`, `registration.Scope.ObjectSelector "=x"`}},
+		{name: "all contradicts namespace", scope: Scope{AllNamespaces: true, Namespaces: []string{"a"}}, want: []string{"registration.Scope.AllNamespaces contradicts registration.Scope.Namespaces"}},
+		{name: "bad crd", scope: Scope{ConvertCRDs: []string{"widgets"}}, want: []string{`registration.Scope.ConvertCRDs "widgets": want a CRD name`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
