@@ -9,11 +9,16 @@ import (
 	"testing"
 	"time"
 
+	apiversion "k8s.io/apimachinery/pkg/version"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/kubernetes/fake"
+
 	"github.com/hookback/hookback/audit"
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/incluster"
+	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/session"
@@ -27,7 +32,7 @@ var libraryTypes = []any{
 	session.Options{}, session.UserWebhooks{}, session.InspectorConfig{}, session.ShadowConfig{},
 	certs.Options{}, certs.ACMEOptions{}, tunnel.Config{}, registration.Scope{},
 	incluster.Options{}, incluster.ServeConfig{}, webhooks.Options{}, upstream.Options{}, upstream.ShadowTarget{},
-	audit.Options{}, kubeconfig.Options{},
+	audit.Options{}, kubeconfig.Options{}, inspector.Options{}, session.PolicyInput{}, session.PolicyEnforce{}, upstream.ServiceRef{},
 }
 
 // goField finds the Go field a field.Error names, pkg.Type.Field[.Field...].
@@ -137,6 +142,19 @@ func invalidLibraryCalls(t *testing.T) []struct {
 			return err
 		}},
 		{"audit", func() error { return audit.Options{Operation: "DELETE", Concurrency: -1}.Validate() }},
+		{"session: policies that are not there", opts(func(o *session.Options) { o.Policies.Paths = []string{"/nonexistent/policy.yaml"} })},
+		{"scope: only mine on an old apiserver", func() error {
+			cs := fake.NewClientset()
+			cs.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &apiversion.Info{GitVersion: "v1.27.4"}
+			s := registration.Scope{OnlyMine: true}
+			return s.Resolve(context.Background(), cs, "https://192.0.2.1:6443", "remote")
+		}},
+		{"policy copies: only mine without a username", func() error {
+			return registration.PreparePolicies(&registration.EnforcedPolicies{}, "dev", "", registration.Scope{OnlyMine: true})
+		}},
+		{"shadow: a Service that is not there", func() error {
+			return upstream.CheckService(context.Background(), fake.NewClientset().CoreV1(), upstream.ServiceRef{Namespace: "system", Name: "webhook"})
+		}},
 	}
 }
 

@@ -34,8 +34,8 @@ type GlobalOptions struct {
 func defaultGlobalOptions() GlobalOptions { return GlobalOptions{LogFormat: "text", LogLevel: "info"} }
 
 func (o *GlobalOptions) bind(b *binder) {
-	bind(b, &o.Kubeconfig, "kubeconfig", catGlobal, "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)")
-	bind(b, &o.Context, "context", catGlobal, "kubeconfig context to use instead of current-context")
+	bind(b, &o.Kubeconfig, "kubeconfig", catGlobal, "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)", sets("kubeconfig.Options.Path"))
+	bind(b, &o.Context, "context", catGlobal, "kubeconfig context to use instead of current-context", sets("kubeconfig.Options.Context"))
 	bind(b, &o.LogFormat, "log-format", catGlobal, "log format: text or json")
 	bind(b, &o.LogLevel, "log-level", catGlobal, "log level: debug, info, warn or error")
 }
@@ -291,15 +291,15 @@ func (o *StartOptions) bind(b *binder) {
 	bind(b, &o.VerifyTimeout, "verify-timeout", catServing, "how long verification may take", sets("session.Options.VerifyTimeout"))
 	bind(b, &o.UpstreamCertDir, "upstream-cert-dir", catUser, "write a serving certificate for your webhook server here (tls.crt, tls.key, signed by hookback's CA, which then verifies it); never over one hookback did not write (default in project mode: controller-runtime's, $TMPDIR/k8s-webhook-server/serving-certs)", sets("session.UserWebhooks.CertDir"))
 	bind(b, &o.LateAnswerTimeout, "late-answer-timeout", catUser, "your webhooks: how long an answer is still awaited after the apiserver stopped waiting (a breakpoint); it is then logged, shown in the inspector and recorded as late (0 disables)")
-	bind(b, &o.Shadow, "shadow", catUser, "compare your webhooks with the ones deployed in the cluster: NAMESPACE/SERVICE[:PORT] (through the apiserver's service proxy) or an https URL (with a path: used as is; without: each webhook's path appended); hookback's copies then always allow, and differences are logged, counted and summed up at exit", sets("session.ShadowConfig.Target", "upstream.ShadowTarget.URL", "upstream.ShadowTarget.Proxy"))
+	bind(b, &o.Shadow, "shadow", catUser, "compare your webhooks with the ones deployed in the cluster: NAMESPACE/SERVICE[:PORT] (through the apiserver's service proxy) or an https URL (with a path: used as is; without: each webhook's path appended); hookback's copies then always allow, and differences are logged, counted and summed up at exit", sets("session.ShadowConfig.Target", "upstream.ShadowTarget.URL", "upstream.ShadowTarget.Proxy", "upstream.ServiceRef.Name", "upstream.ServiceRef.Port"))
 	bind(b, &o.ShadowCA, "shadow-ca", catUser, "CA file to verify an https --shadow URL (default: the system roots)", sets("session.ShadowConfig.CAFile", "upstream.ShadowTarget.CAFile"))
 	bind(b, &o.Chain, "chain", catUser, "register observer webhooks sorted first and last among mutating configurations and a validating one, scoped like your webhooks, and show per request what every other webhook and policy changed before and after yours, in the inspector and --record-dir (docs/chain.md)", sets("session.Options.Chain"))
 	bind(b, &o.ChainAuditLog, "chain-audit-log", catUser, "with --chain: the apiserver's audit log file (JSON lines, level Request for writes), where this machine can read it (the local control plane's .cache/cluster/audit.log): each change is then named from the apiserver's own patch annotations, and the policies' changes shown against the object as the client sent it", sets("session.Options.ChainAuditLog"))
 	o.Policies.bind(b)
 	o.Policies.bindEnforce(b)
 	bind(b, &o.RecordDir, "record-dir", catUser, "write every review and the answer sent into this directory, one JSON file each (Secrets' data redacted)")
-	bind(b, &o.Inspector.Address, "inspector-address", catInspector, "host:port of the inspector, a local page of the last reviews, live (\"\" disables it; loopback unless --inspector-expose)", sets("session.InspectorConfig.Address"))
-	bind(b, &o.Inspector.Expose, "inspector-expose", catInspector, "allow an --inspector-address beyond loopback: whoever reaches it sees every review (Secrets' data redacted) and can replay them", sets("session.InspectorConfig.Expose"))
+	bind(b, &o.Inspector.Address, "inspector-address", catInspector, "host:port of the inspector, a local page of the last reviews, live (\"\" disables it; loopback unless --inspector-expose)", sets("session.InspectorConfig.Address", "inspector.Options.Address"))
+	bind(b, &o.Inspector.Expose, "inspector-expose", catInspector, "allow an --inspector-address beyond loopback: whoever reaches it sees every review (Secrets' data redacted) and can replay them", sets("session.InspectorConfig.Expose", "inspector.Options.Expose"))
 	bind(b, &o.Inspector.Keep, "inspector-keep", catInspector, "how many of the last reviews the inspector keeps in memory (also bounded to 64 MiB)", sets("session.InspectorConfig.Keep"))
 	bind(b, &o.Tunnel.Enabled, "tunnel", catTunnel, "reach the apiserver's calls through a relay deployed for the session and the apiserver's pod port-forward, for a machine the cluster cannot route to (NAT, a cloud cluster); see docs/tunnel.md", sets("tunnel.Config.Enabled"))
 	bind(b, &o.Tunnel.Namespace, "tunnel-namespace", catTunnel, "tunnel: namespace of the session's relay (created when missing, and deleted again by the last session that leaves it)", sets("tunnel.Config.Namespace"))

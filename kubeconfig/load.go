@@ -10,8 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/internal/errkind"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -146,7 +148,7 @@ func (o Options) inCluster() (*Config, error) {
 			"to try hookback without a cluster: hookback cluster up, then export KUBECONFIG=$(hookback cluster kubeconfig)"))
 	}
 	if o.Context != "" {
-		return nil, fmt.Errorf("--context %q given but no kubeconfig file was found: set --kubeconfig or KUBECONFIG", o.Context)
+		return nil, field.Clause("kubeconfig.Options.Context", strconv.Quote(o.Context), "given but no kubeconfig file was found: set {kubeconfig.Options.Path} or KUBECONFIG")
 	}
 	return &Config{Rest: rc, Server: rc.Host, Clock: &ServerClock{}}, nil
 }

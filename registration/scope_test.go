@@ -234,7 +234,7 @@ func TestScopeResolve(t *testing.T) {
 		name, version, want string
 	}{
 		{name: "new enough", version: "v1.36.3"},
-		{name: "too old", version: "v1.27.4", want: "--only-mine needs Kubernetes 1.28 or later"},
+		{name: "too old", version: "v1.27.4", want: "registration.Scope.OnlyMine needs Kubernetes 1.28 or later"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
