@@ -152,6 +152,18 @@ func invalidLibraryCalls(t *testing.T) []struct {
 		{"policy copies: only mine without a username", func() error {
 			return registration.PreparePolicies(&registration.EnforcedPolicies{}, "dev", "", registration.Scope{OnlyMine: true})
 		}},
+		{"scope: unscoped on a cluster that is not local", func() error {
+			err := registration.Scope{}.Refuse("server 192.0.2.1 is not on this machine")
+			if !errors.Is(err, registration.ErrClusterWide) {
+				t.Errorf("Refuse = %v, want ErrClusterWide", err)
+			}
+			return err
+		}},
+		{"kubeconfig: none at all", func() error {
+			t.Setenv("KUBECONFIG", "")
+			_, err := kubeconfig.Load(kubeconfig.Options{HomeDir: t.TempDir()})
+			return err
+		}},
 		{"shadow: a Service that is not there", func() error {
 			return upstream.CheckService(context.Background(), fake.NewClientset().CoreV1(), upstream.ServiceRef{Namespace: "system", Name: "webhook"})
 		}},

@@ -39,6 +39,11 @@ type Error struct {
 	// Clause: Detail goes on the sentence the field starts ("X needs Y")
 	// instead of following a colon ("X 0: want ...").
 	Clause bool
+	// Advice: Detail is the whole message, about something other than the
+	// field's value ("refusing to register cluster-wide ...: add
+	// {registration.Scope.Namespaces} NS"); Field is the field it advises
+	// to set, and Value is empty.
+	Advice bool
 	// Err is the cause, when there is one; its text is part of Detail.
 	Err error
 }
@@ -55,6 +60,12 @@ var ref = regexp.MustCompile(`\{([a-z][a-z0-9]*\.[A-Z][A-Za-z0-9]*(?:\.[A-Z][A-Z
 // Text is the message with each field, this one and those Detail refers
 // to, shown as name(field): the CLI passes the field's flag.
 func (e *Error) Text(name func(field string) string) string {
+	refs := func(s string) string {
+		return ref.ReplaceAllStringFunc(s, func(m string) string { return name(m[1 : len(m)-1]) })
+	}
+	if e.Advice {
+		return refs(e.Detail)
+	}
 	s := name(e.Field)
 	if e.Value != "" {
 		s += " " + e.Value
@@ -67,7 +78,7 @@ func (e *Error) Text(name func(field string) string) string {
 	default:
 		s += ": "
 	}
-	return s + ref.ReplaceAllStringFunc(e.Detail, func(m string) string { return name(m[1 : len(m)-1]) })
+	return s + refs(e.Detail)
 }
 
 // Refs are the fields Detail refers to.
@@ -96,6 +107,14 @@ func Clause(field, value, detail string) *Error {
 func Errorf(field, value, format string, args ...any) *Error {
 	err := fmt.Errorf(format, args...)
 	return &Error{Field: field, Value: value, Detail: err.Error(), Err: errors.Unwrap(err)}
+}
+
+// Advise returns an Error whose message, formatted as fmt.Errorf does
+// (a %w verb makes its operand the cause), is about something other than
+// field's value and advises to set field, referred to in it as {field}.
+func Advise(field, format string, args ...any) *Error {
+	err := fmt.Errorf(format, args...)
+	return &Error{Field: field, Detail: err.Error(), Advice: true, Err: errors.Unwrap(err)}
 }
 
 // All returns every Error in err's tree, outermost first, for a caller that

@@ -38,6 +38,12 @@ func TestError(t *testing.T) {
 		flag: "--mode files needs --certfile and --keyfile",
 		refs: []string{"certs.Options.CertFile", "certs.Options.KeyFile"},
 	}, {
+		name: "advice: the whole message, the field only referred to",
+		err:  Advise("registration.Scope.Namespaces", "refusing: add {registration.Scope.Namespaces} NS or {registration.Scope.AllNamespaces}"),
+		text: "refusing: add registration.Scope.Namespaces NS or registration.Scope.AllNamespaces",
+		flag: "refusing: add --namespaces NS or --allnamespaces",
+		refs: []string{"registration.Scope.Namespaces", "registration.Scope.AllNamespaces"},
+	}, {
 		name: "braces that are no field stay",
 		err:  New("certs.Options.Mode", "", "want {a,b} or {x.y}"),
 		text: "certs.Options.Mode: want {a,b} or {x.y}",

@@ -144,7 +144,7 @@ func (o Options) inCluster() (*Config, error) {
 	}
 	rc, err := build()
 	if err != nil {
-		return nil, errkind.New(ErrNoConfig, errors.New("no kubeconfig found: set --kubeconfig or KUBECONFIG, or create ~/.kube/config; "+
+		return nil, errkind.New(ErrNoConfig, field.Advise("kubeconfig.Options.Path", "no kubeconfig found: set {kubeconfig.Options.Path} or KUBECONFIG, or create ~/.kube/config; "+
 			"to try hookback without a cluster: hookback cluster up, then export KUBECONFIG=$(hookback cluster kubeconfig)"))
 	}
 	if o.Context != "" {

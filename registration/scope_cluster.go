@@ -84,8 +84,8 @@ func (s Scope) Refuse(why string) error {
 	if s.Local || s.Narrowed() || s.AllNamespaces {
 		return nil
 	}
-	return fmt.Errorf("%w: %s. Every colleague's matching requests would reach this machine: "+
-		"add --namespace NS (repeatable), or --only-mine, or --all-namespaces if cluster-wide is meant (docs/shared-clusters.md)", ErrClusterWide, why)
+	return field.Advise("registration.Scope.Namespaces", "%w: %s. Every colleague's matching requests would reach this machine: "+
+		"add {registration.Scope.Namespaces} NS (repeatable), or {registration.Scope.OnlyMine}, or {registration.Scope.AllNamespaces} if cluster-wide is meant (docs/shared-clusters.md)", ErrClusterWide, why)
 }
 
 // Convert reports whether the conversion of crd may be redirected to

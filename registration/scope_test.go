@@ -206,7 +206,7 @@ func TestScopeRefuseAndConvert(t *testing.T) {
 	if !errors.Is(err, ErrClusterWide) {
 		t.Fatalf("Refuse = %v, want ErrClusterWide", err)
 	}
-	for _, w := range []string{"--namespace", "--only-mine", "--all-namespaces", "203.0.113.7"} {
+	for _, w := range []string{"registration.Scope.Namespaces NS", "registration.Scope.OnlyMine", "registration.Scope.AllNamespaces", "203.0.113.7"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("refusal %q does not name %s", err, w)
 		}
