@@ -11,12 +11,18 @@ import (
 // CLI shows each with the flag that sets the field, so a user reads
 // "--port 0: want a TCP port, 1 to 65535". The map is what the commands'
 // bind calls declare (sets), built once from every command's binder: a
-// flag and the library field it fills are named in one place.
+// flag and the library field it fills are named in one place. The CLI's
+// options structs keep flags in their own shape (ServeOptions.TLSMode
+// becomes certs.Options.Mode in config), so reflection over them could not
+// find the library's field; the bind call says it, and
+// TestSetsNamesRealFieldsOnce and TestEveryLibraryFieldErrorNamesABoundFlag
+// prove each name real and each one the library returns bound.
 var (
 	fieldFlagsOnce sync.Once
 	fieldFlags     map[string]string
 )
 
+// libraryFieldFlags maps a library field to the flag that sets it.
 func libraryFieldFlags() map[string]string {
 	fieldFlagsOnce.Do(func() {
 		fieldFlags = map[string]string{}

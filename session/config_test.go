@@ -91,7 +91,7 @@ func TestConfigValidate(t *testing.T) {
 		{name: "negative durations, a lease shorter than a second", change: func(c *Options) {
 			c.VerifyTimeout, c.LeaseDuration = -time.Second, time.Millisecond
 		}, want: []string{"session.Options.VerifyTimeout -1s: want more than 0", "session.Options.LeaseDuration 1ms: want at least 1s"}},
-		{name: "built-in options, each naming its flag", change: func(c *Options) { c.WebhookOptions.CPUOversellFactor = 0.5 },
+		{name: "built-in options, each naming its field", change: func(c *Options) { c.WebhookOptions.CPUOversellFactor = 0.5 },
 			want: []string{"webhooks.Options.CPUOversellFactor 0.5: want a finite number >= 1"}},
 	}
 	for _, tt := range tests {
