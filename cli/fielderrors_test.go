@@ -13,6 +13,7 @@ import (
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/hookback/hookback/advertise"
 	"github.com/hookback/hookback/audit"
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
@@ -32,7 +33,7 @@ var libraryTypes = []any{
 	session.Options{}, session.UserWebhooks{}, session.InspectorConfig{}, session.ShadowConfig{},
 	certs.Options{}, certs.ACMEOptions{}, tunnel.Config{}, registration.Scope{},
 	incluster.Options{}, incluster.ServeConfig{}, webhooks.Options{}, upstream.Options{}, upstream.ShadowTarget{},
-	audit.Options{}, kubeconfig.Options{}, inspector.Options{}, session.PolicyInput{}, session.PolicyEnforce{}, upstream.ServiceRef{},
+	audit.Options{}, kubeconfig.Options{}, advertise.Input{}, inspector.Options{}, session.PolicyInput{}, session.PolicyEnforce{}, upstream.ServiceRef{},
 }
 
 // goField finds the Go field a field.Error names, pkg.Type.Field[.Field...].
@@ -157,6 +158,10 @@ func invalidLibraryCalls(t *testing.T) []struct {
 			if !errors.Is(err, registration.ErrClusterWide) {
 				t.Errorf("Refuse = %v, want ErrClusterWide", err)
 			}
+			return err
+		}},
+		{"advertise: no strategy applies", func() error {
+			_, err := advertise.Decide(context.Background(), advertise.Input{Server: "https://192.0.2.1:6443"}, nil)
 			return err
 		}},
 		{"kubeconfig: none at all", func() error {
