@@ -142,7 +142,7 @@ func runCheck(c *cli.Context, o CheckOptions) error {
 func printAdvertise(ctx context.Context, w io.Writer, log *slog.Logger, explicit string, cfg *kubeconfig.Config) error {
 	d, err := session.Advertise(ctx, quiet(log), explicit, cfg)
 	if err != nil {
-		fmt.Fprintf(w, "Advertise: none (%v)\n", err)
+		fmt.Fprintf(w, "Advertise: none (%v)\n", withFlagNames(err))
 		return err
 	}
 	fmt.Fprintf(w, "Advertise: %s (strategy %s: %s)\n", d.Host, d.Strategy, d.Reason)
@@ -191,10 +191,10 @@ func checkUpstreams(c *cli.Context, o ServeOptions) error {
 	for url, perr := range session.ProbeUpstreams(c.Context, spec) {
 		switch {
 		case perr != nil && implicit:
-			fmt.Fprintf(c.App.Writer, "Upstream:  %s: %v (start the manager: %s)\n", url, perr, orDefault(o.project.Run, "your manager"))
+			fmt.Fprintf(c.App.Writer, "Upstream:  %s: %v (start the manager: %s)\n", url, withFlagNames(perr), orDefault(o.project.Run, "your manager"))
 			continue
 		case perr != nil:
-			fmt.Fprintf(c.App.Writer, "Upstream:  %s: %v\n", url, perr)
+			fmt.Fprintf(c.App.Writer, "Upstream:  %s: %v\n", url, withFlagNames(perr))
 			errs = append(errs, perr)
 			continue
 		}
