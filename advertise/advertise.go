@@ -44,6 +44,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/internal/errkind"
 )
 
@@ -133,7 +134,7 @@ func Decide(ctx context.Context, in Input, strategies []Strategy) (Decision, err
 		}
 		skipped = append(skipped, s.Name()+": "+why)
 	}
-	return Decision{Skipped: skipped}, errkind.New(ErrNoAddress, fmt.Errorf("no address the apiserver can reach was found: pass --advertise-address with an IP or DNS name of this machine that the apiserver can route to (tried %s)", strings.Join(skipped, "; ")))
+	return Decision{Skipped: skipped}, errkind.New(ErrNoAddress, field.Advise("advertise.Input.Explicit", "no address the apiserver can reach was found: pass {advertise.Input.Explicit} with an IP or DNS name of this machine that the apiserver can route to (tried %s)", strings.Join(skipped, "; ")))
 }
 
 // Default is the strategy order used by hookback start, check and render,

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/hookback/hookback/field"
 )
 
 // Kind picks the gateway of docker's "kind" network when the cluster is
@@ -54,7 +56,7 @@ func (k Kind) Decide(ctx context.Context, in Input) (Decision, bool, error) {
 	if err != nil {
 		// Falling through would pick 127.0.0.1, which the kind apiserver
 		// cannot dial: stop and ask for an explicit address.
-		return Decision{}, false, fmt.Errorf("the cluster is kind (%s) but %w; pass --advertise-address with the gateway of docker network %q", evidence, err, KindNetwork)
+		return Decision{}, false, field.Advise("advertise.Input.Explicit", "the cluster is kind (%s) but %w; pass {advertise.Input.Explicit} with the gateway of docker network %q", evidence, err, KindNetwork)
 	}
 	return Decision{Host: ip.String(), Reason: fmt.Sprintf("the cluster is kind (%s): %s", evidence, how)}, true, nil
 }

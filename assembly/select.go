@@ -8,17 +8,19 @@ import (
 
 	"github.com/hookback/hookback/builtin/controllers"
 	"github.com/hookback/hookback/builtin/webhooks"
+	"github.com/hookback/hookback/field"
 )
 
-// webhookOptionFlags spells each webhook option as the flag that sets it.
-var webhookOptionFlags = map[string]string{
-	webhooks.OptionBannedWords:       "--banned-words",
-	webhooks.OptionSidecarImage:      "--sidecar-image",
-	webhooks.OptionCPUOversellFactor: "--cpu-oversell-factor",
+// webhookOptionFields names the field of webhooks.Options each option is.
+var webhookOptionFields = map[string]string{
+	webhooks.OptionBannedWords:       "webhooks.Options.BannedWords",
+	webhooks.OptionSidecarImage:      "webhooks.Options.SidecarImage",
+	webhooks.OptionCPUOversellFactor: "webhooks.Options.CPUOversellFactor",
 }
 
-// ValidateWebhookOptions is o.Validate with each problem naming its flag,
-// as the rest of Validate does.
+// ValidateWebhookOptions is o.Validate with each problem a field.Error
+// naming its field, as the rest of Validate does; errors.As still finds
+// the webhooks.OptionError.
 func ValidateWebhookOptions(o webhooks.Options) error {
 	err := o.Validate()
 	joined, ok := err.(interface{ Unwrap() []error })
@@ -28,8 +30,8 @@ func ValidateWebhookOptions(o webhooks.Options) error {
 	var errs []error
 	for _, e := range joined.Unwrap() {
 		var oe *webhooks.OptionError
-		if errors.As(e, &oe) && webhookOptionFlags[oe.Option] != "" {
-			e = fmt.Errorf("%s %s: want %s", webhookOptionFlags[oe.Option], oe.Value, oe.Want)
+		if errors.As(e, &oe) && webhookOptionFields[oe.Option] != "" {
+			e = &field.Error{Field: webhookOptionFields[oe.Option], Value: oe.Value, Detail: "want " + oe.Want, Err: e}
 		}
 		errs = append(errs, e)
 	}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/field"
 )
 
 // Webhook is one webhook of a configuration, as registered, with the
@@ -96,16 +98,16 @@ type Identity struct {
 	Groups   []string
 }
 
-// Validate reports every problem at once.
+// Validate reports every problem at once, a wrong value as a field.Error.
 func (o Options) Validate() error {
 	var errs []error
 	switch o.Operation {
 	case "", admissionregistrationv1.Create, admissionregistrationv1.Update:
 	default:
-		errs = append(errs, fmt.Errorf("--operation %q: want CREATE or UPDATE", o.Operation))
+		errs = append(errs, field.New("audit.Options.Operation", strconv.Quote(string(o.Operation)), "want CREATE or UPDATE"))
 	}
 	if o.Concurrency < 0 {
-		errs = append(errs, fmt.Errorf("--concurrency %d: want 1 or more", o.Concurrency))
+		errs = append(errs, field.New("audit.Options.Concurrency", strconv.Itoa(o.Concurrency), "want 1 or more"))
 	}
 	if o.Lister == nil {
 		errs = append(errs, errors.New("audit needs a lister"))

@@ -8,13 +8,15 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/caddyserver/certmagic"
+
+	"github.com/hookback/hookback/field"
 )
 
 // Certs serves a certificate and names the caBundle that makes the
@@ -109,18 +111,19 @@ type Options struct {
 	Log  *slog.Logger
 }
 
-// Validate reports every problem with the options at once.
+// Validate reports every problem with the options at once, each a
+// field.Error naming its field.
 func (o Options) Validate() error {
 	switch o.Mode {
 	case ModeSelfSigned, ModeACME:
 		return nil
 	case ModeFiles:
 		if o.CertFile == "" || o.KeyFile == "" {
-			return errors.New("--tls-mode files needs --tls-cert-file and --tls-key-file")
+			return field.Clause("certs.Options.Mode", ModeFiles, "needs {certs.Options.CertFile} and {certs.Options.KeyFile}")
 		}
 		return nil
 	default:
-		return fmt.Errorf("--tls-mode %q: want %s, %s or %s", o.Mode, ModeSelfSigned, ModeACME, ModeFiles)
+		return field.New("certs.Options.Mode", strconv.Quote(o.Mode), fmt.Sprintf("want %s, %s or %s", ModeSelfSigned, ModeACME, ModeFiles))
 	}
 }
 

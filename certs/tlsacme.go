@@ -16,10 +16,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/caddyserver/certmagic"
+
+	"github.com/hookback/hookback/field"
 )
 
 // LetsEncryptCA is the default ACME directory: Let's Encrypt production.
@@ -78,18 +81,18 @@ var profileName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 func (o ACMEOptions) validate() error {
 	u, err := url.Parse(o.CA)
 	if err != nil || u.Scheme != "https" || u.Host == "" {
-		return fmt.Errorf("--acme-ca %q: want the https:// URL of an ACME directory", o.CA)
+		return field.New("certs.ACMEOptions.CA", strconv.Quote(o.CA), "want the https:// URL of an ACME directory")
 	}
 	if o.Email != "" {
 		if a, err := mail.ParseAddress(o.Email); err != nil || a.Address != o.Email {
-			return fmt.Errorf("--acme-email %q: want a plain email address", o.Email)
+			return field.New("certs.ACMEOptions.Email", strconv.Quote(o.Email), "want a plain email address")
 		}
 	}
 	if o.Profile != "" && !profileName.MatchString(o.Profile) {
-		return fmt.Errorf("--acme-profile %q: want a profile name such as shortlived", o.Profile)
+		return field.New("certs.ACMEOptions.Profile", strconv.Quote(o.Profile), "want a profile name such as shortlived")
 	}
 	if o.HTTPPort < 1 || o.HTTPPort > 65535 {
-		return fmt.Errorf("--acme-http-port %d: want 1-65535", o.HTTPPort)
+		return field.New("certs.ACMEOptions.HTTPPort", strconv.Itoa(o.HTTPPort), "want 1-65535")
 	}
 	if o.Host == "" {
 		return fmt.Errorf("acme: no host to obtain a certificate for")
@@ -113,14 +116,14 @@ func trustedRoots(file string) (*x509.CertPool, error) {
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("read --acme-ca-root: %w", err)
+		return nil, fmt.Errorf("read %w", field.Errorf("certs.ACMEOptions.CARootFile", "", "%w", err))
 	}
 	pool, err := x509.SystemCertPool()
 	if err != nil {
 		pool = x509.NewCertPool()
 	}
 	if !pool.AppendCertsFromPEM(b) {
-		return nil, fmt.Errorf("--acme-ca-root %s: no PEM certificate in it", file)
+		return nil, field.New("certs.ACMEOptions.CARootFile", file, "no PEM certificate in it")
 	}
 	return pool, nil
 }
@@ -155,11 +158,11 @@ func fetchProfiles(ctx context.Context, ca string, roots *x509.CertPool) (map[st
 	defer tr.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ca, nil)
 	if err != nil {
-		return nil, fmt.Errorf("--acme-ca %q: %w", ca, err)
+		return nil, field.Errorf("certs.ACMEOptions.CA", strconv.Quote(ca), "%w", err)
 	}
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("reach the ACME CA (does it need --acme-ca-root?): %w", err)
+		return nil, field.Errorf("certs.ACMEOptions.CA", strconv.Quote(ca), "reach it (does it need {certs.ACMEOptions.CARootFile}?): %w", err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -176,7 +179,7 @@ func fetchProfiles(ctx context.Context, ca string, roots *x509.CertPool) (map[st
 		} `json:"meta"`
 	}
 	if err := json.Unmarshal(body, &dir); err != nil || dir.NewOrder == "" {
-		return nil, fmt.Errorf("--acme-ca %s is not an ACME directory: no newOrder in %.80q", ca, body)
+		return nil, field.Clause("certs.ACMEOptions.CA", ca, fmt.Sprintf("is not an ACME directory: no newOrder in %.80q", body))
 	}
 	return dir.Meta.Profiles, nil
 }

@@ -43,7 +43,7 @@ func Run(ctx context.Context, args []string, ext Extension, stdout, stderr io.Wr
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(stderr, "Error:", err)
+	fmt.Fprintln(stderr, "Error:", withFlagNames(err))
 	var ec cli.ExitCoder
 	if errors.As(err, &ec) {
 		return ec.ExitCode()
@@ -89,7 +89,7 @@ func usage(err error) error {
 	if err == nil {
 		return nil
 	}
-	return cli.Exit(err.Error(), exitUsage)
+	return cli.Exit(withFlagNames(err).Error(), exitUsage)
 }
 
 func versionCommand() (*cli.Command, *binder) {

@@ -80,24 +80,24 @@ func defaultAuditOptions() AuditOptions {
 func (o *AuditOptions) bind(b *binder) {
 	s := &o.Serve
 	s.GlobalOptions.bind(b)
-	bind(b, &s.Session, "session", catCluster, "session name, as start would register the webhooks under it (default: <user>-<host>)")
+	bind(b, &s.Session, "session", catCluster, "session name, as start would register the webhooks under it (default: <user>-<host>)", sets("session.Options.Session"))
 	bind(b, &s.StateDir, "state-dir", catServing, "where start keeps its local CA: in project mode audit trusts it for the manager's certificate")
 	bind(b, &s.Template, "template", catServing, "webhook configuration template (default: the built-in webhook-url.yaml.tmpl)")
 	bind(b, &s.Webhooks, "webhooks", catBuiltins, "comma list of built-in webhooks to audit, or all or none ("+strings.Join(webhooks.Names(), ", ")+")")
 	bindWebhookOptions(b, &s.Webhook)
 	bind(b, &s.Project, "project", catUser, "kubebuilder or Operator SDK project root (default: the current directory when it has a PROJECT file and no --webhook-config is given): its config/default, built-ins off, --upstream "+project.DefaultUpstream)
-	bind(b, &s.WebhookConfig, "webhook-config", catUser, "your webhook configurations as written for the cluster (file, directory, kustomize directory, bundle, or - for stdin; repeatable)")
+	bind(b, &s.WebhookConfig, "webhook-config", catUser, "your webhook configurations as written for the cluster (file, directory, kustomize directory, bundle, or - for stdin; repeatable)", sets("session.UserWebhooks.Manifests"))
 	s.bindUpstream(b)
-	bind(b, &s.Timeout, "timeout", catUser, "your webhooks: override every timeoutSeconds, 1s to 30s; 0 keeps each one's")
-	bind(b, &s.Scope.Namespaces, "namespace", catScope, "audit only objects in this namespace (repeatable), as start --namespace would scope the webhooks; naming one also opts it in to pod-name and pod-lifespan", alias("n"))
-	bind(b, &s.Scope.NamespaceSelector, "namespace-selector", catScope, "audit only objects in namespaces matching this label selector (kubectl syntax)")
-	bind(b, &s.Scope.ObjectSelector, "object-selector", catScope, "audit only objects matching this label selector (kubectl syntax)")
-	bind(b, &s.Scope.OnlyMine, "only-mine", catScope, "scope as start --only-mine does (a matchCondition, not evaluated: the reviews carry your identity anyway)")
+	bind(b, &s.Timeout, "timeout", catUser, "your webhooks: override every timeoutSeconds, 1s to 30s; 0 keeps each one's", sets("session.UserWebhooks.Timeout"))
+	bind(b, &s.Scope.Namespaces, "namespace", catScope, "audit only objects in this namespace (repeatable), as start --namespace would scope the webhooks; naming one also opts it in to pod-name and pod-lifespan", alias("n"), sets("registration.Scope.Namespaces"))
+	bind(b, &s.Scope.NamespaceSelector, "namespace-selector", catScope, "audit only objects in namespaces matching this label selector (kubectl syntax)", sets("registration.Scope.NamespaceSelector"))
+	bind(b, &s.Scope.ObjectSelector, "object-selector", catScope, "audit only objects matching this label selector (kubectl syntax)", sets("registration.Scope.ObjectSelector"))
+	bind(b, &s.Scope.OnlyMine, "only-mine", catScope, "scope as start --only-mine does (a matchCondition, not evaluated: the reviews carry your identity anyway)", sets("registration.Scope.OnlyMine"))
 	bind(b, &o.Policy, "policy", catUser, "ValidatingAdmissionPolicies and MutatingAdmissionPolicies (admissionregistration.k8s.io/v1) with their bindings and params, audited beside the webhooks (file, directory, kustomize directory, or - for stdin; repeatable)")
-	bind(b, &o.Operation, "operation", catOutput, "send CREATE or UPDATE (a no-change update) to every webhook whose rules include it, instead of CREATE where the rules include it, else UPDATE")
+	bind(b, &o.Operation, "operation", catOutput, "send CREATE or UPDATE (a no-change update) to every webhook whose rules include it, instead of CREATE where the rules include it, else UPDATE", sets("audit.Options.Operation"))
 	bind(b, &o.Output, "output", catOutput, "table, json (one object per review) or junit (a testsuite per webhook, a failure per denial)", alias("o"))
 	bind(b, &o.FailOn, "fail-on", catOutput, "denied: exit 1 when any object is denied; patched: also when any is patched")
-	bind(b, &o.Concurrency, "concurrency", catOutput, "reviews in flight at once")
+	bind(b, &o.Concurrency, "concurrency", catOutput, "reviews in flight at once", sets("audit.Options.Concurrency"))
 }
 
 func (o AuditOptions) operation() admissionregistrationv1.OperationType {

@@ -34,15 +34,37 @@ type binder struct {
 	// fields maps each flag name to the pointer it fills, for the test that
 	// proves every flag reaches a field.
 	fields map[string]any
+	// libraryFields maps the library field each flag sets (sets), as
+	// field.Error names it, to the flag: the CLI shows the library's errors
+	// with flag names (fielderrors.go).
+	libraryFields map[string]string
+}
+
+// declared is a flag as it is declared, for a flagOption to adjust.
+type declared struct {
+	flag cli.Flag
+	// sets are the library fields the flag's value ends up in (sets).
+	sets []string
 }
 
 // flagOption adjusts a flag as it is declared.
-type flagOption func(cli.Flag)
+type flagOption func(*declared)
+
+// sets says which library fields the flag's value ends up in, as the
+// library's field.Error names them ("session.Options.Port",
+// "certs.Options.Mode"; more than one where the library passes the value
+// on, as --upstream-insecure's reaches upstream.Options.Insecure), when the
+// library validates it: its errors then name the flag in the CLI. A test
+// proves every name the library returns is set by a flag
+// (fielderrors_test.go).
+func sets(libraryFields ...string) flagOption {
+	return func(d *declared) { d.sets = append(d.sets, libraryFields...) }
+}
 
 // alias adds short names, such as -n.
 func alias(names ...string) flagOption {
-	return func(f cli.Flag) {
-		switch f := f.(type) {
+	return func(d *declared) {
+		switch f := d.flag.(type) {
 		case *cli.StringSliceFlag:
 			f.Aliases = append(f.Aliases, names...)
 		case *cli.StringFlag:
@@ -52,8 +74,8 @@ func alias(names ...string) flagOption {
 }
 
 // hidden keeps a flag out of --help (test and tuning knobs).
-func hidden(f cli.Flag) {
-	switch f := f.(type) {
+func hidden(d *declared) {
+	switch f := d.flag.(type) {
 	case *cli.DurationFlag:
 		f.Hidden = true
 	case *cli.StringFlag:
@@ -97,13 +119,17 @@ func bind[T any](b *binder, p *T, name, category, usage string, opts ...flagOpti
 		f = &cli.StringFlag{Name: name, Usage: fmt.Sprintf("BUG: flag %s bound to unsupported %T", name, p)}
 		load = func(*cli.Context) {}
 	}
+	d := declared{flag: f}
 	for _, o := range opts {
-		o(f)
+		o(&d)
 	}
 	if b.fields == nil {
-		b.fields = map[string]any{}
+		b.fields, b.libraryFields = map[string]any{}, map[string]string{}
 	}
 	b.fields[name] = p
+	for _, f := range d.sets {
+		b.libraryFields[f] = name
+	}
 	b.flags = append(b.flags, f)
 	b.loads = append(b.loads, load)
 }

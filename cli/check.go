@@ -39,11 +39,11 @@ type CheckOptions struct {
 
 func (o *CheckOptions) bind(b *binder) {
 	o.GlobalOptions.bind(b)
-	bind(b, &o.AdvertiseAddress, "advertise-address", catServing, "IP or DNS name start would be told to advertise (default: decided from the kubeconfig's server, see docs/reachability.md)")
+	bind(b, &o.AdvertiseAddress, "advertise-address", catServing, "IP or DNS name start would be told to advertise (default: decided from the kubeconfig's server, see docs/reachability.md)", sets("session.Options.AdvertiseAddress", "advertise.Input.Explicit"))
 	bind(b, &o.LeaseNamespace, "lease-namespace", catCluster, "namespace for the session Lease and the canary ConfigMap")
 	bind(b, &o.RequestTimeout, "request-timeout", catCluster, "give up on the apiserver after this long")
-	bind(b, &o.Tunnel.Enabled, "tunnel", catTunnel, "check what start --tunnel needs too: the relay's objects and the pod port-forward in --tunnel-namespace")
-	bind(b, &o.Tunnel.Namespace, "tunnel-namespace", catTunnel, "tunnel: the namespace start --tunnel would deploy its relay to")
+	bind(b, &o.Tunnel.Enabled, "tunnel", catTunnel, "check what start --tunnel needs too: the relay's objects and the pod port-forward in --tunnel-namespace", sets("tunnel.Config.Enabled"))
+	bind(b, &o.Tunnel.Namespace, "tunnel-namespace", catTunnel, "tunnel: the namespace start --tunnel would deploy its relay to", sets("tunnel.Config.Namespace"))
 	o.Serve.bindUpstream(b)
 	o.Serve.bindWhatRuns(b)
 }
@@ -142,7 +142,7 @@ func runCheck(c *cli.Context, o CheckOptions) error {
 func printAdvertise(ctx context.Context, w io.Writer, log *slog.Logger, explicit string, cfg *kubeconfig.Config) error {
 	d, err := session.Advertise(ctx, quiet(log), explicit, cfg)
 	if err != nil {
-		fmt.Fprintf(w, "Advertise: none (%v)\n", err)
+		fmt.Fprintf(w, "Advertise: none (%v)\n", withFlagNames(err))
 		return err
 	}
 	fmt.Fprintf(w, "Advertise: %s (strategy %s: %s)\n", d.Host, d.Strategy, d.Reason)
@@ -191,10 +191,10 @@ func checkUpstreams(c *cli.Context, o ServeOptions) error {
 	for url, perr := range session.ProbeUpstreams(c.Context, spec) {
 		switch {
 		case perr != nil && implicit:
-			fmt.Fprintf(c.App.Writer, "Upstream:  %s: %v (start the manager: %s)\n", url, perr, orDefault(o.project.Run, "your manager"))
+			fmt.Fprintf(c.App.Writer, "Upstream:  %s: %v (start the manager: %s)\n", url, withFlagNames(perr), orDefault(o.project.Run, "your manager"))
 			continue
 		case perr != nil:
-			fmt.Fprintf(c.App.Writer, "Upstream:  %s: %v\n", url, perr)
+			fmt.Fprintf(c.App.Writer, "Upstream:  %s: %v\n", url, withFlagNames(perr))
 			errs = append(errs, perr)
 			continue
 		}

@@ -39,9 +39,9 @@ func defaultInClusterOptions() InClusterOptions {
 // bind binds render's in-cluster flags; the rest come from ServeOptions.
 func (o *InClusterOptions) bind(b *binder) {
 	bind(b, &o.Enabled, "in-cluster", catInCluster, "print everything to deploy hookback in the cluster instead (Namespace, RBAC, Deployment, Service, webhook configurations with service references)")
-	bind(b, &o.Namespace, "install-namespace", catInCluster, "in-cluster: the install's namespace (its Service, the CA Secret, the leader election Lease)")
-	bind(b, &o.Image, "image", catInCluster, "in-cluster: hookback image (default: ghcr.io/hookback/hookback:<this version>, :latest for a dev build)")
-	bind(b, &o.Replicas, "replicas", catInCluster, "in-cluster: replicas of the Deployment")
+	bind(b, &o.Namespace, "install-namespace", catInCluster, "in-cluster: the install's namespace (its Service, the CA Secret, the leader election Lease)", sets("incluster.Options.Namespace"))
+	bind(b, &o.Image, "image", catInCluster, "in-cluster: hookback image (default: ghcr.io/hookback/hookback:<this version>, :latest for a dev build)", sets("incluster.Options.Image"))
+	bind(b, &o.Replicas, "replicas", catInCluster, "in-cluster: replicas of the Deployment", sets("incluster.Options.Replicas"))
 	bind(b, &o.CertManager, "cert-manager", catInCluster, "in-cluster: annotate the webhook configurations for cert-manager's cainjector (Certificate NAMESPACE/hookback)")
 }
 

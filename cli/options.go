@@ -34,8 +34,8 @@ type GlobalOptions struct {
 func defaultGlobalOptions() GlobalOptions { return GlobalOptions{LogFormat: "text", LogLevel: "info"} }
 
 func (o *GlobalOptions) bind(b *binder) {
-	bind(b, &o.Kubeconfig, "kubeconfig", catGlobal, "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)")
-	bind(b, &o.Context, "context", catGlobal, "kubeconfig context to use instead of current-context")
+	bind(b, &o.Kubeconfig, "kubeconfig", catGlobal, "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)", sets("kubeconfig.Options.Path"))
+	bind(b, &o.Context, "context", catGlobal, "kubeconfig context to use instead of current-context", sets("kubeconfig.Options.Context"))
 	bind(b, &o.LogFormat, "log-format", catGlobal, "log format: text or json")
 	bind(b, &o.LogLevel, "log-level", catGlobal, "log level: debug, info, warn or error")
 }
@@ -119,27 +119,27 @@ func defaultServeOptions() ServeOptions {
 
 func (o *ServeOptions) bind(b *binder) {
 	o.GlobalOptions.bind(b)
-	bind(b, &o.Session, "session", catCluster, "session name: suffixes every object hookback writes (default: <user>-<host>)")
+	bind(b, &o.Session, "session", catCluster, "session name: suffixes every object hookback writes (default: <user>-<host>)", sets("session.Options.Session"))
 	bind(b, &o.LeaseNamespace, "lease-namespace", catCluster, "namespace for the session Lease and the canary ConfigMap")
-	bind(b, &o.AdvertiseAddress, "advertise-address", catServing, "IP or DNS name the apiserver dials to reach hookback (default: decided from the kubeconfig's server, see docs/reachability.md)")
-	bind(b, &o.Port, "port", catServing, "HTTPS port for the webhooks")
+	bind(b, &o.AdvertiseAddress, "advertise-address", catServing, "IP or DNS name the apiserver dials to reach hookback (default: decided from the kubeconfig's server, see docs/reachability.md)", sets("session.Options.AdvertiseAddress", "advertise.Input.Explicit"))
+	bind(b, &o.Port, "port", catServing, "HTTPS port for the webhooks", sets("session.Options.Port"))
 	bind(b, &o.Template, "template", catServing, "webhook configuration template (default: the built-in webhook-url.yaml.tmpl); hot-reloaded while running")
 	bind(b, &o.StateDir, "state-dir", catServing, "where the local CA and certificates live")
-	bind(b, &o.TLSMode, "tls-mode", catServing, "self-signed (a local CA in --state-dir), acme (a certificate from an ACME CA, --acme-*) or files (--tls-cert-file, --tls-key-file, --ca-file)")
-	bind(b, &o.TLSCertFile, "tls-cert-file", catServing, "files mode: serving certificate (PEM, may include the chain); reloaded on change")
-	bind(b, &o.TLSKeyFile, "tls-key-file", catServing, "files mode: its private key; reloaded on change")
+	bind(b, &o.TLSMode, "tls-mode", catServing, "self-signed (a local CA in --state-dir), acme (a certificate from an ACME CA, --acme-*) or files (--tls-cert-file, --tls-key-file, --ca-file)", sets("certs.Options.Mode"))
+	bind(b, &o.TLSCertFile, "tls-cert-file", catServing, "files mode: serving certificate (PEM, may include the chain); reloaded on change", sets("certs.Options.CertFile"))
+	bind(b, &o.TLSKeyFile, "tls-key-file", catServing, "files mode: its private key; reloaded on change", sets("certs.Options.KeyFile"))
 	bind(b, &o.CAFile, "ca-file", catServing, "files and acme modes: CA the apiserver should trust (the caBundle); empty when the certificate is publicly trusted")
-	bind(b, &o.ACME.CA, "acme-ca", catServing, "acme mode: ACME directory URL; using it agrees to the CA's terms of service")
-	bind(b, &o.ACME.Email, "acme-email", catServing, "acme mode: contact email for the ACME account (optional)")
-	bind(b, &o.ACME.CARootFile, "acme-ca-root", catServing, "acme mode: PEM root to trust for the ACME server's own HTTPS (a private ACME server such as pebble)")
-	bind(b, &o.ACME.Profile, "acme-profile", catServing, "acme mode: ACME profile to order under (Let's Encrypt issues IP certificates only under shortlived); empty: the CA's default")
-	bind(b, &o.ACME.HTTPPort, "acme-http-port", catServing, "acme mode: port the HTTP-01 challenge is answered on, opened only while a challenge is pending (the CA always dials port 80: forward it here when different)")
+	bind(b, &o.ACME.CA, "acme-ca", catServing, "acme mode: ACME directory URL; using it agrees to the CA's terms of service", sets("certs.ACMEOptions.CA"))
+	bind(b, &o.ACME.Email, "acme-email", catServing, "acme mode: contact email for the ACME account (optional)", sets("certs.ACMEOptions.Email"))
+	bind(b, &o.ACME.CARootFile, "acme-ca-root", catServing, "acme mode: PEM root to trust for the ACME server's own HTTPS (a private ACME server such as pebble)", sets("certs.ACMEOptions.CARootFile"))
+	bind(b, &o.ACME.Profile, "acme-profile", catServing, "acme mode: ACME profile to order under (Let's Encrypt issues IP certificates only under shortlived); empty: the CA's default", sets("certs.ACMEOptions.Profile"))
+	bind(b, &o.ACME.HTTPPort, "acme-http-port", catServing, "acme mode: port the HTTP-01 challenge is answered on, opened only while a challenge is pending (the CA always dials port 80: forward it here when different)", sets("certs.ACMEOptions.HTTPPort"))
 	bind(b, &o.ACME.RenewCheckInterval, "acme-renew-check-interval", catServing, "acme mode: how often certmagic checks whether to renew", hidden)
 	o.bindWhatRuns(b)
 	bindWebhookOptions(b, &o.Webhook)
 	o.bindUpstream(b)
-	bind(b, &o.KeepFailurePolicy, "keep-failure-policy", catUser, "your webhooks: keep each failurePolicy; without it every one becomes Ignore, so a stopped debugger never blocks the cluster")
-	bind(b, &o.Timeout, "timeout", catUser, "your webhooks: override every timeoutSeconds, 1s to 30s (30s while stepping through a handler in a debugger); 0 keeps each one's")
+	bind(b, &o.KeepFailurePolicy, "keep-failure-policy", catUser, "your webhooks: keep each failurePolicy; without it every one becomes Ignore, so a stopped debugger never blocks the cluster", sets("session.UserWebhooks.KeepFailurePolicy"))
+	bind(b, &o.Timeout, "timeout", catUser, "your webhooks: override every timeoutSeconds, 1s to 30s (30s while stepping through a handler in a debugger); 0 keeps each one's", sets("session.UserWebhooks.Timeout"))
 	bindScope(b, &o.Scope)
 }
 
@@ -147,12 +147,12 @@ func (o *ServeOptions) bind(b *binder) {
 // every webhook registered, ANDed with its own selectors
 // (docs/shared-clusters.md).
 func bindScope(b *binder, s *registration.Scope) {
-	bind(b, &s.Namespaces, "namespace", catScope, "only objects in this namespace reach hookback (repeatable); naming one also opts it in to pod-name and pod-lifespan", alias("n"))
-	bind(b, &s.NamespaceSelector, "namespace-selector", catScope, "only objects in namespaces matching this label selector (kubectl syntax) reach hookback")
-	bind(b, &s.ObjectSelector, "object-selector", catScope, "only objects matching this label selector (kubectl syntax) reach hookback")
-	bind(b, &s.OnlyMine, "only-mine", catScope, "only requests made with your own identity reach hookback (a matchCondition on your username; pods a controller creates are the controller's)")
-	bind(b, &s.AllNamespaces, "all-namespaces", catScope, "register cluster-wide on a cluster that is not local (without a scope start refuses there)")
-	bind(b, &s.ConvertCRDs, "convert", catScope, "on a cluster that is not local, redirect the conversion of this CRD (repeatable); conversion cannot be scoped")
+	bind(b, &s.Namespaces, "namespace", catScope, "only objects in this namespace reach hookback (repeatable); naming one also opts it in to pod-name and pod-lifespan", alias("n"), sets("registration.Scope.Namespaces"))
+	bind(b, &s.NamespaceSelector, "namespace-selector", catScope, "only objects in namespaces matching this label selector (kubectl syntax) reach hookback", sets("registration.Scope.NamespaceSelector"))
+	bind(b, &s.ObjectSelector, "object-selector", catScope, "only objects matching this label selector (kubectl syntax) reach hookback", sets("registration.Scope.ObjectSelector"))
+	bind(b, &s.OnlyMine, "only-mine", catScope, "only requests made with your own identity reach hookback (a matchCondition on your username; pods a controller creates are the controller's)", sets("registration.Scope.OnlyMine"))
+	bind(b, &s.AllNamespaces, "all-namespaces", catScope, "register cluster-wide on a cluster that is not local (without a scope start refuses there)", sets("registration.Scope.AllNamespaces"))
+	bind(b, &s.ConvertCRDs, "convert", catScope, "on a cluster that is not local, redirect the conversion of this CRD (repeatable); conversion cannot be scoped", sets("registration.Scope.ConvertCRDs"))
 }
 
 // bindWhatRuns binds what decides what start runs, and so the permissions
@@ -161,21 +161,21 @@ func (o *ServeOptions) bindWhatRuns(b *binder) {
 	bind(b, &o.Webhooks, "webhooks", catBuiltins, "comma list of built-in webhooks to serve, or all or none ("+strings.Join(webhooks.Names(), ", ")+")")
 	bind(b, &o.Controllers, "controllers", catBuiltins, "comma list of controllers to run, or all or none ("+strings.Join(controllers.Names(), ", ")+")")
 	bind(b, &o.Project, "project", catUser, "kubebuilder or Operator SDK project root (default: the current directory when it has a PROJECT file and no --webhook-config is given): its config/default, built-ins off, --upstream "+project.DefaultUpstream)
-	bind(b, &o.WebhookConfig, "webhook-config", catUser, "your webhook configurations and CRDs as written for the cluster (file, directory, kustomize directory, bundle such as dist/install.yaml, or - for stdin; repeatable): rewritten to point at hookback, other kinds skipped")
+	bind(b, &o.WebhookConfig, "webhook-config", catUser, "your webhook configurations and CRDs as written for the cluster (file, directory, kustomize directory, bundle such as dist/install.yaml, or - for stdin; repeatable): rewritten to point at hookback, other kinds skipped", sets("session.UserWebhooks.Manifests"))
 }
 
 // bindUpstream binds where your webhooks' reviews go.
 func (o *ServeOptions) bindUpstream(b *binder) {
-	bind(b, &o.Upstream, "upstream", catUser, "your webhook server, where hookback forwards their reviews: URL, or NAMESPACE/SERVICE=URL for the webhooks of one Service (repeatable)")
-	bind(b, &o.UpstreamCA, "upstream-ca", catUser, "CA file to trust an https upstream")
-	bind(b, &o.UpstreamInsecure, "upstream-insecure", catUser, "do not verify an https upstream's certificate (loopback upstreams only)")
+	bind(b, &o.Upstream, "upstream", catUser, "your webhook server, where hookback forwards their reviews: URL, or NAMESPACE/SERVICE=URL for the webhooks of one Service (repeatable)", sets("session.UserWebhooks.Upstream"))
+	bind(b, &o.UpstreamCA, "upstream-ca", catUser, "CA file to trust an https upstream", sets("session.UserWebhooks.UpstreamCA", "upstream.Options.CAFile"))
+	bind(b, &o.UpstreamInsecure, "upstream-insecure", catUser, "do not verify an https upstream's certificate (loopback upstreams only)", sets("session.UserWebhooks.UpstreamInsecure", "upstream.Options.Insecure"))
 }
 
 // bindWebhookOptions binds the built-in webhooks' own options.
 func bindWebhookOptions(b *binder, o *webhooks.Options) {
-	bind(b, &o.BannedWords, "banned-words", catBuiltins, "pod-name: words a pod name must not contain")
-	bind(b, &o.SidecarImage, "sidecar-image", catBuiltins, "pod-sidecar: image of the injected xxl-agent container")
-	bind(b, &o.CPUOversellFactor, "cpu-oversell-factor", catBuiltins, "node-status: multiply node allocatable CPU by this (1 disables)")
+	bind(b, &o.BannedWords, "banned-words", catBuiltins, "pod-name: words a pod name must not contain", sets("webhooks.Options.BannedWords"))
+	bind(b, &o.SidecarImage, "sidecar-image", catBuiltins, "pod-sidecar: image of the injected xxl-agent container", sets("webhooks.Options.SidecarImage"))
+	bind(b, &o.CPUOversellFactor, "cpu-oversell-factor", catBuiltins, "node-status: multiply node allocatable CPU by this (1 disables)", sets("webhooks.Options.CPUOversellFactor"))
 }
 
 // user reads the flags of your own webhooks; the library parses the
@@ -284,26 +284,26 @@ func defaultStartOptions() StartOptions {
 
 func (o *StartOptions) bind(b *binder) {
 	o.ServeOptions.bind(b)
-	bind(b, &o.LeaseDuration, "lease-duration", catCluster, "how long the session survives without a heartbeat before another run may clean it up")
+	bind(b, &o.LeaseDuration, "lease-duration", catCluster, "how long the session survives without a heartbeat before another run may clean it up", sets("session.Options.LeaseDuration"))
 	bind(b, &o.BindAddress, "bind-address", catServing, "address to listen on (default: the advertise address when it is this machine's, else all interfaces)")
 	bind(b, &o.HealthAddress, "health-address", catServing, "host:port for /healthz, /readyz and /metrics")
 	bind(b, &o.NoVerify, "no-verify", catServing, "keep running (and log the diagnosis) when verification shows the apiserver cannot reach hookback")
-	bind(b, &o.VerifyTimeout, "verify-timeout", catServing, "how long verification may take")
-	bind(b, &o.UpstreamCertDir, "upstream-cert-dir", catUser, "write a serving certificate for your webhook server here (tls.crt, tls.key, signed by hookback's CA, which then verifies it); never over one hookback did not write (default in project mode: controller-runtime's, $TMPDIR/k8s-webhook-server/serving-certs)")
+	bind(b, &o.VerifyTimeout, "verify-timeout", catServing, "how long verification may take", sets("session.Options.VerifyTimeout"))
+	bind(b, &o.UpstreamCertDir, "upstream-cert-dir", catUser, "write a serving certificate for your webhook server here (tls.crt, tls.key, signed by hookback's CA, which then verifies it); never over one hookback did not write (default in project mode: controller-runtime's, $TMPDIR/k8s-webhook-server/serving-certs)", sets("session.UserWebhooks.CertDir"))
 	bind(b, &o.LateAnswerTimeout, "late-answer-timeout", catUser, "your webhooks: how long an answer is still awaited after the apiserver stopped waiting (a breakpoint); it is then logged, shown in the inspector and recorded as late (0 disables)")
-	bind(b, &o.Shadow, "shadow", catUser, "compare your webhooks with the ones deployed in the cluster: NAMESPACE/SERVICE[:PORT] (through the apiserver's service proxy) or an https URL (with a path: used as is; without: each webhook's path appended); hookback's copies then always allow, and differences are logged, counted and summed up at exit")
-	bind(b, &o.ShadowCA, "shadow-ca", catUser, "CA file to verify an https --shadow URL (default: the system roots)")
-	bind(b, &o.Chain, "chain", catUser, "register observer webhooks sorted first and last among mutating configurations and a validating one, scoped like your webhooks, and show per request what every other webhook and policy changed before and after yours, in the inspector and --record-dir (docs/chain.md)")
-	bind(b, &o.ChainAuditLog, "chain-audit-log", catUser, "with --chain: the apiserver's audit log file (JSON lines, level Request for writes), where this machine can read it (the local control plane's .cache/cluster/audit.log): each change is then named from the apiserver's own patch annotations, and the policies' changes shown against the object as the client sent it")
+	bind(b, &o.Shadow, "shadow", catUser, "compare your webhooks with the ones deployed in the cluster: NAMESPACE/SERVICE[:PORT] (through the apiserver's service proxy) or an https URL (with a path: used as is; without: each webhook's path appended); hookback's copies then always allow, and differences are logged, counted and summed up at exit", sets("session.ShadowConfig.Target", "upstream.ShadowTarget.URL", "upstream.ShadowTarget.Proxy", "upstream.ServiceRef.Name", "upstream.ServiceRef.Port"))
+	bind(b, &o.ShadowCA, "shadow-ca", catUser, "CA file to verify an https --shadow URL (default: the system roots)", sets("session.ShadowConfig.CAFile", "upstream.ShadowTarget.CAFile"))
+	bind(b, &o.Chain, "chain", catUser, "register observer webhooks sorted first and last among mutating configurations and a validating one, scoped like your webhooks, and show per request what every other webhook and policy changed before and after yours, in the inspector and --record-dir (docs/chain.md)", sets("session.Options.Chain"))
+	bind(b, &o.ChainAuditLog, "chain-audit-log", catUser, "with --chain: the apiserver's audit log file (JSON lines, level Request for writes), where this machine can read it (the local control plane's .cache/cluster/audit.log): each change is then named from the apiserver's own patch annotations, and the policies' changes shown against the object as the client sent it", sets("session.Options.ChainAuditLog"))
 	o.Policies.bind(b)
 	o.Policies.bindEnforce(b)
 	bind(b, &o.RecordDir, "record-dir", catUser, "write every review and the answer sent into this directory, one JSON file each (Secrets' data redacted)")
-	bind(b, &o.Inspector.Address, "inspector-address", catInspector, "host:port of the inspector, a local page of the last reviews, live (\"\" disables it; loopback unless --inspector-expose)")
-	bind(b, &o.Inspector.Expose, "inspector-expose", catInspector, "allow an --inspector-address beyond loopback: whoever reaches it sees every review (Secrets' data redacted) and can replay them")
-	bind(b, &o.Inspector.Keep, "inspector-keep", catInspector, "how many of the last reviews the inspector keeps in memory (also bounded to 64 MiB)")
-	bind(b, &o.Tunnel.Enabled, "tunnel", catTunnel, "reach the apiserver's calls through a relay deployed for the session and the apiserver's pod port-forward, for a machine the cluster cannot route to (NAT, a cloud cluster); see docs/tunnel.md")
-	bind(b, &o.Tunnel.Namespace, "tunnel-namespace", catTunnel, "tunnel: namespace of the session's relay (created when missing, and deleted again by the last session that leaves it)")
-	bind(b, &o.Tunnel.Image, "relay-image", catTunnel, "tunnel: image that runs the relay (hookback relay); a dev build defaults to :latest")
+	bind(b, &o.Inspector.Address, "inspector-address", catInspector, "host:port of the inspector, a local page of the last reviews, live (\"\" disables it; loopback unless --inspector-expose)", sets("session.InspectorConfig.Address", "inspector.Options.Address"))
+	bind(b, &o.Inspector.Expose, "inspector-expose", catInspector, "allow an --inspector-address beyond loopback: whoever reaches it sees every review (Secrets' data redacted) and can replay them", sets("session.InspectorConfig.Expose", "inspector.Options.Expose"))
+	bind(b, &o.Inspector.Keep, "inspector-keep", catInspector, "how many of the last reviews the inspector keeps in memory (also bounded to 64 MiB)", sets("session.InspectorConfig.Keep"))
+	bind(b, &o.Tunnel.Enabled, "tunnel", catTunnel, "reach the apiserver's calls through a relay deployed for the session and the apiserver's pod port-forward, for a machine the cluster cannot route to (NAT, a cloud cluster); see docs/tunnel.md", sets("tunnel.Config.Enabled"))
+	bind(b, &o.Tunnel.Namespace, "tunnel-namespace", catTunnel, "tunnel: namespace of the session's relay (created when missing, and deleted again by the last session that leaves it)", sets("tunnel.Config.Namespace"))
+	bind(b, &o.Tunnel.Image, "relay-image", catTunnel, "tunnel: image that runs the relay (hookback relay); a dev build defaults to :latest", sets("tunnel.Config.Image"))
 }
 
 // Validate is ServeOptions.Validate and start's own flags' syntax.

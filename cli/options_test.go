@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/incluster"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/session"
@@ -19,7 +20,9 @@ import (
 // once, in the library. A program that embeds hookback and passes the
 // invalid values to session.Run (or incluster.Serve, InCluster) gets, before anything
 // is dialled, the error the CLI prints for the same flags, as a usage
-// error; and the CLI says each problem once, so nothing validates it twice.
+// error, with the fields' names where the CLI names their flags (the one
+// mapping, withFlagNames); and the CLI says each problem once, so nothing
+// validates it twice.
 func TestInvalidConfigSameErrorFromLibraryAndCLI(t *testing.T) {
 	nowhere := kubeconfig.Options{Path: "/nonexistent/kubeconfig"}
 	start := func(change func(*session.Options)) func() error {
@@ -84,10 +87,14 @@ func TestInvalidConfigSameErrorFromLibraryAndCLI(t *testing.T) {
 			if !errors.Is(libErr, session.ErrInvalidConfig) && !errors.Is(libErr, incluster.ErrInvalidConfig) {
 				t.Fatalf("the library returned %v, want an invalid configuration", libErr)
 			}
-			if want := "exit 2: Error: " + libErr.Error(); cliErr == nil || cliErr.Error() != want {
-				t.Fatalf("the CLI said\n%v\nthe library\n%s", cliErr, want)
+			if len(field.All(libErr)) == 0 || strings.Contains(libErr.Error(), "--") {
+				t.Errorf("the library's error names no field, or a flag:\n%v", libErr)
 			}
-			for _, line := range strings.Split(libErr.Error(), "\n") {
+			shown := withFlagNames(libErr).Error()
+			if want := "exit 2: Error: " + shown; cliErr == nil || cliErr.Error() != want {
+				t.Fatalf("the CLI said\n%v\nthe library, with flag names\n%s", cliErr, want)
+			}
+			for _, line := range strings.Split(shown, "\n") {
 				if n := strings.Count(cliErr.Error(), line); n != 1 {
 					t.Errorf("the CLI says %q %d times, want once", line, n)
 				}

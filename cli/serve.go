@@ -39,12 +39,12 @@ func defaultPodOptions() PodOptions {
 
 func (o *PodOptions) bind(b *binder) {
 	o.GlobalOptions.bind(b)
-	bind(b, &o.Namespace, "install-namespace", catInCluster, "in-cluster: the install's namespace (its Service, the CA Secret, the leader election Lease)")
+	bind(b, &o.Namespace, "install-namespace", catInCluster, "in-cluster: the install's namespace (its Service, the CA Secret, the leader election Lease)", sets("incluster.ServeConfig.Namespace"))
 	bindOldNamespace(b)
 	bind(b, &o.Identity, "identity", catInCluster, "serve: this replica's name in the leader election Lease (default: $POD_NAME, else host-pid)")
-	bind(b, &o.LeaseDuration, "lease-duration", catInCluster, "how long the leader Lease lasts without renewal before another replica takes over the controllers")
-	bind(b, &o.ShutdownDelay, "shutdown-delay", catInCluster, "serve: how long a stopping replica keeps answering, not ready, while the Service's endpoints drop it")
-	bind(b, &o.Port, "port", catServing, "HTTPS port for the webhooks")
+	bind(b, &o.LeaseDuration, "lease-duration", catInCluster, "how long the leader Lease lasts without renewal before another replica takes over the controllers", sets("incluster.ServeConfig.LeaseDuration"))
+	bind(b, &o.ShutdownDelay, "shutdown-delay", catInCluster, "serve: how long a stopping replica keeps answering, not ready, while the Service's endpoints drop it", sets("incluster.ServeConfig.ShutdownDelay"))
+	bind(b, &o.Port, "port", catServing, "HTTPS port for the webhooks", sets("incluster.ServeConfig.Port"))
 	bind(b, &o.BindAddress, "bind-address", catServing, "address to listen on (default: all interfaces)")
 	bind(b, &o.HealthAddress, "health-address", catServing, "host:port for /healthz, /readyz and /metrics")
 	bind(b, &o.Template, "template", catServing, "webhook configuration template (default: the built-in webhook-url.yaml.tmpl)")

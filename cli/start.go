@@ -71,7 +71,7 @@ func renderCommand(ext Extension) (*cli.Command, *binder) {
 	var pol startPolicyOptions
 	pol.bind(b)
 	var chainOn bool
-	bind(b, &chainOn, "chain", catUser, "also print the observer configurations start --chain registers (docs/chain.md)")
+	bind(b, &chainOn, "chain", catUser, "also print the observer configurations start --chain registers (docs/chain.md)", sets("session.Options.Chain"))
 	in := defaultInClusterOptions()
 	in.bind(b)
 	cmd := &cli.Command{

@@ -30,12 +30,12 @@ var renderPolicyExamples = []Example{
 }
 
 func (o *startPolicyOptions) bind(b *binder) {
-	bind(b, &o.Policy, "policy", catUser, "ValidatingAdmissionPolicies and MutatingAdmissionPolicies (admissionregistration.k8s.io/v1) with their bindings and params (file, directory, kustomize directory, or - for stdin; repeatable): an observer webhook is registered for the resources they match (always allows, scoped like the session), each request is evaluated with the apiserver's own policy code and shown in the inspector and --record-dir, and beside --upstream, the built-ins or --shadow every answer is compared with the policies; hot-reloaded; with --policy-enforce applied to the cluster instead (docs/policies.md)")
+	bind(b, &o.Policy, "policy", catUser, "ValidatingAdmissionPolicies and MutatingAdmissionPolicies (admissionregistration.k8s.io/v1) with their bindings and params (file, directory, kustomize directory, or - for stdin; repeatable): an observer webhook is registered for the resources they match (always allows, scoped like the session), each request is evaluated with the apiserver's own policy code and shown in the inspector and --record-dir, and beside --upstream, the built-ins or --shadow every answer is compared with the policies; hot-reloaded; with --policy-enforce applied to the cluster instead (docs/policies.md)", sets("session.PolicyInput.Paths"))
 }
 
 // bindEnforce binds --policy-enforce, which only start has.
 func (o *startPolicyOptions) bindEnforce(b *binder) {
-	bind(b, &o.Enforce, "policy-enforce", catUser, "apply --policy's policies, bindings and params to the cluster so the apiserver itself decides, instead of evaluating them beside it: named with the session, each binding narrowed to the session's scope, labelled, and removed at exit (or after a crash by the next start or hookback cleanup)")
+	bind(b, &o.Enforce, "policy-enforce", catUser, "apply --policy's policies, bindings and params to the cluster so the apiserver itself decides, instead of evaluating them beside it: named with the session, each binding narrowed to the session's scope, labelled, and removed at exit (or after a crash by the next start or hookback cleanup)", sets("session.PolicyEnforce.Enabled"))
 }
 
 // Validate reports what the flags alone get wrong.

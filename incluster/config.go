@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -13,6 +14,7 @@ import (
 	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/builtin/controllers"
 	"github.com/hookback/hookback/builtin/webhooks"
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/internal/errkind"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/rbac"
@@ -101,10 +103,10 @@ var ErrInvalidConfig = errors.New("incluster: invalid configuration")
 func (c ServeConfig) Validate() error {
 	var errs []error
 	for _, msg := range validation.IsDNS1123Label(c.Namespace) {
-		errs = append(errs, fmt.Errorf("namespace %q: %s", c.Namespace, msg))
+		errs = append(errs, field.New("incluster.ServeConfig.Namespace", strconv.Quote(c.Namespace), msg))
 	}
 	if c.Port < 1 || c.Port > 65535 {
-		errs = append(errs, fmt.Errorf("port %d: want a TCP port, 1 to 65535", c.Port))
+		errs = append(errs, field.New("incluster.ServeConfig.Port", strconv.Itoa(c.Port), "want a TCP port, 1 to 65535"))
 	}
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		errs = append(errs, errors.New("give both the certificate and its key files, or neither (a CA kept in a Secret)"))
@@ -115,10 +117,10 @@ func (c ServeConfig) Validate() error {
 	// client-go's leader election renews at 2/3 and retries at 2/15 of it.
 	if c.LeaseDuration < 3*time.Second || c.LeaseDuration%time.Second != 0 {
 		// The Lease records whole seconds.
-		errs = append(errs, fmt.Errorf("lease duration %s: want whole seconds, at least 3s", c.LeaseDuration))
+		errs = append(errs, field.New("incluster.ServeConfig.LeaseDuration", c.LeaseDuration.String(), "want whole seconds, at least 3s"))
 	}
 	if c.ShutdownDelay < 0 {
-		errs = append(errs, fmt.Errorf("shutdown delay %s: want 0 or more", c.ShutdownDelay))
+		errs = append(errs, field.New("incluster.ServeConfig.ShutdownDelay", c.ShutdownDelay.String(), "want 0 or more"))
 	}
 	if len(c.Template) == 0 {
 		errs = append(errs, errors.New("the webhook template is empty"))

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/builtin/webhooks"
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/internal/errkind"
 	"github.com/hookback/hookback/rbac"
 	"github.com/hookback/hookback/registration"
@@ -62,18 +64,19 @@ type Options struct {
 	CertManager bool
 }
 
-// Validate reports every problem at once, each naming the flag of render
-// --in-cluster that sets it; InCluster runs it.
+// Validate reports every problem at once, a wrong value as a field.Error
+// (the CLI names the flag of render --in-cluster that sets it); InCluster
+// runs it.
 func (o Options) Validate() error {
 	var errs []error
 	if msgs := validation.IsDNS1123Label(o.Namespace); len(msgs) > 0 {
-		errs = append(errs, fmt.Errorf("--install-namespace %q: %s", o.Namespace, strings.Join(msgs, "; ")))
+		errs = append(errs, field.New("incluster.Options.Namespace", strconv.Quote(o.Namespace), strings.Join(msgs, "; ")))
 	}
 	if o.Image == "" || strings.ContainsAny(o.Image, " \t\n") {
-		errs = append(errs, fmt.Errorf("--image %q: want an image reference", o.Image))
+		errs = append(errs, field.New("incluster.Options.Image", strconv.Quote(o.Image), "want an image reference"))
 	}
 	if o.Replicas < 1 || o.Replicas > 100 {
-		errs = append(errs, fmt.Errorf("--replicas %d: want 1 to 100", o.Replicas))
+		errs = append(errs, field.New("incluster.Options.Replicas", strconv.Itoa(int(o.Replicas)), "want 1 to 100"))
 	}
 	if len(o.Template) == 0 {
 		errs = append(errs, errors.New("the webhook template is empty"))

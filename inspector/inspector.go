@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/record"
 )
 
@@ -72,7 +73,7 @@ func New(opts Options) (*Server, error) {
 		return nil, errors.New("inspector needs a store")
 	}
 	if !opts.Expose && !IsLoopback(opts.Address) {
-		return nil, fmt.Errorf("--inspector-address %s is not a loopback address: pass --inspector-expose to serve reviews beyond this machine", opts.Address)
+		return nil, field.Clause("inspector.Options.Address", opts.Address, "is not a loopback address: pass {inspector.Options.Expose} to serve reviews beyond this machine")
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)

@@ -10,8 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/internal/errkind"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -142,11 +144,11 @@ func (o Options) inCluster() (*Config, error) {
 	}
 	rc, err := build()
 	if err != nil {
-		return nil, errkind.New(ErrNoConfig, errors.New("no kubeconfig found: set --kubeconfig or KUBECONFIG, or create ~/.kube/config; "+
+		return nil, errkind.New(ErrNoConfig, field.Advise("kubeconfig.Options.Path", "no kubeconfig found: set {kubeconfig.Options.Path} or KUBECONFIG, or create ~/.kube/config; "+
 			"to try hookback without a cluster: hookback cluster up, then export KUBECONFIG=$(hookback cluster kubeconfig)"))
 	}
 	if o.Context != "" {
-		return nil, fmt.Errorf("--context %q given but no kubeconfig file was found: set --kubeconfig or KUBECONFIG", o.Context)
+		return nil, field.Clause("kubeconfig.Options.Context", strconv.Quote(o.Context), "given but no kubeconfig file was found: set {kubeconfig.Options.Path} or KUBECONFIG")
 	}
 	return &Config{Rest: rc, Server: rc.Host, Clock: &ServerClock{}}, nil
 }

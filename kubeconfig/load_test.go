@@ -62,7 +62,7 @@ func TestLoadPrecedence(t *testing.T) {
 		{name: "--context overrides current-context", opts: Options{Path: explicit, Context: "other"}, wantServer: "https://other.example:6443", wantCtx: "other"},
 		{name: "unknown context lists the available ones", opts: Options{Path: explicit, Context: "x"}, wantErr: `context "x" not found in ` + explicit + "; available: explicit, other"},
 		{name: "explicit file missing", opts: Options{Path: filepath.Join(dir, "missing.yaml")}, wantErr: "--kubeconfig"},
-		{name: "nothing at all", opts: Options{HomeDir: filepath.Join(dir, "empty")}, wantErr: "no kubeconfig found: set --kubeconfig or KUBECONFIG"},
+		{name: "nothing at all", opts: Options{HomeDir: filepath.Join(dir, "empty")}, wantErr: "no kubeconfig found: set kubeconfig.Options.Path or KUBECONFIG"},
 		{name: "KUBECONFIG names only missing files", opts: Options{HomeDir: home}, kubeconfig: filepath.Join(dir, "nope"), wantErr: "names no existing file"},
 	}
 	for _, tc := range tests {

@@ -10,6 +10,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/hookback/hookback/field"
 )
 
 // Kinds of the admission policies start --policy-enforce applies.
@@ -66,7 +68,7 @@ func (p ParamRef) gvr() schema.GroupVersionResource {
 // would not know where its copy goes.
 func PreparePolicies(in *EnforcedPolicies, session, leaseRef string, scope Scope) error {
 	if scope.OnlyMine && scope.Username == "" {
-		return errors.New("--only-mine: the username is unknown (the SelfSubjectReview was not made)")
+		return field.New("registration.Scope.OnlyMine", "", "the username is unknown (the SelfSubjectReview was not made)")
 	}
 	params, err := prepareParams(in.Params, session, leaseRef)
 	if err != nil {

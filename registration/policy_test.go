@@ -47,7 +47,7 @@ func enforceInput(t *testing.T) *EnforcedPolicies {
 	return in
 }
 
-func field(t *testing.T, o *unstructured.Unstructured, path ...string) string {
+func nestedString(t *testing.T, o *unstructured.Unstructured, path ...string) string {
 	t.Helper()
 	v, _, err := unstructured.NestedFieldNoCopy(o.Object, path...)
 	if err != nil {
@@ -93,22 +93,22 @@ func TestPreparePolicies(t *testing.T) {
 			if want := []string{"replica-limit-s1", "replica-limit-dev-s1", "team-a/limits-s1"}; !slices.Equal(names, want) {
 				t.Errorf("names %v, want %v", names, want)
 			}
-			if got := field(t, b, "spec", "policyName"); got != `"replica-limit-s1"` {
+			if got := nestedString(t, b, "spec", "policyName"); got != `"replica-limit-s1"` {
 				t.Errorf("policyName %s", got)
 			}
-			if got := field(t, b, "spec", "paramRef"); got != `{"name":"limits-s1","parameterNotFoundAction":"Deny"}` {
+			if got := nestedString(t, b, "spec", "paramRef"); got != `{"name":"limits-s1","parameterNotFoundAction":"Deny"}` {
 				t.Errorf("paramRef %s", got)
 			}
-			if got := field(t, b, "spec", "matchResources", "namespaceSelector"); got != tt.nsSelector {
+			if got := nestedString(t, b, "spec", "matchResources", "namespaceSelector"); got != tt.nsSelector {
 				t.Errorf("namespaceSelector\n got %s\nwant %s", got, tt.nsSelector)
 			}
-			if got := field(t, b, "spec", "matchResources", "objectSelector"); got != tt.objSelector {
+			if got := nestedString(t, b, "spec", "matchResources", "objectSelector"); got != tt.objSelector {
 				t.Errorf("objectSelector\n got %s\nwant %s", got, tt.objSelector)
 			}
-			if got := field(t, b, "spec", "matchResources", "excludeResourceRules"); got != tt.exclude {
+			if got := nestedString(t, b, "spec", "matchResources", "excludeResourceRules"); got != tt.exclude {
 				t.Errorf("excludeResourceRules\n got %s\nwant %s", got, tt.exclude)
 			}
-			if got := field(t, p, "spec", "matchConditions"); got != tt.conditions {
+			if got := nestedString(t, p, "spec", "matchConditions"); got != tt.conditions {
 				t.Errorf("matchConditions\n got %s\nwant %s", got, tt.conditions)
 			}
 			if got := p.GetAnnotations()[AnnotationParams]; got != `[{"version":"v1","resource":"configmaps","namespace":"team-a","name":"limits-s1"}]` {

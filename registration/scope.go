@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/hookback/hookback/field"
 )
 
 // Scope narrows every webhook hookback registers to what one developer asked
@@ -50,26 +52,27 @@ const (
 	LabelNamespaceName = "kubernetes.io/metadata.name"
 )
 
-// Validate reports every problem at once, each naming its flag.
+// Validate reports every problem at once, each a field.Error naming its
+// field.
 func (s Scope) Validate() error {
 	var errs []error
 	for _, ns := range s.Namespaces {
 		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("--namespace %q: %s", ns, strings.Join(msgs, "; ")))
+			errs = append(errs, field.New("registration.Scope.Namespaces", strconv.Quote(ns), strings.Join(msgs, "; ")))
 		}
 	}
 	if _, err := parseSelector(s.NamespaceSelector); err != nil {
-		errs = append(errs, fmt.Errorf("--namespace-selector %q: %w (kubectl syntax: env=dev,team in (a,b),!legacy)", s.NamespaceSelector, err))
+		errs = append(errs, field.Errorf("registration.Scope.NamespaceSelector", strconv.Quote(s.NamespaceSelector), "%w (kubectl syntax: env=dev,team in (a,b),!legacy)", err))
 	}
 	if _, err := parseSelector(s.ObjectSelector); err != nil {
-		errs = append(errs, fmt.Errorf("--object-selector %q: %w (kubectl syntax: app=web,tier!=db)", s.ObjectSelector, err))
+		errs = append(errs, field.Errorf("registration.Scope.ObjectSelector", strconv.Quote(s.ObjectSelector), "%w (kubectl syntax: app=web,tier!=db)", err))
 	}
 	if s.AllNamespaces && (len(s.Namespaces) > 0 || s.NamespaceSelector != "") {
-		errs = append(errs, errors.New("--all-namespaces contradicts --namespace and --namespace-selector: give one or the other"))
+		errs = append(errs, field.Clause("registration.Scope.AllNamespaces", "", "contradicts {registration.Scope.Namespaces} and {registration.Scope.NamespaceSelector}: give one or the other"))
 	}
 	for _, crd := range s.ConvertCRDs {
 		if msgs := validation.IsDNS1123Subdomain(crd); len(msgs) > 0 || !strings.Contains(crd, ".") {
-			errs = append(errs, fmt.Errorf("--convert %q: want a CRD name, PLURAL.GROUP (widgets.example.com)", crd))
+			errs = append(errs, field.New("registration.Scope.ConvertCRDs", strconv.Quote(crd), "want a CRD name, PLURAL.GROUP (widgets.example.com)"))
 		}
 	}
 	return errors.Join(errs...)
@@ -119,7 +122,7 @@ func (s Scope) Apply(objs []*unstructured.Unstructured) ([]*unstructured.Unstruc
 		return objs, nil, nil
 	}
 	if s.OnlyMine && s.Username == "" {
-		return nil, nil, errors.New("--only-mine: the username is unknown (the SelfSubjectReview was not made)")
+		return nil, nil, field.New("registration.Scope.OnlyMine", "", "the username is unknown (the SelfSubjectReview was not made)")
 	}
 	var kept []*unstructured.Unstructured
 	var notes []string

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hookback/hookback/advertise"
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/kubeconfig"
 )
 
@@ -59,18 +60,18 @@ func (s *Scope) Resolve(ctx context.Context, cs kubernetes.Interface, server, co
 	}
 	info, err := cs.Discovery().ServerVersion()
 	if err != nil {
-		return fmt.Errorf("--only-mine: server version: %w", kubeconfig.Explain(err))
+		return field.Errorf("registration.Scope.OnlyMine", "", "server version: %w", kubeconfig.Explain(err))
 	}
 	if v, err := version.ParseGeneric(info.GitVersion); err == nil && v.LessThan(matchConditionsSince) {
-		return fmt.Errorf("--only-mine needs Kubernetes %d.%d or later (webhook matchConditions); the apiserver is %s: use --namespace instead",
-			matchConditionsSince.Major(), matchConditionsSince.Minor(), info.GitVersion)
+		return field.Clause("registration.Scope.OnlyMine", "", fmt.Sprintf("needs Kubernetes %d.%d or later (webhook matchConditions); the apiserver is %s: use {registration.Scope.Namespaces} instead",
+			matchConditionsSince.Major(), matchConditionsSince.Minor(), info.GitVersion))
 	}
 	who, err := kubeconfig.WhoAmI(ctx, cs)
 	if err != nil {
-		return fmt.Errorf("--only-mine: %w", err)
+		return field.Errorf("registration.Scope.OnlyMine", "", "%w", err)
 	}
 	if who.Username == "" {
-		return errors.New("--only-mine: the apiserver reports no username for this kubeconfig")
+		return field.New("registration.Scope.OnlyMine", "", "the apiserver reports no username for this kubeconfig")
 	}
 	s.Username = who.Username
 	return nil
@@ -83,8 +84,8 @@ func (s Scope) Refuse(why string) error {
 	if s.Local || s.Narrowed() || s.AllNamespaces {
 		return nil
 	}
-	return fmt.Errorf("%w: %s. Every colleague's matching requests would reach this machine: "+
-		"add --namespace NS (repeatable), or --only-mine, or --all-namespaces if cluster-wide is meant (docs/shared-clusters.md)", ErrClusterWide, why)
+	return field.Advise("registration.Scope.Namespaces", "%w: %s. Every colleague's matching requests would reach this machine: "+
+		"add {registration.Scope.Namespaces} NS (repeatable), or {registration.Scope.OnlyMine}, or {registration.Scope.AllNamespaces} if cluster-wide is meant (docs/shared-clusters.md)", ErrClusterWide, why)
 }
 
 // Convert reports whether the conversion of crd may be redirected to

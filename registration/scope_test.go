@@ -145,11 +145,11 @@ func TestScopeValidate(t *testing.T) {
 		want  []string
 	}{
 		{name: "fine", scope: Scope{Namespaces: []string{"a"}, NamespaceSelector: "x=y", ObjectSelector: "!z", ConvertCRDs: []string{"widgets.example.com"}}},
-		{name: "bad namespace", scope: Scope{Namespaces: []string{"Not_OK"}}, want: []string{`--namespace "Not_OK"`}},
+		{name: "bad namespace", scope: Scope{Namespaces: []string{"Not_OK"}}, want: []string{`registration.Scope.Namespaces "Not_OK"`}},
 		{name: "bad selectors", scope: Scope{NamespaceSelector: "a in b", ObjectSelector: "=x"},
-			want: []string{`--namespace-selector "a in b"`, `--object-selector "=x"`}},
-		{name: "all contradicts namespace", scope: Scope{AllNamespaces: true, Namespaces: []string{"a"}}, want: []string{"--all-namespaces contradicts"}},
-		{name: "bad crd", scope: Scope{ConvertCRDs: []string{"widgets"}}, want: []string{`--convert "widgets": want a CRD name`}},
+			want: []string{`registration.Scope.NamespaceSelector "a in b"`, `registration.Scope.ObjectSelector "=x"`}},
+		{name: "all contradicts namespace", scope: Scope{AllNamespaces: true, Namespaces: []string{"a"}}, want: []string{"registration.Scope.AllNamespaces contradicts registration.Scope.Namespaces"}},
+		{name: "bad crd", scope: Scope{ConvertCRDs: []string{"widgets"}}, want: []string{`registration.Scope.ConvertCRDs "widgets": want a CRD name`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -206,7 +206,7 @@ func TestScopeRefuseAndConvert(t *testing.T) {
 	if !errors.Is(err, ErrClusterWide) {
 		t.Fatalf("Refuse = %v, want ErrClusterWide", err)
 	}
-	for _, w := range []string{"--namespace", "--only-mine", "--all-namespaces", "203.0.113.7"} {
+	for _, w := range []string{"registration.Scope.Namespaces NS", "registration.Scope.OnlyMine", "registration.Scope.AllNamespaces", "203.0.113.7"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("refusal %q does not name %s", err, w)
 		}
@@ -234,7 +234,7 @@ func TestScopeResolve(t *testing.T) {
 		name, version, want string
 	}{
 		{name: "new enough", version: "v1.36.3"},
-		{name: "too old", version: "v1.27.4", want: "--only-mine needs Kubernetes 1.28 or later"},
+		{name: "too old", version: "v1.27.4", want: "registration.Scope.OnlyMine needs Kubernetes 1.28 or later"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

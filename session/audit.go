@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/audit"
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/registration"
 )
@@ -226,7 +228,7 @@ func auditConversions(user *userWebhooks, scope registration.Scope, log *slog.Lo
 func scopeSelectors(s registration.Scope) (ns, obj *metav1.LabelSelector, err error) {
 	if s.NamespaceSelector != "" {
 		if ns, err = metav1.ParseToLabelSelector(s.NamespaceSelector); err != nil {
-			return nil, nil, fmt.Errorf("--namespace-selector %q: %w", s.NamespaceSelector, err)
+			return nil, nil, field.Errorf("registration.Scope.NamespaceSelector", strconv.Quote(s.NamespaceSelector), "%w", err)
 		}
 	}
 	if len(s.Namespaces) > 0 {
@@ -238,7 +240,7 @@ func scopeSelectors(s registration.Scope) (ns, obj *metav1.LabelSelector, err er
 	}
 	if s.ObjectSelector != "" {
 		if obj, err = metav1.ParseToLabelSelector(s.ObjectSelector); err != nil {
-			return nil, nil, fmt.Errorf("--object-selector %q: %w", s.ObjectSelector, err)
+			return nil, nil, field.Errorf("registration.Scope.ObjectSelector", strconv.Quote(s.ObjectSelector), "%w", err)
 		}
 	}
 	return ns, obj, nil

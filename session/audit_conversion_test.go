@@ -29,7 +29,7 @@ func TestScopeSelectors(t *testing.T) {
 			nsLabels: map[string]string{"kubernetes.io/metadata.name": "team-a"}, wantNS: false, wantObj: true},
 		{name: "object selector", scope: registration.Scope{ObjectSelector: "app=web"},
 			labels: map[string]string{"app": "db"}, wantNS: true, wantObj: false},
-		{name: "bad object selector", scope: registration.Scope{ObjectSelector: "app in (("}, wantErr: "--object-selector"},
+		{name: "bad object selector", scope: registration.Scope{ObjectSelector: "app in (("}, wantErr: `registration.Scope.ObjectSelector "app in ((": `},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/internal/errkind"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/project"
@@ -124,29 +125,30 @@ var ErrInvalidConfig = errors.New("session: invalid configuration")
 // writes, so it must stay a DNS label with room for the prefixes.
 var validSession = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$`)
 
-// Validate reports every problem at once, each naming the flag that sets
-// it. Run, Render and Audit run it once; a program that embeds hookback gets
-// the same errors as the CLI.
+// Validate reports every problem at once, a wrong value as a field.Error
+// naming its field (the CLI shows the flag that sets it). Run, Render and
+// Audit run it once; a program that embeds hookback gets the same errors as
+// the CLI, with field names.
 func (c Options) Validate() error {
 	var errs []error
 	switch {
 	case c.Session == "":
 		errs = append(errs, errors.New("the session name is empty"))
 	case !validSession.MatchString(c.Session):
-		errs = append(errs, fmt.Errorf("--session %q: use lowercase letters, digits and '-', at most 40 characters", c.Session))
+		errs = append(errs, field.New("session.Options.Session", strconv.Quote(c.Session), "use lowercase letters, digits and '-', at most 40 characters"))
 	}
 	if c.Port < 1 || c.Port > 65535 {
-		errs = append(errs, fmt.Errorf("--port %d: want a TCP port, 1 to 65535", c.Port))
+		errs = append(errs, field.New("session.Options.Port", strconv.Itoa(c.Port), "want a TCP port, 1 to 65535"))
 	}
 	if c.LeaseNamespace == "" {
 		errs = append(errs, errors.New("the lease namespace is empty"))
 	}
 	// Zero durations take their defaults (Complete).
 	if c.VerifyTimeout < 0 {
-		errs = append(errs, fmt.Errorf("--verify-timeout %s: want more than 0", c.VerifyTimeout))
+		errs = append(errs, field.New("session.Options.VerifyTimeout", c.VerifyTimeout.String(), "want more than 0"))
 	}
 	if c.LeaseDuration != 0 && c.LeaseDuration < time.Second {
-		errs = append(errs, fmt.Errorf("--lease-duration %s: want at least 1s", c.LeaseDuration))
+		errs = append(errs, field.New("session.Options.LeaseDuration", c.LeaseDuration.String(), "want at least 1s"))
 	}
 	if err := c.Tunnel.Validate(c.AdvertiseAddress, c.Certs.Mode); err != nil {
 		errs = append(errs, err)
@@ -164,7 +166,7 @@ func (c Options) Validate() error {
 		errs = append(errs, err)
 	}
 	if c.ChainAuditLog != "" && !c.Chain {
-		errs = append(errs, fmt.Errorf("--chain-audit-log %s: it serves --chain only: add --chain", c.ChainAuditLog))
+		errs = append(errs, field.New("session.Options.ChainAuditLog", c.ChainAuditLog, "it serves {session.Options.Chain} only: add {session.Options.Chain}"))
 	}
 	if err := c.Inspector.Validate(); err != nil {
 		errs = append(errs, err)

@@ -69,30 +69,30 @@ func TestConfigValidate(t *testing.T) {
 		{name: "valid", change: func(*Options) {}},
 		{name: "no session, port out of range, no lease namespace", change: func(c *Options) {
 			c.Session, c.Port, c.LeaseNamespace = "", 70000, ""
-		}, want: []string{"the session name is empty", "--port 70000: want a TCP port, 1 to 65535", "the lease namespace is empty"}},
+		}, want: []string{"the session name is empty", "session.Options.Port 70000: want a TCP port, 1 to 65535", "the lease namespace is empty"}},
 		{name: "extra webhooks without a handler, on one path", change: func(c *Options) {
 			c.Extra = []admission.Webhook{{Name: "a", Path: "/x", Handler: allow}, {Name: "b", Path: "/x"}}
 		}, want: []string{`extra webhook "b" needs a name, a path starting with / and a handler`, "extra webhooks a and b both use path /x"}},
 		{name: "upstream without manifests, a timeout beyond the apiserver's", change: func(c *Options) {
 			c.User = UserWebhooks{Upstreams: []Upstream{{URL: "https://127.0.0.1:9443"}}, Timeout: time.Minute}
-		}, want: []string{"--upstream needs --webhook-config", "--timeout 1m0s: want 1s to 30s"}},
+		}, want: []string{"session.UserWebhooks.Upstream needs session.UserWebhooks.Manifests", "session.UserWebhooks.Timeout 1m0s: want 1s to 30s"}},
 		{name: "manifests without upstream", change: func(c *Options) {
 			c.User = UserWebhooks{Manifests: []string{"m.yaml"}}
-		}, want: []string{"--webhook-config needs --upstream"}},
+		}, want: []string{"session.UserWebhooks.Manifests needs session.UserWebhooks.Upstream"}},
 		{name: "a cert dir without manifests", change: func(c *Options) { c.User = UserWebhooks{CertDir: "d"} },
-			want: []string{"--upstream-cert-dir needs --webhook-config"}},
+			want: []string{"session.UserWebhooks.CertDir needs session.UserWebhooks.Manifests"}},
 		{name: "the inspector beyond loopback, a negative keep", change: func(c *Options) {
 			c.Inspector = InspectorConfig{Address: "0.0.0.0:8080", Keep: -1}
-		}, want: []string{"--inspector-keep -1", "pass --inspector-expose"}},
+		}, want: []string{"session.InspectorConfig.Keep -1", "pass session.InspectorConfig.Expose"}},
 		{name: "files mode without files", change: func(c *Options) { c.Certs.Mode = certs.ModeFiles },
-			want: []string{"--tls-mode files needs --tls-cert-file and --tls-key-file"}},
+			want: []string{"certs.Options.Mode files needs certs.Options.CertFile and certs.Options.KeyFile"}},
 		{name: "a session name that is no DNS label", change: func(c *Options) { c.Session = "Not_Valid" },
-			want: []string{`--session "Not_Valid": use lowercase letters, digits and '-', at most 40 characters`}},
+			want: []string{`session.Options.Session "Not_Valid": use lowercase letters, digits and '-', at most 40 characters`}},
 		{name: "negative durations, a lease shorter than a second", change: func(c *Options) {
 			c.VerifyTimeout, c.LeaseDuration = -time.Second, time.Millisecond
-		}, want: []string{"--verify-timeout -1s: want more than 0", "--lease-duration 1ms: want at least 1s"}},
-		{name: "built-in options, each naming its flag", change: func(c *Options) { c.WebhookOptions.CPUOversellFactor = 0.5 },
-			want: []string{"--cpu-oversell-factor 0.5: want a finite number >= 1"}},
+		}, want: []string{"session.Options.VerifyTimeout -1s: want more than 0", "session.Options.LeaseDuration 1ms: want at least 1s"}},
+		{name: "built-in options, each naming its field", change: func(c *Options) { c.WebhookOptions.CPUOversellFactor = 0.5 },
+			want: []string{"webhooks.Options.CPUOversellFactor 0.5: want a finite number >= 1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

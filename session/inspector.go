@@ -6,12 +6,14 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/events"
 
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/builtin/webhooks"
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/internal/admissionhttp"
 	"github.com/hookback/hookback/record"
@@ -31,14 +33,14 @@ type InspectorConfig struct {
 	Fallback bool
 }
 
-// Validate reports every problem at once, naming the flags.
+// Validate reports every problem at once, naming the fields (field.Error).
 func (c InspectorConfig) Validate() error {
 	var errs []error
 	if c.Keep < 0 {
-		errs = append(errs, fmt.Errorf("--inspector-keep %d: want at least 1, or 0 for the default (%d)", c.Keep, inspector.DefaultKeep))
+		errs = append(errs, field.New("session.InspectorConfig.Keep", strconv.Itoa(c.Keep), fmt.Sprintf("want at least 1, or 0 for the default (%d)", inspector.DefaultKeep)))
 	}
 	if c.Address != "" && !c.Expose && !inspector.IsLoopback(c.Address) {
-		errs = append(errs, fmt.Errorf("--inspector-address %s is not a loopback address (host:port): pass --inspector-expose to serve reviews beyond this machine", c.Address))
+		errs = append(errs, field.Clause("session.InspectorConfig.Address", c.Address, "is not a loopback address (host:port): pass {session.InspectorConfig.Expose} to serve reviews beyond this machine"))
 	}
 	return errors.Join(errs...)
 }

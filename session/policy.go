@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 
@@ -11,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/policy"
 )
 
@@ -43,7 +43,7 @@ func LoadPolicyEngine(ctx context.Context, in PolicyInput, cs kubernetes.Interfa
 // again at each edit.
 func connectPolicies(ctx context.Context, set *policy.Set, cs kubernetes.Interface, dyn dynamic.Interface, log *slog.Logger) (*policy.Engine, error) {
 	if err := set.CheckCluster(cs.Discovery()); err != nil {
-		return nil, fmt.Errorf("--policy: %w", err)
+		return nil, field.Errorf("session.PolicyInput.Paths", "", "%w", err)
 	}
 	errs := set.CompileErrors()
 	for _, name := range policy.Names(errs) {
@@ -57,7 +57,7 @@ func connectPolicies(ctx context.Context, set *policy.Set, cs kubernetes.Interfa
 		Mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cs.Discovery())),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("--policy: %w", err)
+		return nil, field.Errorf("session.PolicyInput.Paths", "", "%w", err)
 	}
 	return e, nil
 }

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -12,6 +11,7 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/policy"
 	"github.com/hookback/hookback/rbac"
 	"github.com/hookback/hookback/registration"
@@ -52,14 +52,14 @@ func policyEnforcePermissions(on bool) []rbac.Permission {
 func loadEnforced(pe PolicyEnforce, d discovery.DiscoveryInterface, session, leaseRef string, scope registration.Scope) (*registration.EnforcedPolicies, error) {
 	set, err := policy.Load(pe.Input.Paths, pe.Input.Stdin)
 	if err != nil {
-		return nil, fmt.Errorf("--policy-enforce: %w", err)
+		return nil, field.Errorf("session.PolicyEnforce.Enabled", "", "%w", err)
 	}
 	if err := set.CheckCluster(d); err != nil {
-		return nil, fmt.Errorf("--policy-enforce: %w", err)
+		return nil, field.Errorf("session.PolicyEnforce.Enabled", "", "%w", err)
 	}
 	m, err := set.Manifests()
 	if err != nil {
-		return nil, fmt.Errorf("--policy-enforce: %w", err)
+		return nil, field.Errorf("session.PolicyEnforce.Enabled", "", "%w", err)
 	}
 	in := &registration.EnforcedPolicies{Policies: m.Policies, Bindings: m.Bindings}
 	if len(m.Params) > 0 {
@@ -73,7 +73,7 @@ func loadEnforced(pe PolicyEnforce, d discovery.DiscoveryInterface, session, lea
 		}
 	}
 	if err := registration.PreparePolicies(in, session, leaseRef, scope); err != nil {
-		return nil, fmt.Errorf("--policy-enforce: %w", err)
+		return nil, field.Errorf("session.PolicyEnforce.Enabled", "", "%w", err)
 	}
 	return in, nil
 }
@@ -103,7 +103,7 @@ func paramOf(mapper meta.RESTMapper, o *unstructured.Unstructured) (registration
 	gvk := o.GroupVersionKind()
 	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		return registration.PolicyParam{}, fmt.Errorf("--policy-enforce: param %s %q: the cluster does not serve its kind (%s): %w", o.GetKind(), o.GetName(), gvk, err)
+		return registration.PolicyParam{}, field.Errorf("session.PolicyEnforce.Enabled", "", "param %s %q: the cluster does not serve its kind (%s): %w", o.GetKind(), o.GetName(), gvk, err)
 	}
 	return registration.PolicyParam{Object: o, Resource: m.Resource, Namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace}, nil
 }
@@ -120,7 +120,7 @@ func (r *run) enforcePolicies(ctx context.Context) error {
 		return err
 	}
 	if err := r.registrar.ApplyPolicies(ctx, in); err != nil {
-		return fmt.Errorf("--policy-enforce: %w", err)
+		return field.Errorf("session.PolicyEnforce.Enabled", "", "%w", err)
 	}
 	for _, kind := range builtinParamKinds(in.Policies) {
 		r.cfg.Log.Warn("a param of a built-in kind: kube-apiserver (1.36) stops watching a built-in paramKind for good once no binding uses it, so if this session's bindings are its only users, policies with such params created after this session ends are denied \"no params found\" until the apiserver restarts (kubernetes/kubernetes#130887)",

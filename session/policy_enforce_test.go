@@ -46,8 +46,8 @@ func TestLoadEnforced(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := loadEnforced(in, tt.cluster.Discovery(), "s1", "default/hookback-s1", registration.Scope{Namespaces: []string{"team-a"}})
 			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.HasPrefix(err.Error(), "--policy-enforce: ") {
-					t.Fatalf("error %v, want one naming the flag and %q", err, tt.wantErr)
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.HasPrefix(err.Error(), "session.PolicyEnforce.Enabled: ") {
+					t.Fatalf("error %v, want one naming the field and %q", err, tt.wantErr)
 				}
 				return
 			}

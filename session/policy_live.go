@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/internal/errkind"
 	"github.com/hookback/hookback/policy"
@@ -63,12 +63,12 @@ func readPolicies(in PolicyInput, log *slog.Logger) (*livePolicies, error) {
 	}
 	set, err := policy.Load(in.Paths, in.Stdin)
 	if err != nil {
-		return nil, fmt.Errorf("--policy: %w", err)
+		return nil, field.Errorf("session.PolicyInput.Paths", "", "%w", err)
 	}
 	p := &livePolicies{in: in, log: log, rules: observedRules(set), out: newPolicyReport(log)}
 	if len(p.rules) == 0 {
-		return nil, fmt.Errorf("--policy %s: no ValidatingAdmissionPolicy or MutatingAdmissionPolicy with matchConstraints.resourceRules: nothing to observe",
-			strings.Join(in.Paths, ","))
+		return nil, field.New("session.PolicyInput.Paths", strings.Join(in.Paths, ","),
+			"no ValidatingAdmissionPolicy or MutatingAdmissionPolicy with matchConstraints.resourceRules: nothing to observe")
 	}
 	p.set.Store(set)
 	return p, nil
@@ -140,7 +140,7 @@ func sameRule(a, b admissionregistrationv1.RuleWithOperations) bool {
 func (p *livePolicies) observer() (Observer, error) {
 	rules, err := json.Marshal(p.rules)
 	if err != nil {
-		return Observer{}, fmt.Errorf("--policy: encode the observer's rules: %w", err)
+		return Observer{}, field.Errorf("session.PolicyInput.Paths", "", "encode the observer's rules: %w", err)
 	}
 	tmpl := `apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingWebhookConfiguration

@@ -67,7 +67,7 @@ func TestPolicyReadErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, path, want string
 	}{
-		{"missing file", filepath.Join(dir, "nope.yaml"), "--policy"},
+		{"missing file", filepath.Join(dir, "nope.yaml"), "session.PolicyInput.Paths: "},
 		{"no policy", noRules, "no ValidatingAdmissionPolicy or MutatingAdmissionPolicy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

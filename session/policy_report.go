@@ -2,7 +2,6 @@ package session
 
 import (
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
 
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/policy"
 	"github.com/hookback/hookback/record"
@@ -104,7 +104,7 @@ func (r *policyReport) attach(s sinks, reg prometheus.Registerer) error {
 	if s.recordDir != "" {
 		r.dir = filepath.Join(s.recordDir, "policy")
 		if err := os.MkdirAll(r.dir, 0o700); err != nil {
-			return fmt.Errorf("--policy: create %s: %w", r.dir, err)
+			return field.Errorf("session.PolicyInput.Paths", "", "create %s: %w", r.dir, err)
 		}
 	}
 	if reg == nil {
@@ -112,7 +112,7 @@ func (r *policyReport) attach(s sinks, reg prometheus.Registerer) error {
 	}
 	for _, c := range []prometheus.Collector{r.evaluations, r.comparisons} {
 		if err := reg.Register(c); err != nil {
-			return fmt.Errorf("--policy: register metrics: %w", err)
+			return field.Errorf("session.PolicyInput.Paths", "", "register metrics: %w", err)
 		}
 	}
 	return nil

@@ -51,9 +51,9 @@ func TestInspectorConfigValidate(t *testing.T) {
 	}{
 		{name: "disabled", cfg: InspectorConfig{}},
 		{name: "loopback", cfg: InspectorConfig{Address: "127.0.0.1:8082", Keep: 10}},
-		{name: "every interface", cfg: InspectorConfig{Address: ":8082"}, wantErr: "--inspector-expose"},
+		{name: "every interface", cfg: InspectorConfig{Address: ":8082"}, wantErr: "pass session.InspectorConfig.Expose"},
 		{name: "exposed", cfg: InspectorConfig{Address: "0.0.0.0:8082", Expose: true}},
-		{name: "negative keep", cfg: InspectorConfig{Address: "127.0.0.1:8082", Keep: -1}, wantErr: "--inspector-keep"},
+		{name: "negative keep", cfg: InspectorConfig{Address: "127.0.0.1:8082", Keep: -1}, wantErr: "session.InspectorConfig.Keep -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/record"
@@ -35,23 +36,23 @@ type ShadowConfig struct {
 
 var serviceTarget = regexp.MustCompile(`^([a-z0-9][-a-z0-9]*)/([a-z0-9][-a-z0-9]*)(?::([0-9]{1,5}))?$`)
 
-// Validate reports every problem at once.
+// Validate reports every problem at once, each a field.Error.
 func (s ShadowConfig) Validate(u UserWebhooks) error {
 	if s.Target == "" {
 		if s.CAFile != "" {
-			return errors.New("--shadow-ca needs --shadow")
+			return field.Clause("session.ShadowConfig.CAFile", "", "needs {session.ShadowConfig.Target}")
 		}
 		return nil
 	}
 	var errs []error
 	if len(u.Manifests) == 0 {
-		errs = append(errs, errors.New("--shadow needs --webhook-config and --upstream: your webhooks, to compare with the deployed ones"))
+		errs = append(errs, field.Clause("session.ShadowConfig.Target", "", "needs {session.UserWebhooks.Manifests} and {session.UserWebhooks.Upstream}: your webhooks, to compare with the deployed ones"))
 	}
 	if u.KeepFailurePolicy {
-		errs = append(errs, errors.New("--shadow registers copies that never change the apiserver's decision: drop --keep-failure-policy"))
+		errs = append(errs, field.Clause("session.ShadowConfig.Target", "", "registers copies that never change the apiserver's decision: drop {session.UserWebhooks.KeepFailurePolicy}"))
 	}
 	if serviceTarget.MatchString(s.Target) && s.CAFile != "" {
-		errs = append(errs, fmt.Errorf("--shadow-ca verifies a --shadow URL; %s is reached through the apiserver's service proxy, verified with your kubeconfig: drop --shadow-ca", s.Target))
+		errs = append(errs, field.Clause("session.ShadowConfig.CAFile", "", fmt.Sprintf("verifies a {session.ShadowConfig.Target} URL; %s is reached through the apiserver's service proxy, verified with your kubeconfig: drop {session.ShadowConfig.CAFile}", s.Target)))
 	}
 	if !serviceTarget.MatchString(s.Target) {
 		if _, err := upstream.NewShadowTarget(upstream.ShadowTarget{URL: s.Target, CAFile: s.CAFile}, "/", upstream.Options{}); err != nil {

@@ -45,7 +45,7 @@ func TestTunnelConfig(t *testing.T) {
 		{name: "valid", mutate: func(*Options) {}},
 		{name: "an advertise address too", mutate: func(c *Options) { c.AdvertiseAddress = "10.0.0.1" }, want: "exclude each other"},
 		{name: "acme", mutate: func(c *Options) { c.Certs.Mode = certs.ModeACME }, want: "cannot certify the relay's Service name"},
-		{name: "no image", mutate: func(c *Options) { c.Tunnel.Image = "" }, want: "--relay-image"},
+		{name: "no image", mutate: func(c *Options) { c.Tunnel.Image = "" }, want: "tunnel.Config.Image"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/manifests"
 	"github.com/hookback/hookback/project"
@@ -37,11 +39,11 @@ func ParseUpstream(s string) (Upstream, error) {
 		key, raw = "", s
 	}
 	if mapped && strings.Count(key, "/") != 1 {
-		return Upstream{}, fmt.Errorf("--upstream %q: want URL or NAMESPACE/SERVICE=URL", s)
+		return Upstream{}, field.New("session.UserWebhooks.Upstream", strconv.Quote(s), "want URL or NAMESPACE/SERVICE=URL")
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return Upstream{}, fmt.Errorf("--upstream %q: want an http or https URL such as https://127.0.0.1:9443", s)
+		return Upstream{}, field.New("session.UserWebhooks.Upstream", strconv.Quote(s), "want an http or https URL such as https://127.0.0.1:9443")
 	}
 	return Upstream{Service: key, URL: raw}, nil
 }
@@ -108,8 +110,9 @@ func (u UserWebhooks) ParseUpstreams() (UserWebhooks, error) {
 	return u, errors.Join(errs...)
 }
 
-// Validate reports every problem at once, naming the flags: the CLI runs
-// it with its own flag checks, so they are listed together.
+// Validate reports every problem at once, each a field.Error naming its
+// field: the CLI runs it with its own flag checks, so they are listed
+// together, with flag names.
 func (u UserWebhooks) Validate() error {
 	var errs []error
 	u, err := u.ParseUpstreams()
@@ -117,16 +120,16 @@ func (u UserWebhooks) Validate() error {
 		errs = append(errs, err)
 	}
 	if len(u.Manifests) > 0 && len(u.Upstreams) == 0 {
-		errs = append(errs, errors.New("--webhook-config needs --upstream: the URL of your webhook server, such as https://127.0.0.1:9443"))
+		errs = append(errs, field.Clause("session.UserWebhooks.Manifests", "", "needs {session.UserWebhooks.Upstream}: the URL of your webhook server, such as https://127.0.0.1:9443"))
 	}
 	if len(u.Manifests) == 0 && len(u.Upstreams) > 0 {
-		errs = append(errs, errors.New("--upstream needs --webhook-config: the manifests that say which requests go to it"))
+		errs = append(errs, field.Clause("session.UserWebhooks.Upstream", "", "needs {session.UserWebhooks.Manifests}: the manifests that say which requests go to it"))
 	}
 	if u.CertDir != "" && len(u.Manifests) == 0 {
-		errs = append(errs, errors.New("--upstream-cert-dir needs --webhook-config (or a project): the certificate is for your webhook server"))
+		errs = append(errs, field.Clause("session.UserWebhooks.CertDir", "", "needs {session.UserWebhooks.Manifests} (or a project): the certificate is for your webhook server"))
 	}
 	if u.Timeout != 0 && (u.Timeout < time.Second || u.Timeout > 30*time.Second) {
-		errs = append(errs, fmt.Errorf("--timeout %s: want 1s to 30s (the apiserver's limit)", u.Timeout))
+		errs = append(errs, field.New("session.UserWebhooks.Timeout", u.Timeout.String(), "want 1s to 30s (the apiserver's limit)"))
 	}
 	if err := u.Shadow.Validate(u); err != nil {
 		errs = append(errs, err)
@@ -164,8 +167,8 @@ func (u UserWebhooks) checkMapped(m *manifests.Set) error {
 		if len(named) > 0 {
 			list = strings.Join(named, ", ")
 		}
-		errs = append(errs, fmt.Errorf("--upstream %s=%s: no webhook or CRD conversion in the manifests sends to Service %s; the Services they name (as rendered, kustomize's namespace and namePrefix applied): %s",
-			up.Service, up.URL, up.Service, list))
+		errs = append(errs, field.New("session.UserWebhooks.Upstream", up.Service+"="+up.URL, fmt.Sprintf("no webhook or CRD conversion in the manifests sends to Service %s; the Services they name (as rendered, kustomize's namespace and namePrefix applied): %s",
+			up.Service, list)))
 	}
 	return errors.Join(errs...)
 }

@@ -32,7 +32,7 @@ func TestLoadUserWebhooksMapping(t *testing.T) {
 			wantErr:   "no --upstream takes them"},
 		{name: "name before the kustomize prefix",
 			upstreams: []string{"https://127.0.0.1:9443", "system/webhook-service=https://127.0.0.1:9444"},
-			wantErr:   "--upstream system/webhook-service=https://127.0.0.1:9444: no webhook or CRD conversion in the manifests sends to Service system/webhook-service; the Services they name (as rendered, kustomize's namespace and namePrefix applied): project-system/project-webhook-service, project-system/webhook-service"},
+			wantErr:   "session.UserWebhooks.Upstream system/webhook-service=https://127.0.0.1:9444: no webhook or CRD conversion in the manifests sends to Service system/webhook-service; the Services they name (as rendered, kustomize's namespace and namePrefix applied): project-system/project-webhook-service, project-system/webhook-service"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

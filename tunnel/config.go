@@ -2,13 +2,14 @@ package tunnel
 
 import (
 	"errors"
-	"fmt"
+	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/rbac"
 )
 
@@ -44,23 +45,24 @@ func (c Config) WithDefaults() Config {
 }
 
 // Validate reports every problem of an enabled tunnel at once, given the
-// session's --advertise-address and TLS mode, which it rules out.
+// session's advertise address (session.Options.AdvertiseAddress) and TLS
+// mode (certs.Options.Mode), which it rules out; each is a field.Error.
 func (c Config) Validate(advertiseAddress, tlsMode string) error {
 	if !c.Enabled {
 		return nil
 	}
 	var errs []error
 	for _, msg := range validation.IsDNS1123Label(c.Namespace) {
-		errs = append(errs, fmt.Errorf("--tunnel-namespace %q: %s", c.Namespace, msg))
+		errs = append(errs, field.New("tunnel.Config.Namespace", strconv.Quote(c.Namespace), msg))
 	}
 	if c.Image == "" {
-		errs = append(errs, errors.New("--tunnel needs --relay-image: this build has no released image"))
+		errs = append(errs, field.Clause("tunnel.Config.Enabled", "", "needs {tunnel.Config.Image}: this build has no released image"))
 	}
 	if advertiseAddress != "" {
-		errs = append(errs, errors.New("--advertise-address and --tunnel exclude each other: with --tunnel the apiserver dials the relay's Service"))
+		errs = append(errs, field.Clause("session.Options.AdvertiseAddress", "", "and {tunnel.Config.Enabled} exclude each other: with {tunnel.Config.Enabled} the apiserver dials the relay's Service"))
 	}
 	if tlsMode == certs.ModeACME {
-		errs = append(errs, errors.New("--tls-mode acme cannot certify the relay's Service name (NAME.NAMESPACE.svc): use self-signed or files with --tunnel"))
+		errs = append(errs, field.Clause("certs.Options.Mode", certs.ModeACME, "cannot certify the relay's Service name (NAME.NAMESPACE.svc): use self-signed or files with {tunnel.Config.Enabled}"))
 	}
 	return errors.Join(errs...)
 }

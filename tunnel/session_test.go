@@ -189,10 +189,10 @@ func TestConfig(t *testing.T) {
 		{name: "disabled: nothing checked", mutate: func(c *Config) { *c = Config{Namespace: "Bad_NS"} }, advertise: "10.0.0.1", tlsMode: certs.ModeACME},
 		{name: "an advertise address too", mutate: func(*Config) {}, advertise: "10.0.0.1", want: []string{"exclude each other"}},
 		{name: "acme", mutate: func(*Config) {}, tlsMode: certs.ModeACME, want: []string{"cannot certify the relay's Service name"}},
-		{name: "bad namespace", mutate: func(c *Config) { c.Namespace = "Hookback_System" }, want: []string{"--tunnel-namespace"}},
-		{name: "no image", mutate: func(c *Config) { c.Image = "" }, want: []string{"--relay-image"}},
+		{name: "bad namespace", mutate: func(c *Config) { c.Namespace = "Hookback_System" }, want: []string{`tunnel.Config.Namespace "Hookback_System": `}},
+		{name: "no image", mutate: func(c *Config) { c.Image = "" }, want: []string{"tunnel.Config.Enabled needs tunnel.Config.Image"}},
 		{name: "every problem at once", mutate: func(c *Config) { c.Namespace, c.Image = "Hookback_System", "" }, advertise: "10.0.0.1",
-			want: []string{"--tunnel-namespace", "--relay-image", "exclude each other"}},
+			want: []string{"tunnel.Config.Namespace", "tunnel.Config.Image", "session.Options.AdvertiseAddress and tunnel.Config.Enabled exclude each other"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,10 +8,12 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/field"
 )
 
 // Shadow sends each review both to your upstream (Local) and to the
@@ -166,7 +168,7 @@ func NewShadowTarget(t ShadowTarget, path string, opts Options) (*Forwarder, err
 	if t.Proxy != "" {
 		base, err := url.Parse(t.Proxy)
 		if err != nil {
-			return nil, fmt.Errorf("--shadow: service proxy %q: %w", t.Proxy, err)
+			return nil, field.Errorf("upstream.ShadowTarget.Proxy", "", "service proxy %q: %w", t.Proxy, err)
 		}
 		opts.Base, opts.Role = base, "deployed webhook "+t.Name+" (through the apiserver's service proxy)"
 		f := &Forwarder{opts: opts, target: strings.TrimSuffix(t.Proxy, "/") + "/" + strings.TrimLeft(path, "/"), client: t.Client}
@@ -174,10 +176,10 @@ func NewShadowTarget(t ShadowTarget, path string, opts Options) (*Forwarder, err
 	}
 	u, err := url.Parse(t.URL)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return nil, fmt.Errorf("--shadow %q: want NAMESPACE/SERVICE[:PORT] or an https URL", t.URL)
+		return nil, field.New("upstream.ShadowTarget.URL", strconv.Quote(t.URL), "want NAMESPACE/SERVICE[:PORT] or an https URL")
 	}
 	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
-		return nil, fmt.Errorf("--shadow %s: plain http only on loopback; use https", t.URL)
+		return nil, field.New("upstream.ShadowTarget.URL", t.URL, "plain http only on loopback; use https")
 	}
 	if u.Path != "" && u.Path != "/" {
 		path, u.Path, u.RawPath = u.EscapedPath(), "", ""
@@ -187,7 +189,7 @@ func NewShadowTarget(t ShadowTarget, path string, opts Options) (*Forwarder, err
 	if t.CAFile == "" {
 		// The system roots: Options.tlsConfig leaves RootCAs nil.
 		if _, err := x509.SystemCertPool(); err != nil {
-			return nil, fmt.Errorf("--shadow %s: no system roots (%v): pass --shadow-ca", t.URL, err)
+			return nil, field.New("upstream.ShadowTarget.URL", t.URL, fmt.Sprintf("no system roots (%v): pass {upstream.ShadowTarget.CAFile}", err))
 		}
 	}
 	return New(opts, path)

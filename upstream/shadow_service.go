@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+
+	"github.com/hookback/hookback/field"
 )
 
 // ServiceRef is `--shadow NAMESPACE/SERVICE[:PORT]`: the Service of the
@@ -42,11 +44,11 @@ func (r ServiceRef) String() string {
 func ServiceTarget(ctx context.Context, cfg *rest.Config, ref ServiceRef) (ShadowTarget, error) {
 	client, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		return ShadowTarget{}, fmt.Errorf("--shadow %s: client for the service proxy: %w", ref, err)
+		return ShadowTarget{}, field.Errorf("upstream.ServiceRef.Name", ref.String(), "client for the service proxy: %w", err)
 	}
 	core, err := corev1client.NewForConfigAndClient(cfg, client)
 	if err != nil {
-		return ShadowTarget{}, fmt.Errorf("--shadow %s: client for the service proxy: %w", ref, err)
+		return ShadowTarget{}, field.Errorf("upstream.ServiceRef.Name", ref.String(), "client for the service proxy: %w", err)
 	}
 	if err := CheckService(ctx, core, ref); err != nil {
 		return ShadowTarget{}, err
@@ -106,13 +108,13 @@ func CheckService(ctx context.Context, services corev1client.ServicesGetter, ref
 	svc, err := services.Services(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return fmt.Errorf("--shadow %s: no Service %q in namespace %q: name the Service of the deployed webhook (kubectl get services -n %s), or pass its https URL",
-			ref, ref.Name, ref.Namespace, ref.Namespace)
+		return field.New("upstream.ServiceRef.Name", ref.String(), fmt.Sprintf("no Service %q in namespace %q: name the Service of the deployed webhook (kubectl get services -n %s), or pass its https URL",
+			ref.Name, ref.Namespace, ref.Namespace))
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("--shadow %s: your kubeconfig may not read the Service (the service proxy needs get services and create services/proxy in %s): %w",
-			ref, ref.Namespace, err)
+		return field.Errorf("upstream.ServiceRef.Name", ref.String(), "your kubeconfig may not read the Service (the service proxy needs get services and create services/proxy in %s): %w",
+			ref.Namespace, err)
 	case err != nil:
-		return fmt.Errorf("--shadow %s: read the Service: %w", ref, err)
+		return field.Errorf("upstream.ServiceRef.Name", ref.String(), "read the Service: %w", err)
 	}
 	var ports []string
 	for _, p := range svc.Spec.Ports {
@@ -125,6 +127,6 @@ func CheckService(ctx context.Context, services corev1client.ServicesGetter, ref
 		ports = []string{"none"}
 	}
 	slices.Sort(ports)
-	return fmt.Errorf("--shadow %s: Service %s/%s has no port %d (its ports: %s): pass NAMESPACE/SERVICE:PORT with the webhook's port",
-		ref, ref.Namespace, ref.Name, ref.port(), strings.Join(ports, ", "))
+	return field.New("upstream.ServiceRef.Port", ref.String(), fmt.Sprintf("Service %s/%s has no port %d (its ports: %s): pass NAMESPACE/SERVICE:PORT with the webhook's port",
+		ref.Namespace, ref.Name, ref.port(), strings.Join(ports, ", ")))
 }

@@ -29,11 +29,11 @@ func TestCheckService(t *testing.T) {
 		{name: "default port 443", ref: ServiceRef{Namespace: "system", Name: "webhook-service"}},
 		{name: "named port", ref: ServiceRef{Namespace: "system", Name: "webhook-service", Port: 8080}},
 		{name: "no such Service", ref: ServiceRef{Namespace: "system", Name: "webhook-svc"},
-			err: `--shadow system/webhook-svc:443: no Service "webhook-svc" in namespace "system": name the Service of the deployed webhook (kubectl get services -n system), or pass its https URL`},
+			err: `upstream.ServiceRef.Name system/webhook-svc:443: no Service "webhook-svc" in namespace "system": name the Service of the deployed webhook (kubectl get services -n system), or pass its https URL`},
 		{name: "Service in another namespace", ref: ServiceRef{Namespace: "default", Name: "webhook-service"},
 			err: `no Service "webhook-service" in namespace "default"`},
 		{name: "no such port", ref: ServiceRef{Namespace: "system", Name: "webhook-service", Port: 9443},
-			err: "--shadow system/webhook-service:9443: Service system/webhook-service has no port 9443 (its ports: 443, 8080): pass NAMESPACE/SERVICE:PORT with the webhook's port"},
+			err: "upstream.ServiceRef.Port system/webhook-service:9443: Service system/webhook-service has no port 9443 (its ports: 443, 8080): pass NAMESPACE/SERVICE:PORT with the webhook's port"},
 		{name: "not allowed to read it", ref: ServiceRef{Namespace: "system", Name: "webhook-service"}, forbidden: true,
 			err: "your kubeconfig may not read the Service (the service proxy needs get services and create services/proxy in system)"},
 	}

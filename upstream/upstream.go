@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/internal/admissionhttp"
 )
 
@@ -55,14 +56,14 @@ type Options struct {
 	CAFlag string
 }
 
-// Validate reports every problem at once.
+// Validate reports every problem at once, a wrong value as a field.Error.
 func (o Options) Validate() error {
 	if o.Base == nil || (o.Base.Scheme != "http" && o.Base.Scheme != "https") || o.Base.Host == "" {
 		return fmt.Errorf("upstream %v: want an http or https URL such as https://127.0.0.1:9443", o.Base)
 	}
 	var errs []error
 	if o.Insecure && !isLoopback(o.Base.Hostname()) {
-		errs = append(errs, fmt.Errorf("--upstream-insecure is only accepted for a loopback upstream, not %s: pass --upstream-ca", o.Base.Host))
+		errs = append(errs, field.Clause("upstream.Options.Insecure", "", fmt.Sprintf("is only accepted for a loopback upstream, not %s: pass {upstream.Options.CAFile}", o.Base.Host)))
 	}
 	if o.CAFile != "" {
 		if _, err := loadPool(o.CAFile); err != nil {
@@ -83,11 +84,11 @@ func isLoopback(host string) bool {
 func loadPool(file string) (*x509.CertPool, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("read --upstream-ca: %w", err)
+		return nil, fmt.Errorf("read %w", field.Errorf("upstream.Options.CAFile", "", "%w", err))
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(b) {
-		return nil, fmt.Errorf("--upstream-ca %s holds no PEM certificate", file)
+		return nil, field.Clause("upstream.Options.CAFile", file, "holds no PEM certificate")
 	}
 	return pool, nil
 }

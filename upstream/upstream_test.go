@@ -183,7 +183,7 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "localhost insecure", opts: Options{Base: parse("https://localhost:9443"), Insecure: true}},
 		{name: "remote insecure", opts: Options{Base: parse("https://10.0.0.1:9443"), Insecure: true}, want: "only accepted for a loopback upstream"},
 		{name: "not http", opts: Options{Base: parse("ftp://127.0.0.1")}, want: "want an http or https URL"},
-		{name: "missing CA file", opts: Options{Base: parse("https://127.0.0.1"), CAFile: "/nonexistent/ca.pem"}, want: "read --upstream-ca"},
+		{name: "missing CA file", opts: Options{Base: parse("https://127.0.0.1"), CAFile: "/nonexistent/ca.pem"}, want: "read upstream.Options.CAFile: "},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
