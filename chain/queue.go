@@ -82,37 +82,15 @@ func (q *queue) drop(c *Collector, p pending) {
 // Dropped is how many views found the queue full and were not joined.
 func (c *Collector) Dropped() int64 { return c.q.dropped.Load() }
 
-// drainEvery is how often Run takes the queued views. Run does not wait
-// on the queue itself: a send that found it waiting would ready it on the
-// answering goroutine's processor, next in line, and its decoding would
-// then run before the answer's last frame is written (over HTTP/2 the
-// stream ends only when the handler returns). Woken by a ticker, it takes
-// every queued view at once, off every request's way.
-const drainEvery = 10 * time.Millisecond
-
 // Run makes the queued views and joins them, in the order they were
 // taken, until ctx ends.
 func (c *Collector) Run(ctx context.Context) {
-	t := time.NewTicker(drainEvery)
-	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-			c.drain(ctx)
-		}
-	}
-}
-
-// drain joins the views queued now.
-func (c *Collector) drain(ctx context.Context) {
-	for ctx.Err() == nil {
-		select {
 		case p := <-c.q.ch:
 			c.join(p)
-		default:
-			return
 		}
 	}
 }
