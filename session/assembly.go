@@ -1,8 +1,6 @@
 package session
 
 import (
-	"maps"
-	"net/http"
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -70,8 +68,7 @@ func (y *yours) Attach(m *server.Metrics) (assembly.EventTap, error) {
 }
 
 // Serve adds your webhooks and the canary to the built-ins, the chain's
-// wrapping of both and its observers (handlers of their own), and your CRD
-// conversions.
+// observers around both, and your CRD conversions.
 func (y *yours) Serve(builtins []admission.Webhook, reg prometheus.Registerer) (assembly.Serving, error) {
 	hooks := slices.Concat(y.chain.wrap(y.policies.wrap(builtins)), y.chain.wrap(y.policies.wrap(y.user.hooks)), y.probes)
 	rec, err := newRecorder(y.sinks())
@@ -81,12 +78,6 @@ func (y *yours) Serve(builtins []admission.Webhook, reg prometheus.Registerer) (
 	handlers, err := y.conversions.handlers(y.cfg.Log, rec, reg)
 	if err != nil {
 		return assembly.Serving{}, err
-	}
-	if obs := y.chain.handlers(); obs != nil {
-		if handlers == nil {
-			handlers = map[string]http.Handler{}
-		}
-		maps.Copy(handlers, obs)
 	}
 	return assembly.Serving{Webhooks: hooks, Recorder: rec, Handlers: handlers}, nil
 }

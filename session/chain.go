@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -33,8 +32,6 @@ type chainRun struct {
 	sinks   []func(chain.Published)
 	session string
 	log     *slog.Logger
-	// metrics count the observers' calls (register).
-	metrics admission.Observer
 }
 
 // chainPermissions are what --chain reads besides the webhook
@@ -57,8 +54,8 @@ func chainPermissions(on bool) []rbac.Permission {
 }
 
 // newChainRun builds start --chain's parts on cl, or nil when --chain is
-// off. Their observers are served by handlers (not the session's own
-// webhooks), and wrap has your webhooks report their answers.
+// off. Their webhooks go to y's probes (served, but not the session's
+// own), and wrap has your webhooks report their answers.
 func newChainRun(on bool, auditLog, session string, log *slog.Logger, cl *kubeconfig.Cluster, y *yours) *chainRun {
 	if !on {
 		return nil
@@ -66,7 +63,7 @@ func newChainRun(on bool, auditLog, session string, log *slog.Logger, cl *kubeco
 	c := &chainRun{factory: informers.NewSharedInformerFactory(cl.Watch, 0), session: session, log: log}
 	catalog := chain.NewInformerCatalog(c.factory)
 	c.joiner = &chain.Joiner{}
-	c.collector = chain.NewCollector(c.joiner, chain.CollectorOptions{Log: log})
+	c.collector = &chain.Collector{Joiner: c.joiner}
 	c.publisher = chain.NewPublisher(chain.Publisher{Catalog: catalog.Catalog, NamespaceLabels: catalog.NamespaceLabels,
 		Sinks: []func(chain.Published){c.publish}, Log: log})
 	if auditLog != "" {
@@ -80,6 +77,7 @@ func newChainRun(on bool, auditLog, session string, log *slog.Logger, cl *kubeco
 		}
 	}
 	c.joiner.Done = c.publisher.Done
+	y.probes = append(y.probes, c.collector.Webhooks()...)
 	return c
 }
 
@@ -102,38 +100,20 @@ func (c *chainRun) attach(s sinks) error {
 	return nil
 }
 
-// register counts the observers' calls in m
-// (hookback_admission_requests_total, as every webhook's), and exposes the
-// chains the publisher's bounded queue dropped
-// (hookback_chain_views_dropped_total) and the observers' and your
-// webhooks' views the collector's dropped before joining them
-// (hookback_chain_observations_dropped_total): a request whose view is
-// missing from the inspector was one of them.
+// register exposes the views the publisher's bounded queue dropped
+// (hookback_chain_views_dropped_total): a request whose view is missing
+// from the inspector was one of them.
 func (c *chainRun) register(m *server.Metrics) error {
 	if c == nil || m == nil {
 		return nil
 	}
-	c.metrics = m
 	dropped := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hookback_chain_views_dropped_total",
 		Help: "start --chain: completed chains not explained because the publisher's queue was full"},
 		func() float64 { return float64(c.publisher.Dropped()) })
-	observations := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hookback_chain_observations_dropped_total",
-		Help: "start --chain: observers' and your webhooks' views not joined because the collector's queue was full"},
-		func() float64 { return float64(c.collector.Dropped()) })
-	for _, col := range []prometheus.Collector{dropped, observations} {
-		if err := m.Registry.Register(col); err != nil {
-			return fmt.Errorf("chain: register metrics: %w", err)
-		}
+	if err := m.Registry.Register(dropped); err != nil {
+		return fmt.Errorf("chain: register metrics: %w", err)
 	}
 	return nil
-}
-
-// handlers are the observers, by path; none without --chain.
-func (c *chainRun) handlers() map[string]http.Handler {
-	if c == nil {
-		return nil
-	}
-	return c.collector.Handlers(c.metrics)
 }
 
 func (c *chainRun) publish(p chain.Published) {
@@ -142,16 +122,11 @@ func (c *chainRun) publish(p chain.Published) {
 	}
 }
 
-// start runs the informers, the collector's joining and the publisher on
-// the working group.
+// start runs the informers and the publisher on the working group.
 func (c *chainRun) start(r *run) {
 	if c == nil {
 		return
 	}
-	r.working.Go(func(ctx context.Context) error {
-		c.collector.Run(ctx)
-		return nil
-	})
 	r.working.Go(func(ctx context.Context) error {
 		c.factory.Start(ctx.Done())
 		c.publisher.Run(ctx, c.joiner)
