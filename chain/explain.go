@@ -54,13 +54,18 @@ func Explain(c *Chain, cat Catalog, nsLabels map[string]string, rec *Record) (Vi
 }
 
 type explainer struct {
-	c        *Chain
-	cat      Catalog
-	exact    *Exact
-	rec      *Record
-	req      Request
-	yourConf string
-	yourHook Webhook
+	// objects are the chain's objects decoded, and patchedObjs your
+	// patches applied, by where their bytes are: the steps and the
+	// warnings compare the same objects, each is decoded (patched) once.
+	objects     map[bytesKey]any
+	patchedObjs map[[2]bytesKey][]byte
+	c           *Chain
+	cat         Catalog
+	exact       *Exact
+	rec         *Record
+	req         Request
+	yourConf    string
+	yourHook    Webhook
 }
 
 // findYours is the configuration (name) and webhook that call your
@@ -130,7 +135,7 @@ func (e *explainer) steps() ([]Step, error) {
 			}
 			break
 		}
-		from, err := patched(last.Object, last.Patch)
+		from, err := e.patched(last.Object, last.Patch)
 		if err != nil {
 			return nil, fmt.Errorf("chain: %s: your patch: %w", c.Identity, err)
 		}
@@ -203,7 +208,7 @@ func (e *explainer) policies() Step {
 
 // compare fills st with the changes from a to b, each attributed.
 func (e *explainer) compare(st *Step, a, b []byte, round int) error {
-	changes, err := Diff(a, b)
+	changes, err := diffWith(e.decode, a, b)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	admissionv1 "k8s.io/api/admission/v1"
 )
 
@@ -104,10 +105,12 @@ func IdentityOf(req *admissionv1.AdmissionRequest) Identity {
 			ResourceVersion string `json:"resourceVersion"`
 		} `json:"metadata"`
 	}
-	if req.Operation == admissionv1.Create && json.Unmarshal(req.Object.Raw, &meta) == nil && meta.Metadata.GenerateName != "" {
+	// jsonv2 skips what the struct does not name without decoding it: these
+	// run for every view (Collector.Run), on the object and oldObject whole.
+	if req.Operation == admissionv1.Create && jsonv2.Unmarshal(req.Object.Raw, &meta) == nil && meta.Metadata.GenerateName != "" {
 		id.Name = "generateName:" + meta.Metadata.GenerateName
 	}
-	if len(req.OldObject.Raw) > 0 && json.Unmarshal(req.OldObject.Raw, &meta) == nil {
+	if len(req.OldObject.Raw) > 0 && jsonv2.Unmarshal(req.OldObject.Raw, &meta) == nil {
 		id.OldVersion = meta.Metadata.ResourceVersion
 	}
 	return id

@@ -38,11 +38,11 @@ func (e *explainer) warnings(steps []Step) ([]Warning, error) {
 		if view == nil || len(y.Patch) == 0 {
 			continue
 		}
-		mineAfter, err := patched(y.Object, y.Patch)
+		mineAfter, err := e.patched(y.Object, y.Patch)
 		if err != nil {
 			return nil, fmt.Errorf("chain: %s: your patch: %w", c.Identity, err)
 		}
-		w, err := overwritten(y.Patch, mineAfter, view, later, round)
+		w, err := overwritten(e.decode, y.Patch, mineAfter, view, later, round)
 		if err != nil {
 			return nil, err
 		}
@@ -89,16 +89,16 @@ func (e *explainer) viewAfter(round int) []byte {
 
 // overwritten compares each field the patch set (in mine, the object just
 // after it) with last, naming the later changes that touched it.
-func overwritten(patch, mine, last []byte, later []Attributed, round int) ([]Warning, error) {
+func overwritten(dec func([]byte) (any, error), patch, mine, last []byte, later []Attributed, round int) ([]Warning, error) {
 	var ops []patchOp
 	if err := json.Unmarshal(patch, &ops); err != nil {
 		return nil, fmt.Errorf("chain: your patch: %w", err)
 	}
-	a, err := decode(mine)
+	a, err := dec(mine)
 	if err != nil {
 		return nil, err
 	}
-	b, err := decode(last)
+	b, err := dec(last)
 	if err != nil {
 		return nil, err
 	}

@@ -23,34 +23,51 @@ import (
 // any three webhooks cost the apiserver: serializing the review, the HTTPS
 // POST, decoding the answer.
 type bare struct {
+	// h2 serves HTTP/2 (as hookback does) instead of HTTP/1.1 only.
+	h2       bool
 	url      string
 	caBundle []byte
 	srv      *http.Server
 	// calls count each path's calls: what proves the bare webhooks were
 	// called, and were no longer once removed.
 	calls map[string]*atomicCounter
+	// http2 counts the calls that came over HTTP/2: what proves the h2
+	// floor is one.
+	http2 atomicCounter
 }
 
 var barePaths = []string{"/first", "/last", "/validating"}
 
-func startBare() (*bare, error) {
+// startBare serves the three over HTTP/1.1, or with h2 over HTTP/2 too
+// (offered first, as hookback's server offers it, so the apiserver's
+// client takes it).
+func startBare(h2 bool) (*bare, error) {
 	cert, err := loopcert.New("bench-bare")
 	if err != nil {
 		return nil, err
 	}
 	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.DER})
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert.TLS()}, MinVersion: tls.VersionTLS12})
+	conf := &tls.Config{Certificates: []tls.Certificate{cert.TLS()}, MinVersion: tls.VersionTLS12}
+	if h2 {
+		conf.NextProtos = []string{"h2", "http/1.1"}
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", conf)
 	if err != nil {
 		return nil, err
 	}
-	b := &bare{url: "https://" + ln.Addr().String(), caBundle: caPEM, calls: map[string]*atomicCounter{}}
+	b := &bare{h2: h2, url: "https://" + ln.Addr().String(), caBundle: caPEM, calls: map[string]*atomicCounter{}}
 	mux := http.NewServeMux()
 	for _, p := range barePaths {
 		c := &atomicCounter{}
 		b.calls[p] = c
 		mux.Handle(p, answers(c, nil))
 	}
-	b.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	b.srv = &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor == 2 {
+			b.http2.Add(1)
+		}
+		mux.ServeHTTP(w, r)
+	})}
 	go b.srv.Serve(ln) //nolint:errcheck // stopped by close
 	return b, nil
 }
@@ -66,14 +83,18 @@ func (b *bare) total() int64 {
 }
 
 // names of the bare configurations: sorted as the observers' are.
-func bareNames(round int) (first, last, validating string) {
-	return fmt.Sprintf("0--bench-bare-first-%d", round), fmt.Sprintf("zzzzzzzz-bench-bare-last-%d", round), fmt.Sprintf("bench-bare-validating-%d", round)
+func (b *bare) names(round int) (first, last, validating string) {
+	p := "http1"
+	if b.h2 {
+		p = "h2"
+	}
+	return fmt.Sprintf("0--bench-bare-first-%s-%d", p, round), fmt.Sprintf("zzzzzzzz-bench-bare-last-%s-%d", p, round), fmt.Sprintf("bench-bare-validating-%s-%d", p, round)
 }
 
 // register writes the three configurations, scoped to ns as the session's
 // scope scopes the observers, and waits until the apiserver calls all three.
 func (b *bare) register(ctx context.Context, cs kubernetes.Interface, ns string, round int) error {
-	first, last, validating := bareNames(round)
+	first, last, validating := b.names(round)
 	ignore, none, equivalent := admissionregistrationv1.Ignore, admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Equivalent
 	never, ifNeeded := admissionregistrationv1.NeverReinvocationPolicy, admissionregistrationv1.IfNeededReinvocationPolicy
 	timeout := int32(2)
@@ -116,7 +137,7 @@ func (b *bare) register(ctx context.Context, cs kubernetes.Interface, ns string,
 // unregister removes the three configurations and waits until a create
 // calls none of them.
 func (b *bare) unregister(ctx context.Context, cs kubernetes.Interface, ns string, round int) error {
-	first, last, validating := bareNames(round)
+	first, last, validating := b.names(round)
 	reg := cs.AdmissionregistrationV1()
 	for _, name := range []string{first, last} {
 		if err := reg.MutatingWebhookConfigurations().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {

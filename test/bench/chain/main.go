@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -37,16 +38,17 @@ import (
 func main() {
 	kubeconfig := flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "the cluster's kubeconfig")
 	binary := flag.String("hookback", "hookback", "the hookback binary")
+	before := flag.String("before", "", "another hookback binary (an earlier commit's), measured with --chain in the same rounds")
 	n := flag.Int("n", 300, "timed creates per variant and round")
 	rounds := flag.Int("rounds", 3, "rounds, each running both variants")
 	flag.Parse()
-	if err := run(*kubeconfig, *binary, *n, *rounds); err != nil {
+	if err := run(*kubeconfig, *binary, *before, *n, *rounds); err != nil {
 		fmt.Fprintln(os.Stderr, "bench chain:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig, binary string, n, rounds int) error {
+func run(kubeconfig, binary, before string, n, rounds int) error {
 	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return fmt.Errorf("load kubeconfig %q: %w", kubeconfig, err)
@@ -80,13 +82,22 @@ func run(kubeconfig, binary string, n, rounds int) error {
 	if err := os.WriteFile(manifest, []byte(yourWebhook), 0o600); err != nil {
 		return err
 	}
-	floor, err := startBare()
+	floor, err := startBare(false)
 	if err != nil {
 		return err
 	}
 	defer floor.close()
-	b := &bench{cs: cs, binary: binary, kubeconfig: kubeconfig, dir: dir, manifest: manifest, up: up, in: in, out: out,
-		n: n, calls: calls, floor: floor, times: map[string][]time.Duration{}}
+	floorH2, err := startBare(true)
+	if err != nil {
+		return err
+	}
+	defer floorH2.close()
+	b := &bench{cs: cs, binary: binary, before: before, kubeconfig: kubeconfig, dir: dir, manifest: manifest, up: up, in: in, out: out,
+		n: n, calls: calls, floors: map[string]*bare{floorName: floor, floorH2Name: floorH2}, times: map[string][]time.Duration{}, cpu: map[string]time.Duration{}}
+	variants := []string{without, with, floorName, floorH2Name}
+	if before != "" {
+		variants = append(variants, withBefore)
+	}
 	for r := range rounds {
 		for _, v := range variants {
 			if err := b.variant(ctx, v, r); err != nil {
@@ -94,53 +105,63 @@ func run(kubeconfig, binary string, n, rounds int) error {
 			}
 		}
 	}
-	fmt.Printf("| dry-run pod create, %d per variant (%d rounds) | p50 | p99 |\n|---|---|---|\n", n*rounds, rounds)
+	fmt.Printf("| dry-run pod create, %d per variant (%d rounds) | p50 | p99 | hookback's CPU per create |\n|---|---|---|---|\n", n*rounds, rounds)
 	for _, v := range variants {
-		fmt.Printf("| %s | %.2f ms | %.2f ms |\n", v, msf(quantile(b.times[v], 0.5)), msf(quantile(b.times[v], 0.99)))
+		fmt.Printf("| %s | %.2f ms | %.2f ms | %d µs |\n", v, msf(quantile(b.times[v], 0.5)), msf(quantile(b.times[v], 0.99)), b.cpu[v].Microseconds()/int64(n*rounds))
 	}
 	ref := quantile(b.times[without], 0.5)
-	fmt.Printf("\nAdded at p50 by the observers: %.2f ms (target at most 1 ms); by three bare webhooks in their places: %.2f ms.\n",
-		msf(quantile(b.times[with], 0.5)-ref), msf(quantile(b.times[floorName], 0.5)-ref))
+	fmt.Printf("\nAdded at p50 by the observers: %.2f ms (target at most 1 ms); by three bare webhooks in their places: %.2f ms over HTTP/1.1, %.2f ms over HTTP/2.\n",
+		msf(quantile(b.times[with], 0.5)-ref), msf(quantile(b.times[floorName], 0.5)-ref), msf(quantile(b.times[floorH2Name], 0.5)-ref))
+	if before != "" {
+		fmt.Printf("Added at p50 by the observers of %s: %.2f ms.\n", before, msf(quantile(b.times[withBefore], 0.5)-ref))
+	}
 	fmt.Printf("Outside the scope, with --chain: %d creates; your webhook's configuration was called for none of them (%d calls), and no observer was (%d calls beyond the in-scope ones; the first observer saw %d in-scope creates).\n",
 		50*rounds, b.yoursOutside, b.outside, b.observed)
 	return nil
 }
 
-// The variants, measured in this order in every round.
+// The variants, measured in this order in every round (withBefore only
+// with -before).
 const (
-	without   = "without --chain"
-	with      = "with --chain"
-	floorName = "without --chain, three bare webhooks where the observers sit"
+	without     = "without --chain"
+	with        = "with --chain"
+	floorName   = "without --chain, three bare webhooks where the observers sit"
+	floorH2Name = "without --chain, three bare webhooks over HTTP/2 where the observers sit"
+	withBefore  = "with --chain, the -before binary"
 )
 
-var variants = []string{without, with, floorName}
-
 type bench struct {
-	cs                                    kubernetes.Interface
-	binary, kubeconfig, dir, manifest, up string
-	in, out                               string
-	n                                     int
-	calls                                 *atomicCounter
-	floor                                 *bare
-	times                                 map[string][]time.Duration
-	observed, outside, yoursOutside       int64
+	cs                                            kubernetes.Interface
+	binary, before, kubeconfig, dir, manifest, up string
+	in, out                                       string
+	n                                             int
+	calls                                         *atomicCounter
+	floors                                        map[string]*bare
+	times                                         map[string][]time.Duration
+	cpu                                           map[string]time.Duration
+	observed, outside, yoursOutside               int64
 }
 
 // variant runs one variant of one round: hookback started (with --chain
 // or not), the bare webhooks registered for the floor, a warm-up, n timed
 // creates in the scope, 50 outside it.
 func (b *bench) variant(ctx context.Context, v string, r int) error {
-	h, err := startHookback(b.binary, b.kubeconfig, b.dir, b.manifest, b.up, b.in, v == with, r)
+	chain, binary := v == with || v == withBefore, b.binary
+	if v == withBefore {
+		binary = b.before
+	}
+	h, err := startHookback(binary, b.kubeconfig, b.dir, b.manifest, b.up, b.in, chain, v, r)
 	if err != nil {
 		return err
 	}
 	defer h.stop()
-	if v == floorName {
-		if err := b.floor.register(ctx, b.cs, b.in, r); err != nil {
+	floor := b.floors[v]
+	if floor != nil {
+		if err := floor.register(ctx, b.cs, b.in, r); err != nil {
 			return err
 		}
 		defer func() {
-			if err := b.floor.unregister(ctx, b.cs, b.in, r); err != nil {
+			if err := floor.unregister(ctx, b.cs, b.in, r); err != nil {
 				fmt.Fprintln(os.Stderr, "bench chain:", err)
 			}
 		}()
@@ -148,36 +169,54 @@ func (b *bench) variant(ctx context.Context, v string, r int) error {
 	if _, err := creates(ctx, b.cs, b.in, 20); err != nil { // warm-up
 		return err
 	}
-	floorBefore := b.floor.total()
+	var floorBefore int64
+	if floor != nil {
+		floorBefore = floor.total()
+	}
+	cpuBefore, err := h.cpu()
+	if err != nil {
+		return err
+	}
 	ds, err := creates(ctx, b.cs, b.in, b.n)
 	if err != nil {
 		return err
 	}
 	b.times[v] = append(b.times[v], ds...)
-	if v == floorName {
+	cpuAfter, err := h.cpu()
+	if err != nil {
+		return err
+	}
+	b.cpu[v] += cpuAfter - cpuBefore
+	if floor != nil {
 		// Each timed create called the three (the last one once per round
 		// it was called in): the floor is three webhooks, not fewer.
-		if got := b.floor.total() - floorBefore; got < int64(3*b.n) {
+		if got := floor.total() - floorBefore; got < int64(3*b.n) {
 			return fmt.Errorf("round %d: the bare webhooks answered %d calls for %d creates, want at least %d", r, got, b.n, 3*b.n)
+		}
+		if floor.h2 && floor.http2.Load() < int64(3*b.n) {
+			return fmt.Errorf("round %d: the HTTP/2 bare webhooks answered %d calls over HTTP/2 for %d creates, want at least %d", r, floor.http2.Load(), b.n, 3*b.n)
 		}
 	}
 	before := b.calls.Load()
 	if _, err := creates(ctx, b.cs, b.out, 50); err != nil {
 		return err
 	}
-	if v != with {
+	if !chain {
 		return nil
 	}
 	m, err := h.metrics()
 	if err != nil {
 		return err
 	}
-	b.observed += m["chain-first"]
 	for _, w := range []string{"chain-first", "chain-last", "chain-validating", "mine.bench.hookback.dev"} {
 		if m[w] > 0 {
-			fmt.Fprintf(os.Stderr, "round %d: hookback's own time in %s: %d µs mean over %d calls\n", r, w, m["µs:"+w]/m[w], m[w])
+			fmt.Fprintf(os.Stderr, "round %d, %s: hookback's own time in %s: %d µs mean over %d calls\n", r, v, w, m["µs:"+w]/m[w], m[w])
 		}
 	}
+	if v != with {
+		return nil
+	}
+	b.observed += m["chain-first"]
 	b.outside += m["chain-first"] + m["chain-validating"] - 2*int64(b.n+20)
 	b.yoursOutside += b.calls.Load() - before
 	return nil
@@ -269,7 +308,7 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-func startHookback(binary, kubeconfig, dir, manifest, up, ns string, chain bool, round int) (*hookbackProc, error) {
+func startHookback(binary, kubeconfig, dir, manifest, up, ns string, chain bool, variant string, round int) (*hookbackProc, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -279,7 +318,7 @@ func startHookback(binary, kubeconfig, dir, manifest, up, ns string, chain bool,
 		return nil, err
 	}
 	h := &hookbackProc{health: "127.0.0.1:" + strconv.Itoa(hp)}
-	args := []string{"start", "--session", fmt.Sprintf("bench-chain-%d-%t", round, chain), "--port", strconv.Itoa(port), "--health-address", h.health,
+	args := []string{"start", "--session", fmt.Sprintf("bench-chain-%d-%d", round, slices.Index(allVariants, variant)), "--port", strconv.Itoa(port), "--health-address", h.health,
 		"--state-dir", filepath.Join(dir, "state"), "--inspector-address", "", "--webhooks", "none", "--controllers", "none",
 		"--webhook-config", manifest, "--upstream", up, "--namespace", ns, "--log-level", "warn"}
 	if chain {
@@ -305,6 +344,8 @@ func startHookback(binary, kubeconfig, dir, manifest, up, ns string, chain bool,
 	h.stop()
 	return nil, fmt.Errorf("hookback (chain %t) not ready within a minute", chain)
 }
+
+var allVariants = []string{without, with, floorName, floorH2Name, withBefore}
 
 var (
 	requestsLine = regexp.MustCompile(`^hookback_admission_requests_total\{decision="[a-z]+",webhook="([^"]+)"\} (\d+)`)
@@ -334,6 +375,31 @@ func (h *hookbackProc) metrics() (map[string]int64, error) {
 		}
 	}
 	return out, nil
+}
+
+// cpu is the CPU time hookback's process has used (its
+// process_cpu_seconds_total, from /proc: 10 ms resolution, so compare
+// totals over many creates).
+func (h *hookbackProc) cpu() (time.Duration, error) {
+	resp, err := http.Get("http://" + h.health + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "process_cpu_seconds_total "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return 0, fmt.Errorf("process_cpu_seconds_total %q: %w", v, err)
+			}
+			return time.Duration(f * float64(time.Second)), nil
+		}
+	}
+	return 0, errors.New("hookback's /metrics has no process_cpu_seconds_total")
 }
 
 func (h *hookbackProc) stop() {
