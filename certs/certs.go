@@ -69,7 +69,7 @@ func readCABundle(file string) (string, error) {
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return "", fmt.Errorf("read --ca-file: %w", err)
+		return "", field.Advise("certs.Options.CAFile", "read {certs.Options.CAFile}: %w", err)
 	}
 	return base64.StdEncoding.EncodeToString(b), nil
 }

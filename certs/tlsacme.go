@@ -99,10 +99,10 @@ func (o ACMEOptions) validate() error {
 	}
 	if strings.HasSuffix(u.Hostname(), "api.letsencrypt.org") {
 		if !certmagic.SubjectQualifiesForPublicCert(o.Host) {
-			return fmt.Errorf("let's encrypt cannot issue a certificate for %s: advertise a public IP or DNS name (--advertise-address)", o.Host)
+			return field.Advise("session.Options.AdvertiseAddress", "let's encrypt cannot issue a certificate for %s: advertise a public IP or DNS name ({session.Options.AdvertiseAddress})", o.Host)
 		}
 		if net.ParseIP(o.Host) != nil && o.Profile != "shortlived" {
-			return fmt.Errorf("let's encrypt issues IP certificates only under --acme-profile shortlived, not %q", o.Profile)
+			return field.Advise("certs.ACMEOptions.Profile", "let's encrypt issues IP certificates only under {certs.ACMEOptions.Profile} shortlived, not %q", o.Profile)
 		}
 	}
 	return nil
@@ -138,7 +138,7 @@ func checkProfile(ca, profile string, profiles map[string]string) error {
 		return nil
 	}
 	if len(profiles) == 0 {
-		return fmt.Errorf("the ACME CA %s offers no profiles: pass --acme-profile \"\"", ca)
+		return field.Advise("certs.ACMEOptions.Profile", "the ACME CA %s offers no profiles: pass {certs.ACMEOptions.Profile} \"\"", ca)
 	}
 	names := make([]string, 0, len(profiles))
 	for n := range profiles {

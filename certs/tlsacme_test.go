@@ -71,7 +71,7 @@ func TestCheckProfile(t *testing.T) {
 	if err := checkProfile("ca", "tlsserver", offered); err == nil || !strings.Contains(err.Error(), "classic, shortlived") {
 		t.Errorf("unknown profile: error = %v, want the offered ones named", err)
 	}
-	if err := checkProfile("ca", "shortlived", nil); err == nil || !strings.Contains(err.Error(), `--acme-profile ""`) {
+	if err := checkProfile("ca", "shortlived", nil); err == nil || !strings.Contains(err.Error(), `pass certs.ACMEOptions.Profile ""`) {
 		t.Errorf("CA without profiles: error = %v", err)
 	}
 }
@@ -108,7 +108,7 @@ func TestNewACMECertsFailsEarly(t *testing.T) {
 		{"untrusted ACME server", func(o *ACMEOptions) { o.CARootFile = "" }, "does it need certs.ACMEOptions.CARootFile?"},
 		{"root file missing", func(o *ACMEOptions) { o.CARootFile = filepath.Join(t.TempDir(), "none.pem") }, "read certs.ACMEOptions.CARootFile: "},
 		{"root file not PEM", func(o *ACMEOptions) { o.CARootFile = writeTemp(t, "not a certificate") }, "no PEM certificate"},
-		{"ca-file missing", func(o *ACMEOptions) { o.CAFile = filepath.Join(t.TempDir(), "none.pem") }, "read --ca-file"},
+		{"ca-file missing", func(o *ACMEOptions) { o.CAFile = filepath.Join(t.TempDir(), "none.pem") }, "read certs.Options.CAFile"},
 		{"profile not offered", func(o *ACMEOptions) { o.Profile = "tlsserver" }, `does not offer profile "tlsserver"`},
 		{"not a directory", func(o *ACMEOptions) { o.CA = strings.TrimSuffix(o.CA, "/dir") + "/other" }, "404"},
 	} {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/certmagic"
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/reload"
 )
 
@@ -96,11 +97,11 @@ func NewFileCerts(ctx context.Context, opts FileTLSOptions) (*FileCerts, error) 
 func (f *FileCerts) read() (*filePair, error) {
 	cert, err := os.ReadFile(f.opts.CertFile)
 	if err != nil {
-		return nil, fmt.Errorf("read --tls-cert-file: %w", err)
+		return nil, field.Advise("certs.Options.CertFile", "read {certs.Options.CertFile}: %w", err)
 	}
 	key, err := os.ReadFile(f.opts.KeyFile)
 	if err != nil {
-		return nil, fmt.Errorf("read --tls-key-file: %w", err)
+		return nil, field.Advise("certs.Options.KeyFile", "read {certs.Options.KeyFile}: %w", err)
 	}
 	pair, err := tls.X509KeyPair(cert, key)
 	if err != nil {
@@ -111,10 +112,10 @@ func (f *FileCerts) read() (*filePair, error) {
 		return p, nil
 	}
 	if p.caPEM, err = os.ReadFile(f.opts.CAFile); err != nil {
-		return nil, fmt.Errorf("read --ca-file: %w", err)
+		return nil, field.Advise("certs.Options.CAFile", "read {certs.Options.CAFile}: %w", err)
 	}
 	if err := verifyChain(pair, p.caPEM); err != nil {
-		return nil, fmt.Errorf("%s is not signed by --ca-file %s, so the apiserver would refuse it: %w", f.opts.CertFile, f.opts.CAFile, err)
+		return nil, field.Advise("certs.Options.CAFile", "%s is not signed by {certs.Options.CAFile} %s, so the apiserver would refuse it: %w", f.opts.CertFile, f.opts.CAFile, err)
 	}
 	return p, nil
 }

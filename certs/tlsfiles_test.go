@@ -146,7 +146,7 @@ func TestFileCertsCARotationIsStaged(t *testing.T) {
 	// The files change in the worst order: the certificate of the new CA
 	// before the CA file. That read is refused.
 	second := writePair(t, ca2, certFile, keyFile)
-	if err := fc.reload(ctx); err == nil || !strings.Contains(err.Error(), "not signed by --ca-file") {
+	if err := fc.reload(ctx); err == nil || !strings.Contains(err.Error(), "not signed by certs.Options.CAFile") {
 		t.Fatalf("reload of a certificate the CA file does not sign: %v", err)
 	}
 	if err := writeFileAtomic(caFile, ca2.CertPEM, 0o644); err != nil {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"log/slog"
 	"strings"
 	"sync"
 
@@ -68,4 +69,17 @@ func withFlagNames(err error) error {
 		msg = strings.ReplaceAll(msg, fe.Error(), fe.Text(flagName))
 	}
 	return &flagError{msg: msg, err: err}
+}
+
+// flagNamesInErrors is the logger's ReplaceAttr: an error logged from the
+// library (a certificate reload, a tunnel that attaches again) reads with
+// flag names too, as the errors the CLI prints do.
+func flagNamesInErrors(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() != slog.KindAny {
+		return a
+	}
+	if err, ok := a.Value.Any().(error); ok && len(field.All(err)) > 0 {
+		a.Value = slog.StringValue(withFlagNames(err).Error())
+	}
+	return a
 }

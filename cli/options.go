@@ -61,7 +61,7 @@ func (o GlobalOptions) Validate() error {
 func (o GlobalOptions) logger(w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(o.LogLevel))
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: flagNamesInErrors}
 	var log *slog.Logger
 	if o.LogFormat == "json" {
 		log = slog.New(slog.NewJSONHandler(w, opts))
@@ -128,7 +128,7 @@ func (o *ServeOptions) bind(b *binder) {
 	bind(b, &o.TLSMode, "tls-mode", catServing, "self-signed (a local CA in --state-dir), acme (a certificate from an ACME CA, --acme-*) or files (--tls-cert-file, --tls-key-file, --ca-file)", sets("certs.Options.Mode"))
 	bind(b, &o.TLSCertFile, "tls-cert-file", catServing, "files mode: serving certificate (PEM, may include the chain); reloaded on change", sets("certs.Options.CertFile"))
 	bind(b, &o.TLSKeyFile, "tls-key-file", catServing, "files mode: its private key; reloaded on change", sets("certs.Options.KeyFile"))
-	bind(b, &o.CAFile, "ca-file", catServing, "files and acme modes: CA the apiserver should trust (the caBundle); empty when the certificate is publicly trusted")
+	bind(b, &o.CAFile, "ca-file", catServing, "files and acme modes: CA the apiserver should trust (the caBundle); empty when the certificate is publicly trusted", sets("certs.Options.CAFile"))
 	bind(b, &o.ACME.CA, "acme-ca", catServing, "acme mode: ACME directory URL; using it agrees to the CA's terms of service", sets("certs.ACMEOptions.CA"))
 	bind(b, &o.ACME.Email, "acme-email", catServing, "acme mode: contact email for the ACME account (optional)", sets("certs.ACMEOptions.Email"))
 	bind(b, &o.ACME.CARootFile, "acme-ca-root", catServing, "acme mode: PEM root to trust for the ACME server's own HTTPS (a private ACME server such as pebble)", sets("certs.ACMEOptions.CARootFile"))
@@ -285,8 +285,8 @@ func defaultStartOptions() StartOptions {
 func (o *StartOptions) bind(b *binder) {
 	o.ServeOptions.bind(b)
 	bind(b, &o.LeaseDuration, "lease-duration", catCluster, "how long the session survives without a heartbeat before another run may clean it up", sets("session.Options.LeaseDuration"))
-	bind(b, &o.BindAddress, "bind-address", catServing, "address to listen on (default: the advertise address when it is this machine's, else all interfaces)")
-	bind(b, &o.HealthAddress, "health-address", catServing, "host:port for /healthz, /readyz and /metrics")
+	bind(b, &o.BindAddress, "bind-address", catServing, "address to listen on (default: the advertise address when it is this machine's, else all interfaces)", sets("session.Options.BindAddress"))
+	bind(b, &o.HealthAddress, "health-address", catServing, "host:port for /healthz, /readyz and /metrics", sets("session.Options.HealthAddress"))
 	bind(b, &o.NoVerify, "no-verify", catServing, "keep running (and log the diagnosis) when verification shows the apiserver cannot reach hookback")
 	bind(b, &o.VerifyTimeout, "verify-timeout", catServing, "how long verification may take", sets("session.Options.VerifyTimeout"))
 	bind(b, &o.UpstreamCertDir, "upstream-cert-dir", catUser, "write a serving certificate for your webhook server here (tls.crt, tls.key, signed by hookback's CA, which then verifies it); never over one hookback did not write (default in project mode: controller-runtime's, $TMPDIR/k8s-webhook-server/serving-certs)", sets("session.UserWebhooks.CertDir"))
@@ -297,7 +297,7 @@ func (o *StartOptions) bind(b *binder) {
 	bind(b, &o.ChainAuditLog, "chain-audit-log", catUser, "with --chain: the apiserver's audit log file (JSON lines, level Request for writes), where this machine can read it (the local control plane's .cache/cluster/audit.log): each change is then named from the apiserver's own patch annotations, and the policies' changes shown against the object as the client sent it", sets("session.Options.ChainAuditLog"))
 	o.Policies.bind(b)
 	o.Policies.bindEnforce(b)
-	bind(b, &o.RecordDir, "record-dir", catUser, "write every review and the answer sent into this directory, one JSON file each (Secrets' data redacted)")
+	bind(b, &o.RecordDir, "record-dir", catUser, "write every review and the answer sent into this directory, one JSON file each (Secrets' data redacted)", sets("session.Options.RecordDir"))
 	bind(b, &o.Inspector.Address, "inspector-address", catInspector, "host:port of the inspector, a local page of the last reviews, live (\"\" disables it; loopback unless --inspector-expose)", sets("session.InspectorConfig.Address", "inspector.Options.Address"))
 	bind(b, &o.Inspector.Expose, "inspector-expose", catInspector, "allow an --inspector-address beyond loopback: whoever reaches it sees every review (Secrets' data redacted) and can replay them", sets("session.InspectorConfig.Expose", "inspector.Options.Expose"))
 	bind(b, &o.Inspector.Keep, "inspector-keep", catInspector, "how many of the last reviews the inspector keeps in memory (also bounded to 64 MiB)", sets("session.InspectorConfig.Keep"))

@@ -84,7 +84,7 @@ func New(opts Options) (*Server, error) {
 	}
 	ln, err := net.Listen("tcp", opts.Address)
 	if err != nil {
-		return nil, fmt.Errorf("listen for the inspector on %s: %w (pick another --inspector-address, or \"\" to disable it)", opts.Address, err)
+		return nil, field.Advise("inspector.Options.Address", "listen for the inspector on %s: %w (pick another {inspector.Options.Address}, or \"\" to disable it)", opts.Address, err)
 	}
 	if !IsLoopback(opts.Address) {
 		opts.Log.Warn("the inspector is exposed beyond loopback: anyone who reaches it sees every review (Secrets' data redacted) and can replay them",

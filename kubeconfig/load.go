@@ -102,7 +102,7 @@ func Load(opts Options) (*Config, error) {
 func (o Options) files() ([]string, error) {
 	if o.Path != "" {
 		if _, err := os.Stat(o.Path); err != nil {
-			return nil, fmt.Errorf("read --kubeconfig %q: %w", o.Path, err)
+			return nil, field.Advise("kubeconfig.Options.Path", "read {kubeconfig.Options.Path} %q: %w", o.Path, err)
 		}
 		return []string{o.Path}, nil
 	}
@@ -156,7 +156,7 @@ func (o Options) inCluster() (*Config, error) {
 func checkContext(raw *clientcmdapi.Config, name string, explicit bool, files []string) error {
 	where := strings.Join(files, ",")
 	if name == "" {
-		return fmt.Errorf("kubeconfig %s has no current-context: pass --context (available: %s)", where, contextNames(raw))
+		return field.Advise("kubeconfig.Options.Context", "kubeconfig %s has no current-context: pass {kubeconfig.Options.Context} (available: %s)", where, contextNames(raw))
 	}
 	c, ok := raw.Contexts[name]
 	if !ok {

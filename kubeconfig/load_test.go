@@ -61,7 +61,7 @@ func TestLoadPrecedence(t *testing.T) {
 		{name: "missing files in KUBECONFIG are skipped", opts: Options{HomeDir: home}, kubeconfig: list(filepath.Join(dir, "nope"), envB), wantServer: "https://b.example:6443", wantCtx: "b"},
 		{name: "--context overrides current-context", opts: Options{Path: explicit, Context: "other"}, wantServer: "https://other.example:6443", wantCtx: "other"},
 		{name: "unknown context lists the available ones", opts: Options{Path: explicit, Context: "x"}, wantErr: `context "x" not found in ` + explicit + "; available: explicit, other"},
-		{name: "explicit file missing", opts: Options{Path: filepath.Join(dir, "missing.yaml")}, wantErr: "--kubeconfig"},
+		{name: "explicit file missing", opts: Options{Path: filepath.Join(dir, "missing.yaml")}, wantErr: `read kubeconfig.Options.Path "`},
 		{name: "nothing at all", opts: Options{HomeDir: filepath.Join(dir, "empty")}, wantErr: "no kubeconfig found: set kubeconfig.Options.Path or KUBECONFIG"},
 		{name: "KUBECONFIG names only missing files", opts: Options{HomeDir: home}, kubeconfig: filepath.Join(dir, "nope"), wantErr: "names no existing file"},
 	}

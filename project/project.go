@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/manifests"
 	"sigs.k8s.io/yaml"
 )
@@ -118,7 +119,7 @@ func manifestPaths(dir string) ([]string, string, error) {
 		}
 	}
 	if len(dirs) == 0 {
-		return nil, "", fmt.Errorf("project %s: %s, and there is no config/webhook nor config/crd: pass --webhook-config with your webhook manifests", dir, why)
+		return nil, "", field.Advise("session.UserWebhooks.Manifests", "project %s: %s, and there is no config/webhook nor config/crd: pass {session.UserWebhooks.Manifests} with your webhook manifests", dir, why)
 	}
 	return dirs, why, nil
 }

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/internal/admissionhttp"
 )
 
@@ -57,7 +58,7 @@ var _ admissionhttp.Recorder = (*Recorder)(nil)
 // NewRecorder creates dir (0700) if needed.
 func NewRecorder(dir string, log *slog.Logger) (*Recorder, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create --record-dir: %w", err)
+		return nil, field.Advise("session.Options.RecordDir", "create {session.Options.RecordDir}: %w", err)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/internal/admissionhttp"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -119,12 +120,12 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	}
 	wl, err := net.Listen("tcp", opts.Address)
 	if err != nil {
-		return nil, fmt.Errorf("listen for webhooks on %s: %w (is another hookback running? pick --port, or --bind-address with an address of this machine)", opts.Address, err)
+		return nil, field.Advise("server.Options.Address", "listen for webhooks on %s: %w (is another hookback running? pick {session.Options.Port}, or {session.Options.BindAddress} with an address of this machine)", opts.Address, err)
 	}
 	hl, err := net.Listen("tcp", opts.HealthAddress)
 	if err != nil {
 		wl.Close()
-		return nil, fmt.Errorf("listen for health on %s: %w (pick another --health-address)", opts.HealthAddress, err)
+		return nil, field.Advise("server.Options.HealthAddress", "listen for health on %s: %w (pick another {session.Options.HealthAddress})", opts.HealthAddress, err)
 	}
 	return &Server{webhooks: opts.Webhooks, handlers: opts.Handlers, tls: opts.TLS, log: opts.Log, metrics: opts.Metrics, recorder: opts.Recorder, limits: opts.Limits.withDefaults(), webhookLn: wl, healthLn: hl}, nil
 }

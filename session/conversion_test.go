@@ -63,7 +63,7 @@ func TestLoadConversions(t *testing.T) {
 		{name: "mapped by service", upstreams: []Upstream{{Service: "shop-system/webhook-service", URL: "https://127.0.0.1:9443"},
 			{Service: "other/svc", URL: "https://127.0.0.1:9444"}}},
 		{name: "no upstream takes it", upstreams: []Upstream{{Service: "other/svc", URL: "https://127.0.0.1:9443"}},
-			wantErr: `conversion webhook of CustomResourceDefinition "widgets.shop.io": webhooks widgets.shop.io target service shop-system/webhook-service and no --upstream takes them`},
+			wantErr: `conversion webhook of CustomResourceDefinition "widgets.shop.io": webhooks widgets.shop.io target service shop-system/webhook-service and no session.UserWebhooks.Upstream takes them`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

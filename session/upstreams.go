@@ -190,7 +190,7 @@ func (u UserWebhooks) upstreamFor(r registration.Route) (Upstream, error) {
 		if r.Service != nil {
 			target = "service " + r.Service.Key()
 		}
-		return Upstream{}, fmt.Errorf("webhooks %s target %s and no --upstream takes them: pass --upstream URL, or --upstream NAMESPACE/SERVICE=URL",
+		return Upstream{}, field.Advise("session.UserWebhooks.Upstream", "webhooks %s target %s and no {session.UserWebhooks.Upstream} takes them: pass {session.UserWebhooks.Upstream} URL, or {session.UserWebhooks.Upstream} NAMESPACE/SERVICE=URL",
 			strings.Join(r.Webhooks, ", "), target)
 	}
 	return *def, nil

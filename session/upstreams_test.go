@@ -29,7 +29,7 @@ func TestLoadUserWebhooksMapping(t *testing.T) {
 		{name: "rendered webhook service", upstreams: []string{"project-system/project-webhook-service=https://127.0.0.1:9443"}, routes: 2},
 		{name: "conversion service only, webhooks without upstream",
 			upstreams: []string{"project-system/webhook-service=https://127.0.0.1:9443"},
-			wantErr:   "no --upstream takes them"},
+			wantErr:   "no session.UserWebhooks.Upstream takes them"},
 		{name: "name before the kustomize prefix",
 			upstreams: []string{"https://127.0.0.1:9443", "system/webhook-service=https://127.0.0.1:9444"},
 			wantErr:   "session.UserWebhooks.Upstream system/webhook-service=https://127.0.0.1:9444: no webhook or CRD conversion in the manifests sends to Service system/webhook-service; the Services they name (as rendered, kustomize's namespace and namePrefix applied): project-system/project-webhook-service, project-system/webhook-service"},

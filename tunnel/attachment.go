@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hookback/hookback/field"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,7 +88,7 @@ func (at *Attachment) Wait(ctx context.Context) error {
 			return ctx.Err()
 		case <-poll.C:
 			if why := s.pullFailure(ctx); why != "" {
-				return fmt.Errorf("the relay image %s cannot be pulled (%s): push it where the cluster can pull it (`make image`) and pass --relay-image", s.spec.Image, why)
+				return field.Advise("tunnel.Config.Image", "the relay image %s cannot be pulled (%s): push it where the cluster can pull it (`make image`) and pass {tunnel.Config.Image}", s.spec.Image, why)
 			}
 		case <-wait.C:
 			_, why := s.podName(ctx)

@@ -97,7 +97,7 @@ func TestAttachmentWait(t *testing.T) {
 		want    []string
 	}{
 		{name: "an image that cannot be pulled fails before the timeout", pod: relayPod("s", "tun", "ImagePullBackOff", false), timeout: time.Minute,
-			want: []string{"relay image img cannot be pulled", "ImagePullBackOff", "--relay-image"}},
+			want: []string{"relay image img cannot be pulled", "ImagePullBackOff", "pass tunnel.Config.Image"}},
 		{name: "a pod that never gets ready fails after the timeout", pod: relayPod("s", "tun", "ContainerCreating", false), timeout: 300 * time.Millisecond,
 			want: []string{"did not attach within 300ms", "ContainerCreating", "kubectl -n tun describe pod -l hookback.dev/relay=hookback-relay-s"}},
 	} {
@@ -208,7 +208,7 @@ func TestEnsureNamespace(t *testing.T) {
 		{name: "an existing one is left as it is", existing: []runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tun"}}}},
 		{name: "may not create, exists", existing: []runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tun"}}}, forbidden: true},
 		{name: "may not create, missing", forbidden: true,
-			want: `tunnel namespace "tun" does not exist and you may not create it: ask for it to be created, or pass --tunnel-namespace`},
+			want: `tunnel namespace "tun" does not exist and you may not create it: ask for it to be created, or pass tunnel.Config.Namespace`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fakeClients(tc.existing...)

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/registration"
 )
 
@@ -172,7 +173,7 @@ func (s *Session) ensureNamespace(ctx context.Context) error {
 		if _, gerr := s.o.Client.CoreV1().Namespaces().Get(ctx, s.spec.Namespace, metav1.GetOptions{}); gerr == nil || !apierrors.IsNotFound(gerr) {
 			return nil
 		}
-		return fmt.Errorf("tunnel namespace %q does not exist and you may not create it: ask for it to be created, or pass --tunnel-namespace with one where you may deploy", s.spec.Namespace)
+		return field.Advise("tunnel.Config.Namespace", "tunnel namespace %q does not exist and you may not create it: ask for it to be created, or pass {tunnel.Config.Namespace} with one where you may deploy", s.spec.Namespace)
 	default:
 		return fmt.Errorf("create the tunnel namespace %q: %w", s.spec.Namespace, err)
 	}
