@@ -23,6 +23,7 @@ import (
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/session"
+	"github.com/hookback/hookback/suite"
 	"github.com/hookback/hookback/tunnel"
 	"github.com/hookback/hookback/upstream"
 )
@@ -34,6 +35,7 @@ var libraryTypes = []any{
 	certs.Options{}, certs.ACMEOptions{}, tunnel.Config{}, registration.Scope{},
 	incluster.Options{}, incluster.ServeConfig{}, webhooks.Options{}, upstream.Options{}, upstream.ShadowTarget{},
 	audit.Options{}, kubeconfig.Options{}, advertise.Input{}, inspector.Options{}, session.PolicyInput{}, session.PolicyEnforce{}, upstream.ServiceRef{},
+	registration.Heartbeat{}, suite.ExecOptions{},
 }
 
 // goField finds the Go field a field.Error names, pkg.Type.Field[.Field...].

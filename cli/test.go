@@ -56,7 +56,7 @@ func (o *TestOptions) bind(b *binder) {
 	s.bindUpstream(b)
 	bind(b, &s.Timeout, "timeout", catUser, "your webhooks: override every timeoutSeconds, 1s to 30s; 0 keeps each one's")
 	bind(b, &o.Exec, "exec", catUser, "start your webhook server with this command (sh -c), with a serving certificate signed by hookback's CA, wait until it accepts TLS, run the suite, stop it (default in project mode: the command start prints, make run or go run)")
-	bind(b, &o.ExecTimeout, "exec-timeout", catUser, "how long --exec's server has to accept TLS (the first go run compiles)")
+	bind(b, &o.ExecTimeout, "exec-timeout", catUser, "how long --exec's server has to accept TLS (the first go run compiles)", sets("suite.ExecOptions.Deadline"))
 	bind(b, &o.UpstreamCertDir, "upstream-cert-dir", catUser, "with --exec: write the server's tls.crt and tls.key here (default in project mode: controller-runtime's, $TMPDIR/k8s-webhook-server/serving-certs)")
 	bind(b, &o.Policy, "policy", catUser, "ValidatingAdmissionPolicies and MutatingAdmissionPolicies (admissionregistration.k8s.io/v1) with their bindings and params: each a webhook of the suite (configuration ValidatingAdmissionPolicy or MutatingAdmissionPolicy, webhook the policy's name), evaluated with the apiserver's code, no cluster (file, directory, kustomize directory, or - for stdin; repeatable)")
 	bind(b, &o.Output, "output", catOutput, "table, json or junit (a testsuite per suite file, a testcase per case and webhook)", alias("o"))

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/field"
 )
 
 // caCommonName names the install's CA, apart from a laptop's local CA.
@@ -49,7 +50,7 @@ func sharedCA(ctx context.Context, cs kubernetes.Interface, namespace string, lo
 			return ca, nil
 		}
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("create the CA Secret %s/%s: namespace %s does not exist: apply hookback render --in-cluster --install-namespace %s first, or pass serve the install's --install-namespace: %w",
+			return nil, field.Advise("incluster.ServeConfig.Namespace", "create the CA Secret %s/%s: namespace %s does not exist: apply hookback render --in-cluster --install-namespace %s first, or pass serve the install's {incluster.ServeConfig.Namespace}: %w",
 				namespace, CASecretName, namespace, namespace, err)
 		}
 		if !apierrors.IsAlreadyExists(err) {

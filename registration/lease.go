@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/internal/errkind"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -87,7 +88,7 @@ func (h *Heartbeat) Acquire(ctx context.Context, alive HolderAlive) error {
 	case err != nil:
 		return fmt.Errorf("get lease %s/%s: %w", h.Namespace, LeaseName(h.Session), err)
 	case l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != h.Holder && !LeaseExpired(l, h.now()) && alive(*l.Spec.HolderIdentity):
-		return errkind.New(ErrSessionInUse, fmt.Errorf("session in use: %q is held by %s (Lease %s/%s): stop that hookback, or pick another --session",
+		return errkind.New(ErrSessionInUse, field.Advise("registration.Heartbeat.Session", "session in use: %q is held by %s (Lease %s/%s): stop that hookback, or pick another {registration.Heartbeat.Session}",
 			h.Session, *l.Spec.HolderIdentity, h.Namespace, l.Name))
 	}
 	_, err = h.renew(ctx, true)

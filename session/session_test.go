@@ -157,7 +157,7 @@ func TestRunRefusesASessionInUse(t *testing.T) {
 	}
 	r, j, cs := newTestRun(t, testTemplate, held)
 	err := r.run(context.Background(), time.Now())
-	if !errors.Is(err, registration.ErrSessionInUse) || !strings.Contains(err.Error(), "pick another --session") {
+	if !errors.Is(err, registration.ErrSessionInUse) || !strings.Contains(err.Error(), "pick another registration.Heartbeat.Session") {
 		t.Fatalf("run = %v, want ErrSessionInUse naming the fix", err)
 	}
 	for _, never := range []string{"apply", "controller started", "delete", "update lease", "create lease"} {

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"sync"
 	"time"
+
+	"github.com/hookback/hookback/field"
 )
 
 // ExecOptions start the developer's webhook server (--exec).
@@ -72,7 +74,7 @@ func StartServer(ctx context.Context, opts ExecOptions) (*Server, error) {
 			return nil, fmt.Errorf("%w %q exited before it served (%v); its output:\n%s", ErrServer, opts.Command, err, out.Since(0))
 		case <-deadline.C:
 			s.Stop()
-			return nil, fmt.Errorf("%w %q did not accept TLS within %s (--exec-timeout): %v; its output:\n%s", ErrServer, opts.Command, opts.Deadline, last, out.Since(0))
+			return nil, field.Advise("suite.ExecOptions.Deadline", "%w %q did not accept TLS within %s ({suite.ExecOptions.Deadline}): %v; its output:\n%s", ErrServer, opts.Command, opts.Deadline, last, out.Since(0))
 		case <-ctx.Done():
 			s.Stop()
 			return nil, ctx.Err()
