@@ -50,7 +50,9 @@ BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwo
 
 # hookback as the cluster scripts run it, built from this clone; go build
 # only relinks it when the sources changed. Kept apart from bin/hookback,
-# which make build stamps with a version.
+# which make build stamps with a version. Built as the release is (static,
+# -trimpath: the Makefile's BUILD_ENV), so it shares its compiled packages
+# with make vet, the e2e tests' binaries, the release check and the image.
 HOOKBACK_BIN="${REPO_ROOT}/.cache/bin/hookback"
 
 log() {
@@ -67,7 +69,7 @@ hookback_bin() {
 	command -v go >/dev/null 2>&1 || die "go is not on PATH; it is needed to build hookback"
 	mkdir -p "$(dirname "${HOOKBACK_BIN}")"
 	with_lock "${HOOKBACK_BIN}.lock" \
-		bash -c 'cd "$1" && go build -o "$2" .' _ "${REPO_ROOT}" "${HOOKBACK_BIN}" 9>&- ||
+		bash -c 'cd "$1" && CGO_ENABLED=0 go build -trimpath -o "$2" .' _ "${REPO_ROOT}" "${HOOKBACK_BIN}" 9>&- ||
 		die "go build of hookback failed"
 	echo "${HOOKBACK_BIN}"
 }
