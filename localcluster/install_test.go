@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 )
 
 func TestInstallDirIsAtomic(t *testing.T) {
@@ -137,4 +139,57 @@ func TestWriteBuildModule(t *testing.T) {
 	if !strings.Contains((&GoBuilder{}).ldflags(), "k8s.io/component-base/version.gitVersion="+DefaultKubeVersion) {
 		t.Error("ldflags do not stamp the Kubernetes version")
 	}
+}
+
+// TestBuildModuleSharesHookbacksVersions: a module both hookback and the
+// control plane's build need is never older in the build module, and the
+// staging modules hookback uses are required at their release, not
+// replaced; otherwise the packages both compile (client-go, k8s.io/api)
+// are compiled twice on a fresh machine (see go.mod.in).
+func TestBuildModuleSharesHookbacksVersions(t *testing.T) {
+	mod, err := buildModule.ReadFile("buildmod/go.mod.in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.ReadFile("../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	build, ours := requires(string(mod)), requires(string(root))
+	for path, v := range ours {
+		if bv, ok := build[path]; ok && older(t, bv, v) {
+			t.Errorf("buildmod/go.mod.in requires %s %s, older than hookback's %s: raise it (go get %s@%s in the written module)", path, bv, v, path, v)
+		}
+	}
+	for _, staging := range []string{"k8s.io/api", "k8s.io/apimachinery", "k8s.io/apiserver", "k8s.io/client-go", "k8s.io/component-base", "k8s.io/apiextensions-apiserver"} {
+		if regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(staging) + ` =>`).Match(mod) {
+			t.Errorf("buildmod/go.mod.in replaces %s: require it at its release instead", staging)
+		}
+		if build[staging] != ours[staging] {
+			t.Errorf("buildmod/go.mod.in requires %s %q, hookback %q", staging, build[staging], ours[staging])
+		}
+	}
+}
+
+// requires reads the require lines of a go.mod: module path to version.
+func requires(gomod string) map[string]string {
+	out := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^(?:require\s+|\t)([^\s/]+\.[^\s]+)\s+(v[^\s]+)`).FindAllStringSubmatch(gomod, -1) {
+		out[m[1]] = m[2]
+	}
+	return out
+}
+
+// older reports whether module version a precedes b.
+func older(t *testing.T, a, b string) bool {
+	t.Helper()
+	va, err := utilversion.ParseSemantic(a)
+	if err != nil {
+		t.Fatalf("version %q: %v", a, err)
+	}
+	vb, err := utilversion.ParseSemantic(b)
+	if err != nil {
+		t.Fatalf("version %q: %v", b, err)
+	}
+	return va.LessThan(vb)
 }
