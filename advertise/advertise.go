@@ -151,7 +151,7 @@ func Default() []Strategy {
 	}
 }
 
-// Explicit wins whenever --advertise-address is set.
+// Explicit wins whenever Input.Explicit is set (--advertise-address).
 type Explicit struct{}
 
 var _ Strategy = Explicit{}
@@ -159,9 +159,9 @@ var _ Strategy = Explicit{}
 func (Explicit) Name() string { return "explicit" }
 func (Explicit) Decide(_ context.Context, in Input) (Decision, bool, error) {
 	if in.Explicit == "" {
-		return Decision{Reason: "no --advertise-address"}, false, nil
+		return Decision{Reason: "no explicit address was given"}, false, nil
 	}
-	return Decision{Host: in.Explicit, Reason: "--advertise-address was given"}, true, nil
+	return Decision{Host: in.Explicit, Reason: "the address was given explicitly"}, true, nil
 }
 
 // IsLocal reports whether host is an address of one of this machine's

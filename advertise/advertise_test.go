@@ -176,7 +176,7 @@ func TestDecideExplainsSkippedStrategies(t *testing.T) {
 	if len(d.Skipped) != 4 {
 		t.Fatalf("skipped = %q, want explicit, kind, docker-desktop and loopback", d.Skipped)
 	}
-	for _, want := range []string{"no --advertise-address", `context "dev" is not named kind-*`, "only on macOS and Windows", "is not loopback"} {
+	for _, want := range []string{"no explicit address was given", `context "dev" is not named kind-*`, "only on macOS and Windows", "is not loopback"} {
 		if !strings.Contains(strings.Join(d.Skipped, "\n"), want) {
 			t.Errorf("skipped reasons lack %q: %q", want, d.Skipped)
 		}

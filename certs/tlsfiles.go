@@ -140,7 +140,7 @@ func (f *FileCerts) reload(ctx context.Context) error {
 	}
 	p.union = base64.StdEncoding.EncodeToString(append(append(bytes.TrimRight(f.caPEM, "\n"), '\n'), p.caPEM...))
 	f.pending, f.caBundle = p, p.union
-	f.opts.Log.Info("new CA in --ca-file: publishing old and new CA before serving the new certificate", "ca", f.opts.CAFile)
+	f.opts.Log.Info("new CA in the CA file: publishing old and new CA before serving the new certificate", "ca", f.opts.CAFile)
 	return nil
 }
 

@@ -40,7 +40,7 @@ type CheckOptions struct {
 func (o *CheckOptions) bind(b *binder) {
 	o.GlobalOptions.bind(b)
 	bind(b, &o.AdvertiseAddress, "advertise-address", catServing, "IP or DNS name start would be told to advertise (default: decided from the kubeconfig's server, see docs/reachability.md)", sets("session.Options.AdvertiseAddress", "advertise.Input.Explicit"))
-	bind(b, &o.LeaseNamespace, "lease-namespace", catCluster, "namespace for the session Lease and the canary ConfigMap")
+	bind(b, &o.LeaseNamespace, "lease-namespace", catCluster, "namespace for the session Lease and the canary ConfigMap", sets("session.Options.LeaseNamespace"))
 	bind(b, &o.RequestTimeout, "request-timeout", catCluster, "give up on the apiserver after this long")
 	bind(b, &o.Tunnel.Enabled, "tunnel", catTunnel, "check what start --tunnel needs too: the relay's objects and the pod port-forward in --tunnel-namespace", sets("tunnel.Config.Enabled"))
 	bind(b, &o.Tunnel.Namespace, "tunnel-namespace", catTunnel, "tunnel: the namespace start --tunnel would deploy its relay to", sets("tunnel.Config.Namespace"))

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiversion "k8s.io/apimachinery/pkg/version"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes/fake"
@@ -17,10 +19,12 @@ import (
 	"github.com/hookback/hookback/audit"
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/conversion/roundtrip"
 	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/incluster"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/localcluster"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/session"
 	"github.com/hookback/hookback/suite"
@@ -35,7 +39,7 @@ var libraryTypes = []any{
 	certs.Options{}, certs.ACMEOptions{}, tunnel.Config{}, registration.Scope{},
 	incluster.Options{}, incluster.ServeConfig{}, webhooks.Options{}, upstream.Options{}, upstream.ShadowTarget{},
 	audit.Options{}, kubeconfig.Options{}, advertise.Input{}, inspector.Options{}, session.PolicyInput{}, session.PolicyEnforce{}, upstream.ServiceRef{},
-	registration.Heartbeat{}, suite.ExecOptions{},
+	registration.Heartbeat{}, suite.ExecOptions{}, localcluster.BinaryOptions{}, roundtrip.Options{},
 }
 
 // goField finds the Go field a field.Error names, pkg.Type.Field[.Field...].
@@ -174,6 +178,16 @@ func invalidLibraryCalls(t *testing.T) []struct {
 		{"shadow: a Service that is not there", func() error {
 			return upstream.CheckService(context.Background(), fake.NewClientset().CoreV1(), upstream.ServiceRef{Namespace: "system", Name: "webhook"})
 		}},
+		{"verify: the apiserver has no route here", func() error {
+			return registration.Diagnose(errors.New(`failed calling webhook: Post "https://192.0.2.1:9443/": dial tcp 192.0.2.1:9443: connect: no route to host`), "https://192.0.2.1:9443", "default")
+		}},
+		{"verify: the canary ConfigMap is forbidden", func() error {
+			return registration.Diagnose(apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "canary", errors.New("no")), "https://192.0.2.1:9443", "default")
+		}},
+		{"scope: a CRD's conversion left alone", func() error {
+			return registration.Scope{Namespaces: []string{"team-a"}}.LeftAlone([]string{"widgets.example.com"})
+		}},
+		{"conversion fuzz: no CRD", func() error { return roundtrip.Options{N: 1}.Validate() }},
 	}
 }
 

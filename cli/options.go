@@ -120,7 +120,7 @@ func defaultServeOptions() ServeOptions {
 func (o *ServeOptions) bind(b *binder) {
 	o.GlobalOptions.bind(b)
 	bind(b, &o.Session, "session", catCluster, "session name: suffixes every object hookback writes (default: <user>-<host>)", sets("session.Options.Session", "registration.Heartbeat.Session"))
-	bind(b, &o.LeaseNamespace, "lease-namespace", catCluster, "namespace for the session Lease and the canary ConfigMap")
+	bind(b, &o.LeaseNamespace, "lease-namespace", catCluster, "namespace for the session Lease and the canary ConfigMap", sets("session.Options.LeaseNamespace"))
 	bind(b, &o.AdvertiseAddress, "advertise-address", catServing, "IP or DNS name the apiserver dials to reach hookback (default: decided from the kubeconfig's server, see docs/reachability.md)", sets("session.Options.AdvertiseAddress", "advertise.Input.Explicit"))
 	bind(b, &o.Port, "port", catServing, "HTTPS port for the webhooks", sets("session.Options.Port"))
 	bind(b, &o.Template, "template", catServing, "webhook configuration template (default: the built-in webhook-url.yaml.tmpl); hot-reloaded while running")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/session"
 )
 
@@ -50,7 +51,13 @@ writes for it, and prints the command that starts the manager (docs/your-webhook
 			if err != nil {
 				return configUsage(err)
 			}
-			return configUsage(session.Run(c.Context, cfg))
+			err = session.Run(c.Context, cfg)
+			if errors.Is(err, registration.ErrVerify) {
+				// The library's diagnosis names what to fix; the way to
+				// run on without the fix is a flag of this command.
+				err = fmt.Errorf("%w (--no-verify keeps hookback running with this diagnosis logged)", err)
+			}
+			return configUsage(err)
 		},
 	}
 	return cmd, b

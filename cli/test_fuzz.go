@@ -30,7 +30,7 @@ type fuzzOptions struct {
 
 func (o *fuzzOptions) bind(b *binder) {
 	bind(b, &o.N, "conversion-fuzz", catUser, "make this many objects per served version of each CRD from its schema (and the suite's objects, the project's config/samples), round-trip each through the conversion webhook to every other served version and back, and report each field lost, writing a case per loss into the suite directory; 0: off")
-	bind(b, &o.CRD, "crd", catUser, "with --conversion-fuzz: the CRD file (or directory) to fuzz (default: the CRDs of --webhook-config or the project whose conversion is a webhook)")
+	bind(b, &o.CRD, "crd", catUser, "with --conversion-fuzz: the CRD file (or directory) to fuzz (default: the CRDs of --webhook-config or the project whose conversion is a webhook)", sets("roundtrip.Options.CRD"))
 	bind(b, &o.Seed, "seed", catUser, "with --conversion-fuzz: the seed that reproduces a run (0: a new one, printed)")
 	bind(b, &o.FromCluster, "from-cluster", catUser, "with --conversion-fuzz: also start from up to this many objects of each CRD in the cluster of --kubeconfig, listed in the CRD's storage version; 0: no cluster")
 }

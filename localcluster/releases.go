@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/hookback/hookback/field"
 )
 
 // EnvtestIndex is setup-envtest's release index (controller-runtime
@@ -55,7 +57,7 @@ func (f *Fetcher) fetchEnvtest(ctx context.Context, version, dir string) error {
 	name := EnvtestArchiveName(version, goos, goarch)
 	a, ok := idx.Releases[version][name]
 	if !ok || a.SelfLink == "" || a.Hash == "" {
-		return fmt.Errorf("release index %s has no %s: pick another --kube-version, or build from source with --from-source", f.IndexURL, name)
+		return field.Advise("localcluster.BinaryOptions.KubeVersion", "release index %s has no %s: pick another {localcluster.BinaryOptions.KubeVersion}, or build from source ({localcluster.BinaryOptions.FromSource})", f.IndexURL, name)
 	}
 	archive := filepath.Join(dir, name)
 	if err := f.download(ctx, a.SelfLink, archive, digest{algo: "sha512", hex: a.Hash}); err != nil {
@@ -181,7 +183,7 @@ func (f *Fetcher) fetchKwok(ctx context.Context, version, dir string) error {
 		a := rel.Assets[i]
 		algo, hexsum, ok := strings.Cut(a.Digest, ":")
 		if !ok || algo != "sha256" || hexsum == "" {
-			return fmt.Errorf("kwok release %s: asset %s has no sha256 digest (%q): refusing to run an unchecked binary; use --from-source", url, asset, a.Digest)
+			return field.Advise("localcluster.BinaryOptions.FromSource", "kwok release %s: asset %s has no sha256 digest (%q): refusing to run an unchecked binary; build from source ({localcluster.BinaryOptions.FromSource})", url, asset, a.Digest)
 		}
 		if err := f.download(ctx, a.BrowserDownloadURL, filepath.Join(dir, name), digest{algo: algo, hex: hexsum}); err != nil {
 			return err

@@ -96,9 +96,10 @@ func (s Scope) Convert(crd string) bool {
 	return s.Local || s.AllNamespaces || slices.Contains(s.ConvertCRDs, crd)
 }
 
-// LeftAlone is the one line saying which CRDs' conversion was not
-// redirected and why; "" when none was left alone.
-func (s Scope) LeftAlone(crds []string) string {
+// LeftAlone says which CRDs' conversion was not redirected, why, and what
+// redirects it; nil when none was left alone. An error, so that the CLI
+// shows the fields it names as flags where it is logged.
+func (s Scope) LeftAlone(crds []string) error {
 	var left []string
 	for _, c := range crds {
 		if !s.Convert(c) {
@@ -106,9 +107,9 @@ func (s Scope) LeftAlone(crds []string) string {
 		}
 	}
 	if len(left) == 0 {
-		return ""
+		return nil
 	}
-	return fmt.Sprintf("conversion of %s left alone: on a cluster that is not local a redirected conversion serves every reader "+
-		"and fails their reads while hookback is down; name a CRD with --convert (or give --all-namespaces) to redirect it",
+	return field.Advise("registration.Scope.ConvertCRDs", "conversion of %s left alone: on a cluster that is not local a redirected conversion serves every reader "+
+		"and fails their reads while hookback is down; name a CRD with {registration.Scope.ConvertCRDs} (or set {registration.Scope.AllNamespaces}) to redirect it",
 		strings.Join(left, ", "))
 }

@@ -220,11 +220,11 @@ func TestScopeRefuseAndConvert(t *testing.T) {
 	if !named.Convert("widgets.example.com") || named.Convert("gadgets.example.com") {
 		t.Error("Convert on a remote cluster: want only the named CRD")
 	}
-	msg := named.LeftAlone([]string{"widgets.example.com", "gadgets.example.com"})
-	if !strings.Contains(msg, "gadgets.example.com left alone") || strings.Contains(msg, "widgets") || !strings.Contains(msg, "--convert") {
+	msg := named.LeftAlone([]string{"widgets.example.com", "gadgets.example.com"}).Error()
+	if !strings.Contains(msg, "gadgets.example.com left alone") || strings.Contains(msg, "widgets") || !strings.Contains(msg, "name a CRD with registration.Scope.ConvertCRDs") {
 		t.Errorf("LeftAlone = %q", msg)
 	}
-	if (Scope{Local: true}).LeftAlone([]string{"gadgets.example.com"}) != "" || !(Scope{AllNamespaces: true}).Convert("x.y") {
+	if (Scope{Local: true}).LeftAlone([]string{"gadgets.example.com"}) != nil || !(Scope{AllNamespaces: true}).Convert("x.y") {
 		t.Error("local clusters and --all-namespaces convert every CRD")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/internal/errkind"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -157,7 +158,7 @@ func noEndpoints(err error) bool {
 
 // tunnelHint ends the diagnoses of an apiserver that cannot reach this
 // machine at all.
-const tunnelHint = "; or, when the cluster cannot route to this machine at all (NAT, a cloud cluster), run start with --tunnel"
+const tunnelHint = "; or, when the cluster cannot route to this machine at all (NAT, a cloud cluster), use {tunnel.Config.Enabled}"
 
 // DiagnoseTunnel explains why the apiserver's call through the reverse
 // tunnel failed.
@@ -188,28 +189,37 @@ func Diagnose(err error, url, namespace string) error {
 		return false
 	}
 	var hint string
+	// advise is the field the hint says to set, when it says one.
+	advise := "session.Options.AdvertiseAddress"
 	switch {
 	case has("connection refused"):
 		hint = "connection refused: the apiserver reached the address but nothing listens on that port there. " +
-			"The advertise address is not this machine as the apiserver sees it: pass --advertise-address with an address of this machine the apiserver can route to (and check --bind-address and --port)"
+			"The advertise address is not this machine as the apiserver sees it: set {session.Options.AdvertiseAddress} to an address of this machine the apiserver can route to (and check {session.Options.BindAddress} and {session.Options.Port})"
 	case has("certificate signed by unknown authority", "unknown authority"):
+		advise = ""
 		hint = "unknown certificate authority: the apiserver does not trust the certificate it was served. " +
 			"Something else may be answering on that address, or the caBundle is stale: check that the address is this machine and run `hookback cleanup`"
 	case has("certificate is valid for", "certificate is not valid for", "doesn't contain any IP SANs", "not valid for any names"):
 		hint = "certificate not valid for the address: the serving certificate does not cover the host in the URL. " +
-			"If the address is NATed or tunnelled, pass --advertise-address with the name or IP the apiserver dials"
+			"If the address is NATed or tunnelled, set {session.Options.AdvertiseAddress} to the name or IP the apiserver dials"
 	case has("no route to host", "network is unreachable"):
-		hint = "no route: the apiserver has no route to this machine. Pass --advertise-address with an address on a network the apiserver shares with this machine" + tunnelHint
+		hint = "no route: the apiserver has no route to this machine. Set {session.Options.AdvertiseAddress} to an address on a network the apiserver shares with this machine" + tunnelHint
 	case has("i/o timeout", "context deadline exceeded", "Client.Timeout", "timeout"):
-		hint = "timeout: the apiserver's connection to this machine timed out. A firewall may drop the port, or the address is not routable from the cluster: open the port or pass --advertise-address" + tunnelHint
+		hint = "timeout: the apiserver's connection to this machine timed out. A firewall may drop the port, or the address is not routable from the cluster: open the port or set {session.Options.AdvertiseAddress}" + tunnelHint
 	case has("no such host"):
-		hint = "DNS: the apiserver cannot resolve the advertised name. Pass --advertise-address with an IP or a name the cluster's DNS resolves"
+		hint = "DNS: the apiserver cannot resolve the advertised name. Set {session.Options.AdvertiseAddress} to an IP or a name the cluster's DNS resolves"
 	case apierrors.IsForbidden(err) && !has("admission webhook"):
-		hint = fmt.Sprintf("forbidden: hookback may not create ConfigMaps in namespace %q for the dry-run canary. Grant `create configmaps` there, pick another --lease-namespace, or pass --no-verify", namespace)
+		advise = "session.Options.LeaseNamespace"
+		hint = fmt.Sprintf("forbidden: hookback may not create ConfigMaps in namespace %q for the dry-run canary. Grant `create configmaps` there, or pick another {session.Options.LeaseNamespace}", namespace)
 	default:
-		hint = "unexpected error"
+		advise, hint = "", "unexpected error"
 	}
-	return fmt.Errorf("calling %s: %s (apiserver said: %s)", url, hint, msg)
+	if advise == "" {
+		return fmt.Errorf("calling %s: %s (apiserver said: %s)", url, hint, msg)
+	}
+	// The advice names the session's fields, which the CLI shows as its
+	// flags: Verify is the session's proof that the cluster reaches it.
+	return field.Advise(advise, "calling %s: %s (apiserver said: %s)", url, hint, msg)
 }
 
 func nonce() string {

@@ -71,7 +71,7 @@ func newChainRun(on bool, auditLog, session string, log *slog.Logger, cl *kubeco
 		c.publisher.Audit = func(ch *chain.Chain, conf string) *chain.Record {
 			rec, err := audit.Lookup(ch, conf)
 			if err != nil {
-				log.Warn("--chain-audit-log: the audit log cannot be read: views name candidates only", "error", err)
+				log.Warn("chain: the audit log cannot be read: views name candidates only", "error", err)
 			}
 			return rec
 		}
@@ -171,7 +171,7 @@ func observers(session string, log *slog.Logger, objs []*unstructured.Unstructur
 		Labels:      map[string]string{registration.LabelManagedBy: registration.ManagedByValue, registration.LabelSession: session},
 		Annotations: map[string]string{registration.AnnotationLease: leaseRef}})
 	if errors.Is(err, chain.ErrNoMutatingWebhook) {
-		log.Warn("--chain: no mutating webhook is registered, so there is no chain to tell")
+		log.Warn("chain: no mutating webhook is registered, so there is no chain to tell")
 		return nil, nil, nil
 	}
 	return obs, yours, err

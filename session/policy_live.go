@@ -212,7 +212,7 @@ func (p *livePolicies) watch(ctx context.Context, interval time.Duration) (wait 
 	w := &reload.TreeWatcher{Roots: manifestRoots(p.in.Paths), Interval: interval, Debounce: 50 * time.Millisecond, Log: p.log}
 	waitTree, err := w.Watch(ctx, changed)
 	if err != nil {
-		p.log.Warn("--policy: hot reload disabled", "error", err)
+		p.log.Warn("policies: hot reload disabled", "error", err)
 		return func() {}
 	}
 	done := make(chan struct{})
@@ -235,25 +235,25 @@ func (p *livePolicies) watch(ctx context.Context, interval time.Duration) (wait 
 func (p *livePolicies) reload(ctx context.Context) {
 	set, err := policy.Load(p.in.Paths, nil)
 	if err != nil {
-		p.log.Error("--policy: the policies changed but cannot be read; the previous ones stay live", "error", err)
+		p.log.Error("policies: the policies changed but cannot be read; the previous ones stay live", "error", err)
 		return
 	}
 	if errs := set.CompileErrors(); len(errs) > 0 {
 		names := policy.Names(errs)
-		p.log.Error("--policy: the policies changed but the apiserver would refuse them: they do not compile; the previous ones stay live",
+		p.log.Error("policies: the policies changed but the apiserver would refuse them: they do not compile; the previous ones stay live",
 			"policy", names[0], "error", errs[names[0]].ToAggregate().Error())
 		return
 	}
 	e, err := connectPolicies(ctx, set, p.cs, p.dyn, p.log)
 	if err != nil {
-		p.log.Error("--policy: the policies changed but cannot be evaluated; the previous ones stay live", "error", err)
+		p.log.Error("policies: the policies changed but cannot be evaluated; the previous ones stay live", "error", err)
 		return
 	}
 	p.set.Store(set)
 	p.engine.Store(e)
-	p.log.Info("--policy: policies reloaded", "policies", len(e.Policies()))
+	p.log.Info("policies reloaded", "policies", len(e.Policies()))
 	if rules := observedRules(set); !slices.EqualFunc(rules, p.rules, sameRule) {
-		p.log.Warn("--policy: the policies now match other resources than the observer was registered for: restart hookback start to observe them; until then only the resources matched at start are evaluated")
+		p.log.Warn("policies: the policies now match other resources than the observer was registered for: restart hookback start to observe them; until then only the resources matched at start are evaluated")
 	}
 }
 

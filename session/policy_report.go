@@ -122,7 +122,7 @@ func (r *policyReport) attach(s sinks, reg prometheus.Registerer) error {
 func (r *policyReport) evaluated(v inspector.PolicyView) {
 	id := v.Request
 	if v.Evaluation == nil {
-		r.log.Warn("--policy: the request cannot be evaluated", "operation", id.Operation, "resource", id.Resource,
+		r.log.Warn("policies: the request cannot be evaluated", "operation", id.Operation, "resource", id.Resource,
 			"namespace", id.Namespace, "name", id.Name, "error", v.Error)
 	} else {
 		var decisions []string
@@ -175,7 +175,7 @@ func (r *policyReport) compared(v inspector.PolicyView) {
 func (r *policyReport) publish(v inspector.PolicyView) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		r.log.Warn("--policy: evaluation not encoded", "webhook", v.Webhook, "error", err)
+		r.log.Warn("policies: evaluation not encoded", "webhook", v.Webhook, "error", err)
 		return
 	}
 	if r.store != nil {
@@ -187,7 +187,7 @@ func (r *policyReport) publish(v inspector.PolicyView) {
 	id := v.Request
 	name := record.FileName(r.seq.Add(1), v.Webhook, id.Operation, id.Namespace, id.Name, id.UID)
 	if err := record.WriteWhole(filepath.Join(r.dir, name), append(b, '\n')); err != nil {
-		r.log.Warn("--policy: evaluation not recorded", "webhook", v.Webhook, "error", err)
+		r.log.Warn("policies: evaluation not recorded", "webhook", v.Webhook, "error", err)
 	}
 }
 

@@ -67,8 +67,8 @@ func scopeConversions(configured func(string) bool, scope registration.Scope, lo
 			names = append(names, c.Name)
 		}
 	}
-	if msg := scope.LeftAlone(names); msg != "" {
-		log.Warn(msg)
+	if err := scope.LeftAlone(names); err != nil {
+		log.Warn("CRD conversion not redirected", "why", err)
 	}
 	return scope.Convert
 }

@@ -324,13 +324,13 @@ func (r *run) startDrift(reg *registration.Registration) error {
 }
 
 // verified decides what a failed verification means: the end of the run,
-// or with --no-verify a warning.
+// or, when it is not required (--no-verify), a warning.
 func (r *run) verified(err error) error {
 	if err != nil && r.cfg.RequireVerified {
 		return err
 	}
 	if err != nil {
-		r.cfg.Log.Warn("running although the apiserver cannot reach hookback (--no-verify)", "error", err)
+		r.cfg.Log.Warn("running although the apiserver cannot reach hookback (RequireVerified is off)", "error", err)
 	}
 	return nil
 }

@@ -212,8 +212,10 @@ func (u *UserWebhooks) upstreamCert(stateDir string, log *slog.Logger) (*certs.U
 	}
 	switch {
 	case !pair.Ours():
+		// An error, not a string, so that the CLI's logger shows the
+		// fields as its flags.
 		log.Warn("upstream serving certificate: "+pair.String(), "what_to_do",
-			"pass --upstream-ca with the CA that signed it (or --upstream-insecure), or delete tls.crt and tls.key there to let hookback write its own")
+			field.Advise("session.UserWebhooks.UpstreamCA", "set {session.UserWebhooks.UpstreamCA} to the CA that signed it (or {session.UserWebhooks.UpstreamInsecure}), or delete tls.crt and tls.key there to let hookback write its own"))
 	case u.UpstreamCA == "" && !u.UpstreamInsecure:
 		u.UpstreamCA = caFile
 		log.Info("upstream serving certificate: "+pair.String(), "trusted", caFile)

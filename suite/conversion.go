@@ -3,6 +3,7 @@ package suite
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -80,7 +81,7 @@ func pickConversion(in *conversionInput, hooks []ConversionWebhook) (ConversionW
 		}
 	}
 	if len(names) == 0 {
-		return ConversionWebhook{}, fmt.Errorf("no CRD with a conversion webhook in the manifests (--webhook-config, or the project's)")
+		return ConversionWebhook{}, errors.New("no CRD with a conversion webhook among the manifests (your own, or the project's config)")
 	}
 	return ConversionWebhook{}, fmt.Errorf("conversion.crd %q: want one of %s", in.crd, strings.Join(names, ", "))
 }

@@ -103,7 +103,7 @@ func convertObject(ctx context.Context, resource schema.GroupVersionResource, co
 	}
 	if h == nil {
 		return nil, fmt.Errorf("the object must be converted to %s: under matchPolicy Equivalent the apiserver sends this webhook the object in the version its rules name, "+
-			"and no conversion webhook of %s is among the manifests: give the CRD with its conversion webhook (--webhook-config), write the case's object in %s, "+
+			"and no conversion webhook of %s is among the manifests: add the CRD with its conversion webhook to the manifests, write the case's object in %s, "+
 			"or set the webhook's matchPolicy to Exact", target, crd, target)
 	}
 	review, err := json.Marshal(map[string]any{

@@ -29,7 +29,7 @@ type ExecOptions struct {
 }
 
 // ErrServer marks a server that did not come up.
-var ErrServer = errors.New("suite: --exec")
+var ErrServer = errors.New("suite: the server under test")
 
 // maxOutput bounds the server output kept (the newest is kept).
 const maxOutput = 4 << 20

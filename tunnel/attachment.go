@@ -92,7 +92,7 @@ func (at *Attachment) Wait(ctx context.Context) error {
 			}
 		case <-wait.C:
 			_, why := s.podName(ctx)
-			return fmt.Errorf("the reverse tunnel did not attach within %s (%v): check the relay with `kubectl -n %s describe pod -l %s`; an image the cluster cannot pull needs --relay-image",
+			return field.Advise("tunnel.Config.Image", "the reverse tunnel did not attach within %s (%v): check the relay with `kubectl -n %s describe pod -l %s`; an image the cluster cannot pull needs another {tunnel.Config.Image}",
 				timeout, why, s.spec.Namespace, s.spec.Selector())
 		}
 	}

@@ -30,7 +30,7 @@ func ClusterSeeds(ctx context.Context, client dynamic.Interface, crd *apiextensi
 	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: storage, Resource: crd.Spec.Names.Plural}
 	list, err := client.Resource(gvr).List(ctx, metav1.ListOptions{Limit: limit})
 	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("list %s in the cluster: %s is not served there: install the CRD, or leave out --from-cluster", gvr, crd.Name)
+		return nil, fmt.Errorf("list %s in the cluster: %s is not served there: install the CRD, or start from no objects of the cluster", gvr, crd.Name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list %s in the cluster: %w", gvr, err)

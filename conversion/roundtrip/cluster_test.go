@@ -85,7 +85,7 @@ func TestClusterSeedsNotServed(t *testing.T) {
 		return true, nil, apierrors.NewNotFound(gvr.GroupResource(), "")
 	})
 	_, err := ClusterSeeds(context.Background(), client, crd, 5)
-	if err == nil || !strings.Contains(err.Error(), "install the CRD, or leave out --from-cluster") {
+	if err == nil || !strings.Contains(err.Error(), "install the CRD, or start from no objects of the cluster") {
 		t.Errorf("err = %v", err)
 	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/hookback/hookback/audit"
 	"github.com/hookback/hookback/conversion"
+	fielderr "github.com/hookback/hookback/field" // aliased: this package has a type named field
 )
 
 // Admitter asks a validating webhook whether it admits obj, a CREATE of
@@ -71,7 +72,7 @@ type Options struct {
 func (o Options) Validate() error {
 	var errs []error
 	if o.CRD == nil {
-		errs = append(errs, errors.New("roundtrip: no CustomResourceDefinition: give one (--crd FILE)"))
+		errs = append(errs, fielderr.Advise("roundtrip.Options.CRD", "roundtrip: no CustomResourceDefinition: give one ({roundtrip.Options.CRD})"))
 	}
 	if o.Converter == nil {
 		errs = append(errs, errors.New("roundtrip: no converter: the conversion webhook to round-trip through"))

@@ -135,7 +135,7 @@ func TestPolicyLive(t *testing.T) {
 	if err := os.WriteFile(file, bytes.Replace(orig, []byte("<= 5"), []byte("<= 10"), 1), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p.whWaitLogLine(t, "--policy: policies reloaded")
+	p.whWaitLogLine(t, "policies reloaded")
 	dryRunDeployment(t, ns, "seven-again", 7)
 	eventually(t, "the observer's evaluation of seven-again", func(context.Context) (bool, error) {
 		v = observed(t, records, "seven-again")

@@ -192,6 +192,10 @@ func TestNoVerifyKeepsRunningAndSaysWhy(t *testing.T) {
 	if !strings.Contains(p.stderr.String(), "connection refused") {
 		t.Errorf("no diagnosis logged:\n%s", p.stderr.String())
 	}
+	// The library's diagnosis names fields; the CLI's log shows its flags.
+	if log := p.stderr.String(); !strings.Contains(log, "set --advertise-address to an address") || strings.Contains(log, "session.Options.") {
+		t.Errorf("the diagnosis does not name the flag to set:\n%s", log)
+	}
 }
 
 // TestSessionHeldByAnotherProcess: a second start with the same session is
