@@ -51,7 +51,7 @@ BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwo
 # hookback as the cluster scripts run it, built from this clone; go build
 # only relinks it when the sources changed. Kept apart from bin/hookback,
 # which make build stamps with a version. Built as the release is (static,
-# -trimpath: the Makefile's BUILD_ENV), so it shares its compiled packages
+# -trimpath: the Makefile's RELEASE_CONFIG_TARGETS), so it shares its compiled packages
 # with make vet, the e2e tests' binaries, the release check and the image.
 HOOKBACK_BIN="${REPO_ROOT}/.cache/bin/hookback"
 
