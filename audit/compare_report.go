@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -9,41 +8,6 @@ import (
 
 	"github.com/hookback/hookback/internal/report"
 )
-
-// WriteCompared is Write followed by the webhook-and-policy comparisons:
-// for a table, a table of the pairs and then every disagreement; for
-// json, one JSON object per pair after the reviews' (a comparison has
-// "policy" and "agreements"); for junit, one document whose extra
-// testsuites are the pairs, with a failing testcase per disagreement and
-// one passing testcase holding the agreements.
-func WriteCompared(w io.Writer, format string, results []Result, cs []Comparison, failPatched bool) error {
-	sortComparisons(cs)
-	if format == report.FormatJUnit {
-		out := junitResults(results, failPatched)
-		junitComparisons(&out, cs)
-		return out.Write(w)
-	}
-	if err := Write(w, format, results, failPatched); err != nil {
-		return err
-	}
-	if len(cs) == 0 {
-		return nil
-	}
-	switch format {
-	case report.FormatJSON:
-		enc := json.NewEncoder(w)
-		for _, c := range cs {
-			if err := enc.Encode(c); err != nil {
-				return fmt.Errorf("write json: %w", err)
-			}
-		}
-		return nil
-	case report.FormatTable:
-		fmt.Fprintln(w)
-		return writeComparisonTable(w, cs)
-	}
-	return fmt.Errorf("output format %q: want one of %s", format, strings.Join(report.Formats, ", "))
-}
 
 func writeComparisonTable(w io.Writer, cs []Comparison) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

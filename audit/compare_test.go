@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
 	"strings"
 	"testing"
@@ -46,7 +47,7 @@ func TestCompare(t *testing.T) {
 
 	t.Run("table names each disagreement", func(t *testing.T) {
 		var b bytes.Buffer
-		if err := WriteCompared(&b, report.FormatTable, nil, cs, false); err != nil {
+		if err := report.Write(&b, report.FormatTable, Report{Comparisons: cs}); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(b.String(), `hook vs ValidatingAdmissionPolicy/p: pods ns/other-message CREATE: message: webhook denied "no latest tag", policy denied "image tag latest"`) {
@@ -55,7 +56,7 @@ func TestCompare(t *testing.T) {
 	})
 	t.Run("junit has a failure per disagreement in one document", func(t *testing.T) {
 		var b bytes.Buffer
-		if err := WriteCompared(&b, report.FormatJUnit, results[:2], cs, false); err != nil {
+		if err := report.Write(&b, report.FormatJUnit, Report{Results: results[:2], Comparisons: cs}); err != nil {
 			t.Fatal(err)
 		}
 		var doc report.JUnit
@@ -65,6 +66,26 @@ func TestCompare(t *testing.T) {
 		last := doc.Suites[len(doc.Suites)-1]
 		if last.Name != "hook vs ValidatingAdmissionPolicy/p" || last.Failures != 3 || last.Tests != 4 {
 			t.Errorf("comparison suite %+v", last)
+		}
+	})
+	t.Run("json is one document holding the reviews and the comparisons", func(t *testing.T) {
+		var b bytes.Buffer
+		if err := report.Write(&b, report.FormatJSON, Report{Results: results[:2], Comparisons: cs}); err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Reviews     []Result     `json:"reviews"`
+			Comparisons []Comparison `json:"comparisons"`
+		}
+		dec := json.NewDecoder(&b)
+		if err := dec.Decode(&doc); err != nil {
+			t.Fatal(err)
+		}
+		if dec.More() {
+			t.Error("a second JSON document follows the first")
+		}
+		if len(doc.Reviews) != 2 || len(doc.Comparisons) != len(cs) {
+			t.Errorf("document: %d reviews, %d comparisons", len(doc.Reviews), len(doc.Comparisons))
 		}
 	})
 }

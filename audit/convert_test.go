@@ -178,7 +178,7 @@ func TestConversionCountsAndJUnit(t *testing.T) {
 		t.Errorf("counts %+v: want 2 round trips (1 lost, 1 kept), 1 review, 1 finding", n)
 	}
 	var junit strings.Builder
-	if err := Write(&junit, report.FormatJUnit, results, false); err != nil {
+	if err := report.Write(&junit, report.FormatJUnit, Report{Results: results}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(junit.String(), `<testsuite name="conversion w" tests="2" failures="1" errors="0">`) {

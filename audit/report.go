@@ -10,21 +10,54 @@ import (
 	"github.com/hookback/hookback/internal/report"
 )
 
-// Write prints results in format; failPatched makes a patch a JUnit
-// failure, as it is one for the exit code.
-func Write(w io.Writer, format string, results []Result, failPatched bool) error {
-	switch format {
-	case report.FormatJSON:
-		if results == nil {
-			results = []Result{}
-		}
-		return report.JSON(w, results)
-	case report.FormatJUnit:
-		return writeJUnit(w, results, failPatched)
-	case report.FormatTable, "":
-		return writeTable(w, results)
+// Report is what hookback audit prints: the reviews' results and, with
+// --policy, the webhook-and-policy comparisons. FailPatched makes a patch
+// a JUnit failure, as it is one for the exit code.
+type Report struct {
+	Results     []Result
+	Comparisons []Comparison
+	FailPatched bool
+}
+
+// MarshalJSON is one document: the results as an array, or with
+// comparisons an object holding both ("reviews" and "comparisons").
+func (r Report) MarshalJSON() ([]byte, error) {
+	results := r.Results
+	if results == nil {
+		results = []Result{}
 	}
-	return fmt.Errorf("output format %q: want one of %s", format, strings.Join(report.Formats, ", "))
+	if len(r.Comparisons) == 0 {
+		return json.Marshal(results)
+	}
+	sortComparisons(r.Comparisons)
+	return json.Marshal(struct {
+		Reviews     []Result     `json:"reviews"`
+		Comparisons []Comparison `json:"comparisons"`
+	}{results, r.Comparisons})
+}
+
+// WriteTable prints a row per result, then the comparisons' table and
+// every disagreement.
+func (r Report) WriteTable(w io.Writer) error {
+	if err := writeTable(w, r.Results); err != nil {
+		return err
+	}
+	if len(r.Comparisons) == 0 {
+		return nil
+	}
+	sortComparisons(r.Comparisons)
+	fmt.Fprintln(w)
+	return writeComparisonTable(w, r.Comparisons)
+}
+
+// JUnit is a testsuite per webhook, a testcase per object, a failure per
+// denial (and per patch with FailPatched), an error per error; then a
+// testsuite per webhook and policy pair.
+func (r Report) JUnit() report.JUnit {
+	out := junitResults(r.Results, r.FailPatched)
+	sortComparisons(r.Comparisons)
+	junitComparisons(&out, r.Comparisons)
+	return out
 }
 
 func writeTable(w io.Writer, results []Result) error {
@@ -113,13 +146,6 @@ func Count(results []Result) Counts {
 		}
 	}
 	return c
-}
-
-// writeJUnit writes a testsuite per webhook, a testcase per object, a
-// failure per denial (and per patch with failPatched), an error per error.
-func writeJUnit(w io.Writer, results []Result, failPatched bool) error {
-	out := junitResults(results, failPatched)
-	return out.Write(w)
 }
 
 func junitResults(results []Result, failPatched bool) report.JUnit {

@@ -146,7 +146,7 @@ func TestRunPatchOfSecretRedacted(t *testing.T) {
 		t.Fatalf("results %+v: want one patch with its value redacted", results)
 	}
 	var out bytes.Buffer
-	if err := Write(&out, report.FormatTable, results, false); err != nil || strings.Contains(out.String(), "secret-value") {
+	if err := report.Write(&out, report.FormatTable, Report{Results: results}); err != nil || strings.Contains(out.String(), "secret-value") {
 		t.Fatalf("table shows the secret or failed (%v):\n%s", err, out.String())
 	}
 }
@@ -168,7 +168,7 @@ func TestWriteJUnit(t *testing.T) {
 	for _, failPatched := range []bool{false, true} {
 		t.Run(fmt.Sprint("failPatched=", failPatched), func(t *testing.T) {
 			var out bytes.Buffer
-			if err := Write(&out, report.FormatJUnit, results, failPatched); err != nil {
+			if err := report.Write(&out, report.FormatJUnit, Report{Results: results, FailPatched: failPatched}); err != nil {
 				t.Fatal(err)
 			}
 			var doc report.JUnit

@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -107,8 +106,8 @@ func (o AuditOptions) operation() admissionregistrationv1.OperationType {
 // Validate reports every problem at once.
 func (o AuditOptions) Validate() error {
 	errs := []error{o.Serve.Validate()}
-	if !slices.Contains(report.Formats, o.Output) {
-		errs = append(errs, fmt.Errorf("--output %q: want %s", o.Output, strings.Join(report.Formats, ", ")))
+	if err := report.Check(o.Output, audit.Report{}); err != nil {
+		errs = append(errs, fmt.Errorf("--output: %w", err))
 	}
 	if o.FailOn != "denied" && o.FailOn != "patched" {
 		errs = append(errs, fmt.Errorf("--fail-on %q: want denied or patched (patched also fails on denials)", o.FailOn))
@@ -143,7 +142,7 @@ func runAudit(c *cli.Context, ext Extension, o AuditOptions) error {
 		return cli.Exit(err.Error(), exitUsage)
 	}
 	compared := audit.Compare(results)
-	if err := audit.WriteCompared(c.App.Writer, o.Output, results, compared, o.FailOn == "patched"); err != nil {
+	if err := report.Write(c.App.Writer, o.Output, audit.Report{Results: results, Comparisons: compared, FailPatched: o.FailOn == "patched"}); err != nil {
 		return err
 	}
 	n := audit.Count(results)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -68,8 +67,8 @@ func (o *TestOptions) bind(b *binder) {
 // Validate reports every problem at once.
 func (o TestOptions) Validate() error {
 	errs := []error{o.Serve.Validate(), o.Fuzz.Validate()}
-	if !slices.Contains(report.Formats, o.Output) {
-		errs = append(errs, fmt.Errorf("--output %q: want %s", o.Output, strings.Join(report.Formats, ", ")))
+	if err := report.Check(o.Output, suite.Report{}); err != nil {
+		errs = append(errs, fmt.Errorf("--output: %w", err))
 	}
 	if o.Concurrency < 1 {
 		errs = append(errs, fmt.Errorf("--concurrency %d: want 1 or more", o.Concurrency))
@@ -202,7 +201,7 @@ func testWebhooks(setup *session.TestSetup) []*suite.Webhook {
 }
 
 func reportTest(c *cli.Context, o TestOptions, rows []suite.Row) error {
-	if err := suite.Write(c.App.Writer, o.Output, rows); err != nil {
+	if err := report.Write(c.App.Writer, o.Output, suite.Report(rows)); err != nil {
 		return err
 	}
 	n := suite.Count(rows)

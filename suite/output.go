@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -28,21 +29,24 @@ func Count(rows []Row) Counts {
 	return c
 }
 
-// Write prints rows in format.
-func Write(w io.Writer, format string, rows []Row) error {
-	switch format {
-	case report.FormatJSON:
-		if rows == nil {
-			rows = []Row{}
-		}
-		return report.JSON(w, rows)
-	case report.FormatJUnit:
-		return writeJUnit(w, rows)
-	case report.FormatTable, "":
-		return writeTable(w, rows)
+// Report is what hookback test prints: a row per case and webhook.
+type Report []Row
+
+// MarshalJSON is the rows as an array, empty rather than null.
+func (r Report) MarshalJSON() ([]byte, error) {
+	if r == nil {
+		return []byte("[]"), nil
 	}
-	return fmt.Errorf("output format %q: want one of %s", format, strings.Join(report.Formats, ", "))
+	return json.Marshal([]Row(r))
 }
+
+// WriteTable prints CASE, WEBHOOK, RESULT, DETAIL, then each failure's
+// diff and the server's output while it ran.
+func (r Report) WriteTable(w io.Writer) error { return writeTable(w, r) }
+
+// JUnit is a testsuite per suite file, a testcase per case and webhook, a
+// failure with the diff, and an error for a case that could not run.
+func (r Report) JUnit() report.JUnit { return junitRows(r) }
 
 // writeTable prints CASE, WEBHOOK, RESULT, DETAIL, then each failure's
 // diff and the server's output while it ran.
@@ -82,10 +86,7 @@ func oneLine(s string, n int) string {
 
 func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
 
-// writeJUnit writes a testsuite per suite file, a testcase per case and
-// webhook, a failure with the diff, and an error for a case that could not
-// run.
-func writeJUnit(w io.Writer, rows []Row) error {
+func junitRows(rows []Row) report.JUnit {
 	out := report.JUnit{Name: "hookback test"}
 	for _, r := range rows {
 		c := report.Case{Name: r.Case + " [" + r.Webhook + "]", Classname: r.File, SystemOut: r.ServerOutput}
@@ -101,5 +102,5 @@ func writeJUnit(w io.Writer, rows []Row) error {
 		}
 		out.Add(r.File, c)
 	}
-	return out.Write(w)
+	return out
 }

@@ -182,7 +182,7 @@ func TestJUnitHasASuitePerFile(t *testing.T) {
 		{File: "b.yaml", Case: "three", Webhook: "-", Status: Erred, Detail: "record r.json: no such file"},
 	}
 	var buf bytes.Buffer
-	if err := Write(&buf, report.FormatJUnit, rows); err != nil {
+	if err := report.Write(&buf, report.FormatJUnit, Report(rows)); err != nil {
 		t.Fatal(err)
 	}
 	var got report.JUnit

@@ -1,33 +1,26 @@
-// Package report holds what hookback's reports (`audit`, `test`) share:
-// their output formats, the JSON encoding, and the JUnit document that CI
-// tools read, so that both commands write the same shapes.
 package report
 
 import (
-	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
 )
 
-// The output formats of audit and test.
-const (
-	FormatTable = "table"
-	FormatJSON  = "json"
-	FormatJUnit = "junit"
-)
+// FormatJUnit is a JUnit testsuites document, as CI tools read it.
+const FormatJUnit = "junit"
 
-// Formats lists them.
-var Formats = []string{FormatTable, FormatJSON, FormatJUnit}
+// JUniter is a report that can be written as a JUnit document.
+type JUniter interface {
+	JUnit() JUnit
+}
 
-// JSON writes v indented, followed by a newline.
-func JSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("write json: %w", err)
-	}
-	return nil
+var junitFormat = Format{
+	Name:     FormatJUnit,
+	Supports: func(v any) bool { _, ok := v.(JUniter); return ok },
+	Write: func(w io.Writer, v any) error {
+		j := v.(JUniter).JUnit()
+		return j.Write(w)
+	},
 }
 
 // JUnit is a testsuites document. Its counts and its suites' are kept by
