@@ -3,7 +3,9 @@
 // Event sink, and the webhook server with its listeners bound. `hookback
 // start` on a laptop and `hookback serve` in a pod both assemble through it,
 // so their handlers cannot differ; what only start serves (your webhooks, the
-// canary, the inspector, --record-dir) comes in through Additions.
+// canary, --record-dir) comes in through Additions. Nothing here displays,
+// records, tests or audits: start binds the inspector's page itself, over
+// the Process's Served webhooks and Informers.
 package assembly
 
 import (
@@ -20,7 +22,6 @@ import (
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/builtin/controllers"
 	"github.com/hookback/hookback/builtin/webhooks"
-	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/internal/admissionhttp"
 	"github.com/hookback/hookback/internal/portholder"
 	"github.com/hookback/hookback/server"
@@ -48,9 +49,9 @@ type Options struct {
 
 // Additions is what a process serves beside the built-ins.
 //
-// Contract: Assemble calls Attach, then Serve, then Inspector, each once and
-// in that order, before it returns; an error from any fails Assemble, which
-// then releases what it had bound.
+// Contract: Assemble calls Attach, then Serve, each once and in that order,
+// before it returns; an error from either fails Assemble, which then
+// releases what it had bound.
 type Additions interface {
 	// Attach is given the process's metrics. It returns the tap the
 	// built-ins' Event recorders go through (the inspector shows each
@@ -59,10 +60,6 @@ type Additions interface {
 	// Serve is given the built-ins (Options.Extra included) and returns
 	// everything the server serves.
 	Serve(builtins []admission.Webhook, reg prometheus.Registerer) (Serving, error)
-	// Inspector binds the inspector's page over the served webhooks, or
-	// returns nil when it is off. A replayed review of a built-in reads
-	// the process's informers.
-	Inspector(served []admission.Webhook, factory informers.SharedInformerFactory) (*inspector.Server, error)
 }
 
 // EventTap wraps the Event recorder of the named webhook.
@@ -79,13 +76,13 @@ type Serving struct {
 }
 
 // Process is the parts of one process put together. Nothing runs until
-// Start; whoever assembled it runs Server (and Inspector) and the
-// controllers, and calls Shutdown last.
+// Start; whoever assembled it runs Server and the controllers, and calls
+// Shutdown last.
 type Process struct {
 	Server *server.Server
-	// Inspector is the inspector's page; nil when off.
-	Inspector *inspector.Server
-	Metrics   *server.Metrics
+	// Served are the webhooks Server serves, in its order.
+	Served  []admission.Webhook
+	Metrics *server.Metrics
 	Parts     *Parts
 	events    *Events
 	factory   informers.SharedInformerFactory
@@ -124,10 +121,8 @@ func Assemble(ctx context.Context, o Options) (_ *Process, err error) {
 		if serving, err = o.Additions.Serve(p.Parts.Webhooks, p.Metrics.Registry); err != nil {
 			return nil, err
 		}
-		if p.Inspector, err = o.Additions.Inspector(serving.Webhooks, p.factory); err != nil {
-			return nil, portholder.Explain(err)
-		}
 	}
+	p.Served = serving.Webhooks
 	p.Server, err = server.NewServer(server.ServerOptions{Address: o.Address, HealthAddress: o.HealthAddress,
 		TLS: o.TLS, Webhooks: serving.Webhooks, Log: o.Log, Metrics: p.Metrics, Recorder: serving.Recorder, Handlers: serving.Handlers})
 	if err != nil {
@@ -135,6 +130,11 @@ func Assemble(ctx context.Context, o Options) (_ *Process, err error) {
 	}
 	return p, nil
 }
+
+// Informers is the process's informer factory, which the built-ins read:
+// whatever replays a review of a built-in outside the server (start's
+// inspector) reads the same caches.
+func (p *Process) Informers() informers.SharedInformerFactory { return p.factory }
 
 // Start starts the informers and Event recording, until Shutdown.
 func (p *Process) Start() {
@@ -163,9 +163,6 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 func (p *Process) Shutdown() {
 	if p.Server != nil {
 		_ = p.Server.Close()
-	}
-	if p.Inspector != nil {
-		_ = p.Inspector.Close()
 	}
 	p.stop()
 	p.events.Shutdown()

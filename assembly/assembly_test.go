@@ -61,8 +61,8 @@ func TestAssembly(t *testing.T) {
 	if n := len(c.Parts.Runnables()); n != 1 {
 		t.Errorf("%d controllers, want 1", n)
 	}
-	if c.Inspector != nil {
-		t.Error("serve has no inspector, yet one was assembled")
+	if len(c.Served) != 2 {
+		t.Errorf("%d webhooks served, want the two built-ins", len(c.Served))
 	}
 	c.Start()
 	waitFor(t, "the informers to sync", c.Synced)

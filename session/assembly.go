@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/informers"
 
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/assembly"
@@ -88,11 +87,6 @@ func (y *yours) Serve(builtins []admission.Webhook, reg prometheus.Registerer) (
 		return assembly.Serving{}, err
 	}
 	return assembly.Serving{Webhooks: hooks, Recorder: rec, Handlers: handlers}, nil
-}
-
-// Inspector binds the inspector's page, when it is on.
-func (y *yours) Inspector(served []admission.Webhook, factory informers.SharedInformerFactory) (*inspector.Server, error) {
-	return y.newInspector(served, factory)
 }
 
 // sinks are where the run's reports go.

@@ -25,6 +25,7 @@ import (
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/internal/lifecycle"
+	"github.com/hookback/hookback/internal/portholder"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/server"
@@ -99,6 +100,15 @@ func runOn(ctx context.Context, c *Config, cl *kubeconfig.Cluster, started time.
 		return err
 	}
 	defer a.Shutdown()
+	// The inspector's page, bound before anything is written too; a
+	// replayed review of a built-in reads the process's informers.
+	page, err := y.newInspector(a.Served, a.Informers())
+	if err != nil {
+		return portholder.Explain(err)
+	}
+	if page != nil {
+		defer page.Close()
+	}
 	a.Start()
 
 	// 5. to 10. The run: the Lease, the controllers, the tunnel, the
@@ -110,7 +120,7 @@ func runOn(ctx context.Context, c *Config, cl *kubeconfig.Cluster, started time.
 	}
 	r := newRun(cfg, cl, a.Server, canary, crt, a.Parts, url)
 	r.config = c
-	r.user, r.inspector, r.tunnel, r.metrics, r.upstreamPair, r.conversions = y.user, a.Inspector, tun, a.Metrics.Registry, pair, y.conversions
+	r.user, r.inspector, r.tunnel, r.metrics, r.upstreamPair, r.conversions = y.user, page, tun, a.Metrics.Registry, pair, y.conversions
 	r.drift = newDrift(cfg.Session, cfg.Certs.StateDir, cfg.Log, cl, r.registrar, r.kubectl())
 	r.registrar.Wrote = r.drift.Wrote
 	r.chain = y.chain
