@@ -248,42 +248,27 @@ func (f *FileCerts) Watch(ctx context.Context, changed chan<- struct{}) (func(),
 	if f.opts.CAFile != "" {
 		files = append(files, f.opts.CAFile)
 	}
-	raw := make(chan struct{}, 1)
-	var waits []func()
-	for _, path := range files {
-		w := &reload.FileWatcher{Path: path, Interval: f.opts.Interval, Debounce: 50 * time.Millisecond, Log: f.opts.Log}
-		wait, err := w.Watch(ctx, raw)
-		if err != nil {
-			return nil, err
-		}
-		waits = append(waits, wait)
-	}
 	f.mu.Lock()
 	f.changed = changed
 	f.mu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-raw:
-			}
+	w, err := reload.New(reload.Options{Files: files, Interval: f.opts.Interval, Debounce: 50 * time.Millisecond, Log: f.opts.Log,
+		OnChange: func(ctx context.Context) {
 			if err := f.reload(ctx); err != nil {
 				f.opts.Log.Warn("certificate files not reloaded; the previous certificate keeps serving", "error", err)
-				continue
+				return
 			}
 			f.opts.Log.Info("certificate files reloaded", "cert", f.opts.CertFile)
 			trySend(changed)
-		}
+		}})
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = w.Start(ctx)
 	}()
-	return func() {
-		for _, w := range waits {
-			w()
-		}
-		<-done
-	}, nil
+	return func() { <-done }, nil
 }
 
 // Stop ends the cache's maintenance.

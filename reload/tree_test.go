@@ -1,18 +1,16 @@
 package reload
 
 import (
-	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 )
 
-// TestTreeWatcher: a kustomize tree as kubebuilder lays it out, watched from
+// TestTree: a kustomize tree as kubebuilder lays it out, watched from
 // config/; each change is reported by fsnotify (the backstop scan is an
 // hour away), a write into a directory created after the watch began too.
-func TestTreeWatcher(t *testing.T) {
+func TestTree(t *testing.T) {
 	write := func(t *testing.T, path, text string) {
 		t.Helper()
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -25,14 +23,8 @@ func TestTreeWatcher(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "config")
 	write(t, filepath.Join(root, "default", "kustomization.yaml"), "resources: [../webhook]\n")
 	write(t, filepath.Join(root, "webhook", "manifests.yaml"), "v1\n")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	changed := make(chan struct{}, 1)
-	w := &TreeWatcher{Roots: []string{root}, Interval: time.Hour, Debounce: 5 * time.Millisecond, Log: slog.New(slog.DiscardHandler)}
-	wait, err := w.Watch(ctx, changed)
-	if err != nil {
-		t.Fatal(err)
-	}
+	changed, stop := start(t, Options{Trees: []string{root}, Interval: time.Hour, Debounce: 5 * time.Millisecond})
+	defer stop()
 	for _, step := range []struct {
 		name string
 		do   func(t *testing.T)
@@ -56,38 +48,19 @@ func TestTreeWatcher(t *testing.T) {
 			waitFor(t, changed)
 		})
 	}
-	cancel()
-	wait()
 }
 
-// TestTreeWatcherScan: without events (a directory fsnotify cannot watch,
+// TestTreeScan: without events (a directory fsnotify cannot watch,
 // a lost event), the periodic scan still reports the change.
-func TestTreeWatcherScan(t *testing.T) {
+func TestTreeScan(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "manifests.yaml")
 	if err := os.WriteFile(file, []byte("v1"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w := &TreeWatcher{Roots: []string{file}, Interval: 10 * time.Millisecond, Debounce: time.Hour, Log: slog.New(slog.DiscardHandler)}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	changed := make(chan struct{}, 1)
-	wait, err := w.Watch(ctx, changed)
-	if err != nil {
-		t.Fatal(err)
-	}
+	changed, stop := start(t, Options{Trees: []string{file}, Interval: 10 * time.Millisecond, Debounce: time.Hour})
+	defer stop()
 	if err := os.WriteFile(file, []byte("v2, longer"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, changed)
-	cancel()
-	wait()
-}
-
-func waitFor(t *testing.T, changed <-chan struct{}) {
-	t.Helper()
-	select {
-	case <-changed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no change reported within 10s")
-	}
 }

@@ -60,12 +60,12 @@ func (r *run) watch() reloads {
 	ch := reloads{reapply: make(chan struct{}, 1), manifests: make(chan struct{}, 1)}
 	bg := r.working.Context()
 	if r.cfg.Template.Path != "" {
-		w := &reload.FileWatcher{Path: r.cfg.Template.Path, Interval: r.cfg.ReloadInterval, Debounce: 20 * time.Millisecond, Log: r.cfg.Log}
-		wait, err := w.Watch(bg, ch.reapply)
+		w, err := reload.New(reload.Options{Files: []string{r.cfg.Template.Path}, Interval: r.cfg.ReloadInterval, Debounce: 20 * time.Millisecond,
+			Log: r.cfg.Log, OnChange: func(context.Context) { trySend(ch.reapply) }})
 		if err != nil {
 			r.cfg.Log.Warn("template hot reload disabled", "error", err)
 		} else {
-			r.working.Wait(wait)
+			r.working.Wait(func() { _ = w.Start(bg) })
 		}
 	}
 	r.watchManifests(bg, ch.manifests)

@@ -25,13 +25,13 @@ func (r *run) watchManifests(ctx context.Context, changed chan<- struct{}) {
 		return // stdin is read once
 	}
 	roots := manifestRoots(r.user.spec.Manifests)
-	w := &reload.TreeWatcher{Roots: roots, Interval: r.cfg.ReloadInterval, Debounce: 100 * time.Millisecond, Log: r.cfg.Log}
-	wait, err := w.Watch(ctx, changed)
+	w, err := reload.New(reload.Options{Trees: roots, Interval: r.cfg.ReloadInterval, Debounce: 100 * time.Millisecond, Log: r.cfg.Log,
+		OnChange: func(context.Context) { trySend(changed) }})
 	if err != nil {
 		r.cfg.Log.Warn("manifests hot reload disabled", "error", err)
 		return
 	}
-	r.working.Wait(wait)
+	r.working.Wait(func() { _ = w.Start(ctx) })
 }
 
 // manifestRoots are the trees to watch for paths: each path, and for a

@@ -208,9 +208,8 @@ func (p *livePolicies) watch(ctx context.Context, interval time.Duration) (wait 
 	if p == nil || slices.Contains(p.in.Paths, "-") {
 		return func() {}
 	}
-	changed := make(chan struct{}, 1)
-	w := &reload.TreeWatcher{Roots: manifestRoots(p.in.Paths), Interval: interval, Debounce: 50 * time.Millisecond, Log: p.log}
-	waitTree, err := w.Watch(ctx, changed)
+	w, err := reload.New(reload.Options{Trees: manifestRoots(p.in.Paths), Interval: interval, Debounce: 50 * time.Millisecond, Log: p.log,
+		OnChange: p.reload})
 	if err != nil {
 		p.log.Warn("policies: hot reload disabled", "error", err)
 		return func() {}
@@ -218,16 +217,9 @@ func (p *livePolicies) watch(ctx context.Context, interval time.Duration) (wait 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-changed:
-				p.reload(ctx)
-			}
-		}
+		_ = w.Start(ctx)
 	}()
-	return func() { waitTree(); <-done }
+	return func() { <-done }
 }
 
 // reload reads and compiles the policies again; a bad edit keeps the
