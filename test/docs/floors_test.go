@@ -21,8 +21,8 @@ import (
 )
 
 // knownClimbs are the imports that do not go down today, each with the
-// change that removes it (issue 51). The lead empties this table as those
-// land; a row whose import is gone fails, so that it is removed here too.
+// change of issue 51 that removes it. The table only shrinks: a row whose
+// import is gone fails, so that it is removed with the import.
 var knownClimbs = map[[2]string]string{
 	{"admission", "internal/review"}:  "item 4: admission a leaf again, without the init() hook",
 	{"assembly", "inspector"}:         "item 3: assembly hands out handlers; only start's run wires the inspector",
@@ -145,8 +145,12 @@ func missingFloor(pkg string, floors map[string]int, imports map[string][]string
 			hi, above = f, fmt.Sprintf("%s, on floor %d, imports it", pkgName(importer), f)
 		}
 	}
+	row := fmt.Sprintf("add `%s` to the row of floor %d", pkgName(pkg), lo)
+	if !slices.Contains(slices.Collect(maps.Values(floors)), lo) {
+		row = fmt.Sprintf("add a row for floor %d with `%s`", lo, pkgName(pkg))
+	}
 	if hi < 0 || lo < hi {
-		return msg + fmt.Sprintf("add `%s` to the row of floor %d, the lowest above everything it imports%s", pkgName(pkg), lo, below)
+		return msg + row + ", the lowest above everything it imports" + below
 	}
 	return msg + fmt.Sprintf("it must sit above floor %d%s and below floor %d (%s): insert a floor %d for it and renumber the rows above", lo-1, below, hi, above, lo)
 }
@@ -228,6 +232,8 @@ func TestFloorRules(t *testing.T) {
 			map[[2]string]string{{"session", "cli"}: "to be removed"}, []string{"knownClimbs lists session/ -> cli/ (to be removed), which no longer climbs: remove its row"}},
 		{"new package", map[string][]string{".": nil, "cli": {"lint"}, "session": nil, "field": nil, "rbac": nil, "lint": {"field"}}, nil,
 			[]string{"lint/ has no floor in docs/development.md's floors table: add `lint/` to the row of floor 1, the lowest above everything it imports (it imports field/, on floor 0)"}},
+		{"new package on top", map[string][]string{".": nil, "cli": nil, "session": nil, "field": nil, "rbac": nil, "tool": {"."}}, nil,
+			[]string{"tool/ has no floor in docs/development.md's floors table: add a row for floor 4 with `tool/`, the lowest above everything it imports (it imports main.go, on floor 3)"}},
 		{"new package between adjacent floors", map[string][]string{".": nil, "cli": nil, "session": {"lint"}, "field": nil, "rbac": nil, "lint": {"field"}}, nil,
 			[]string{"lint/ has no floor in docs/development.md's floors table: it must sit above floor 0 (it imports field/, on floor 0) and below floor 1 (session/, on floor 1, imports it): insert a floor 1 for it and renumber the rows above"}},
 		{"row without a package", map[string][]string{".": nil, "cli": nil, "session": nil, "field": nil}, nil,
