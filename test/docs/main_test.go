@@ -1,7 +1,8 @@
 // Package docs holds the checks on the repository's prose: the README and
 // docs/*.md may only name what the tree holds (files, make targets, tests,
-// benchmarks, Go identifiers, the layout table), and every package logs
-// errors under one key. They read the tree from its root.
+// benchmarks, Go identifiers, the layout table), every package imports only
+// packages on lower floors of the layout's floors table, and every package
+// logs errors under one key. They read the tree from its root.
 package docs
 
 import (
