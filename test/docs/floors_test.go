@@ -25,7 +25,6 @@ import (
 // import is gone fails, so that it is removed with the import.
 var knownClimbs = map[[2]string]string{
 	{"admission", "internal/review"}:  "item 4: admission a leaf again, without the init() hook",
-	{"assembly", "inspector"}:         "item 3: assembly hands out handlers; only start's run wires the inspector",
 	{"conversion/roundtrip", "audit"}: "item 4: one JSON-diff package for audit, chain and the fuzzer",
 }
 
