@@ -8,16 +8,15 @@
 //
 // Handlers never see HTTP, review versions or JSON encoding. Mutating
 // handlers return the JSON patch operations they mean (see PatchOp) against
-// the raw request object. The package depends only on k8s.io/api,
-// k8s.io/apimachinery, the standard library and, through the review
-// decoder it shares with hookback's transport, github.com/go-json-experiment/json
-// (no dependencies of its own; already in client-go's module graph through
-// kube-openapi), so a Go program can import it to write its own webhook and
-// serve it through hookback.
+// the raw request object. The package is a leaf: it depends only on
+// k8s.io/api, k8s.io/apimachinery, the standard library and, for its review
+// decoder (DecodeReview, which hookback's transport uses too),
+// github.com/go-json-experiment/json (no dependencies of its own; already in
+// client-go's module graph through kube-openapi), so a Go program can import
+// it to write its own webhook and serve it through hookback.
 package admission
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,8 +27,6 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/hookback/hookback/internal/review"
 )
 
 // Request is one admission request, whichever AdmissionReview version carried
@@ -42,67 +39,30 @@ type Request struct {
 	// Timeout is how long the apiserver waits for the answer (its timeout
 	// query), zero when it did not say; the handler's context ends then.
 	Timeout time.Duration
-	// body is the transport's pooled buffer holding the review as received,
-	// for as long as this request's Handle runs; owned is a review given to
-	// NewRequest or kept (Keep), which never expires.
-	body  review.Ref
-	owned []byte
-}
-
-// The transport (internal/admissionhttp) builds its Requests over a pooled
-// buffer with this, the one way to set body.
-func init() {
-	review.SetNewRequest(func(rv *admissionv1.AdmissionReview, body review.Ref) Request {
-		return Request{AdmissionRequest: *rv.Request, ReviewVersion: rv.APIVersion, body: body}
-	})
+	// review is the AdmissionReview as received, the Request's own.
+	review []byte
 }
 
 // NewRequest decodes an AdmissionReview (v1 or v1beta1) into a Request
-// whose Review is b itself, kept for as long as the Request: for a
-// program that builds reviews to send through a Handler (an audit, a
-// replay, a test).
+// whose Review is b itself, kept for as long as the Request: what
+// hookback's transport builds each served request with, and what a
+// program that sends reviews through a Handler (an audit, a replay, a
+// test) calls. b must not be modified afterwards.
 func NewRequest(b []byte) (Request, error) {
-	r, err := review.Decode(b)
+	r, err := DecodeReview(b)
 	if err != nil {
 		return Request{}, err
 	}
 	// A review carries no timeout (the apiserver sends it as a query
 	// parameter): set Timeout when the caller has one.
-	return Request{AdmissionRequest: *r.Request, ReviewVersion: r.APIVersion, owned: b}, nil
+	return Request{AdmissionRequest: *r.Request, ReviewVersion: r.APIVersion, review: b}, nil
 }
 
 // Review returns the AdmissionReview exactly as received, for a handler
-// that forwards it unchanged. The transport serves it from a pooled buffer:
-// the bytes are valid until Handle returns, and after that Review returns
-// nil. Call Keep to keep them longer.
-func (r *Request) Review() []byte {
-	if r.owned != nil {
-		return r.owned
-	}
-	return r.body.Bytes()
-}
-
-// Keep copies the review out of the transport's buffer into r, so that r
-// (and every copy of it made afterwards) keeps returning it from Review
-// after Handle returns: for a handler that holds on to requests (a
-// recorder of its own, a queue of reviews to look at later). Call it
-// before Handle returns; later, there is nothing left to keep.
-func (r *Request) Keep() {
-	if r.owned == nil {
-		if b := r.Review(); b != nil {
-			r.owned = bytes.Clone(b)
-		}
-	}
-}
-
-// ReportWait tells the transport that the handler spent d waiting on
-// another server (a proxy's upstream), so the admission's log line and the
-// inspector show that apart from the handler's own time. It may be called
-// more than once (the waits add up) and from any goroutine, until Handle
-// returns; later calls are ignored.
-func (r *Request) ReportWait(d time.Duration) {
-	r.body.ReportWait(d)
-}
+// that forwards it unchanged. The bytes are the Request's own: they stay
+// valid after Handle returns, in every copy of the Request, and must not
+// be modified.
+func (r *Request) Review() []byte { return r.review }
 
 // IsDryRun reports whether the apiserver will not persist the object, so a
 // handler with side effects must skip them.

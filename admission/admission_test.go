@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,7 +53,7 @@ func TestNewRequest(t *testing.T) {
 			if req.UID == "" || req.ReviewVersion == "" || string(req.Review()) != string(body) {
 				t.Errorf("request uid %q version %q, review kept: %v", req.UID, req.ReviewVersion, string(req.Review()) == string(body))
 			}
-			req.ReportWait(time.Second) // no transport to tell: ignored
+			ReportWait(context.Background(), time.Second) // no transport to tell: ignored
 		})
 	}
 	if _, err := NewRequest([]byte(`{"apiVersion":"v1","kind":"Pod"}`)); err == nil {

@@ -149,7 +149,7 @@ func New(opts Options, path string) (*Forwarder, error) {
 func (f *Forwarder) Handle(ctx context.Context, req admission.Request) admission.Response {
 	start := time.Now()
 	answer, err := f.exchange(ctx, req, start)
-	req.ReportWait(time.Since(start))
+	admission.ReportWait(ctx, time.Since(start))
 	if err != nil {
 		f.opts.Log.Warn(f.opts.subject()+" failed", "upstream", f.target, "namespace", req.Namespace, "name", req.Name, "error", err)
 		return admission.CallFailed(err)

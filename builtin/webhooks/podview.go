@@ -44,7 +44,7 @@ type podContainer struct {
 
 // decodeCreatedPod decodes the fields of createdPodFields from the request's
 // object into a pod holding only them. It uses the transport's decoder
-// (review.Decode, in internal/review): one validating pass.
+// (admission.DecodeReview's): one validating pass.
 func decodeCreatedPod(req admission.Request) (*corev1.Pod, error) {
 	if len(req.Object.Raw) == 0 {
 		return nil, errNoObject

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hookback/hookback/admission"
-	"github.com/hookback/hookback/internal/review"
 )
 
 // Afterwards does what each admission owes once its answer is written (the
@@ -29,8 +28,7 @@ type Afterwards struct {
 	jobs   chan afterJob
 }
 
-// afterJob is one admission's bookkeeping; buf holds the review as received
-// and goes back to the pool when the job is done.
+// afterJob is one admission's bookkeeping.
 type afterJob struct {
 	a      *admissionHTTP
 	req    admission.Request
@@ -38,7 +36,6 @@ type afterJob struct {
 	start  time.Time
 	took   time.Duration
 	answer []byte
-	buf    *review.Body
 	// waited is what the handler reported waiting on another server.
 	waited time.Duration
 }
@@ -90,13 +87,10 @@ func (j afterJob) run() {
 		if p := recover(); p != nil {
 			j.a.log.Error("admission bookkeeping panicked", "webhook", j.a.name, "uid", j.req.UID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 		}
-		if j.buf != nil {
-			j.buf.Put()
-		}
 	}()
 	a := j.a
 	a.logAdmission(j.req, j.resp, j.took, j.waited)
-	body := j.buf.Bytes()
+	body := j.req.Review()
 	s := Served{Webhook: a.name, Path: a.path, UID: string(j.req.UID), Review: body, Answer: j.answer, Start: j.start, Took: j.took, Upstream: j.waited}
 	switch {
 	case j.resp.Failed():

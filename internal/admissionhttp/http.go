@@ -10,16 +10,19 @@
 // and hands Webhooks to hookback (cli.Extension), and no user program
 // serves a Handler itself (examples/custom-webhook does not), so the
 // transport can change with hookback's server, inspector and recorder
-// without changing the API handlers are written against. Requests are built
-// over the transport's pooled review buffers through internal/review, the
-// seam it shares with admission.
+// without changing the API handlers are written against. Each served
+// request's review is read into a buffer of its own, which its
+// admission.Request keeps (Review stays valid after Handle) and the
+// bookkeeping reads after the answer has left.
 package admissionhttp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -32,7 +35,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hookback/hookback/admission"
-	"github.com/hookback/hookback/internal/review"
 )
 
 // DefaultMaxBodyBytes caps an AdmissionReview body. The apiserver limits an
@@ -74,20 +76,9 @@ type admissionHTTP struct {
 
 var _ http.Handler = (*admissionHTTP)(nil)
 
-// newRequest builds an admission.Request over a pooled review buffer: the
-// constructor package admission registers with internal/review, so that
-// handler authors never see the pool.
-var newRequest, errNewRequest = review.NewRequestFunc[admission.Request]()
-
 // NewHandler serves w over HTTP: w.Handler decides each request, w.Name
 // labels its log lines and observations.
 func NewHandler(w admission.Webhook, opts Options) http.Handler {
-	if newRequest == nil {
-		// Not reached: admission, imported here, registers it in its init.
-		return http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
-			http.Error(rw, errNewRequest.Error(), http.StatusInternalServerError)
-		})
-	}
 	a := &admissionHTTP{name: w.Name, path: w.Path, handler: w.Handler, log: opts.Log, obs: opts.Observer, rec: opts.Recorder, after: opts.Afterwards, maxBody: opts.MaxBodyBytes}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
@@ -117,10 +108,8 @@ func (a *admissionHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, http.StatusUnsupportedMediaType, fmt.Sprintf("content type %q not supported: send application/json", ct))
 		return
 	}
-	// The buffer holds the review until its bookkeeping is done (reply).
-	buf := review.Get()
-	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, a.maxBody)); err != nil {
-		buf.Put()
+	body, err := readBody(w, r, a.maxBody)
+	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			a.fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", a.maxBody))
@@ -129,14 +118,13 @@ func (a *admissionHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, http.StatusBadRequest, "read request body: "+err.Error())
 		return
 	}
-	rv, err := review.Decode(buf.Bytes())
+	req, err := admission.NewRequest(body)
 	if err != nil {
-		buf.Put()
 		a.fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	req := newRequest(rv, buf.Ref())
-	ctx := r.Context()
+	waits := new(admission.Waits)
+	ctx := admission.WithWaits(r.Context(), waits)
 	if t := timeoutParam(r.URL.RawQuery); t > 0 {
 		// The apiserver gives up then: no handler should outlive it.
 		req.Timeout = t
@@ -145,8 +133,26 @@ func (a *admissionHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 	}
 	resp := a.call(ctx, req)
-	buf.Expire()
-	a.reply(w, rv.TypeMeta, req, resp, start, buf)
+	a.reply(w, req, resp, start, waits.Total())
+}
+
+// readBody reads the review into a buffer of its own, at most max bytes:
+// of the declared length at once when the client declared one (the
+// apiserver does), else grown as it comes.
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	in := http.MaxBytesReader(w, r.Body, max)
+	if n := r.ContentLength; n > 0 && n <= max {
+		body := make([]byte, n)
+		if _, err := io.ReadFull(in, body); err != nil {
+			return nil, err
+		}
+		return body, nil
+	}
+	var b bytes.Buffer
+	if _, err := b.ReadFrom(in); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // isJSON reports whether a request's content type is application/json. The
@@ -196,16 +202,16 @@ func (a *admissionHTTP) call(ctx context.Context, req admission.Request) (resp a
 	return a.handler.Handle(ctx, req)
 }
 
-// reply writes the answer, then hands the bookkeeping, and buf with it, to
+// reply writes the answer, then hands the bookkeeping to
 // a.after.
-func (a *admissionHTTP) reply(w http.ResponseWriter, tm metav1.TypeMeta, req admission.Request, resp admission.Response, start time.Time, buf *review.Body) {
-	job := afterJob{a: a, req: req, resp: resp, start: start, took: time.Since(start), buf: buf, waited: buf.Waited()}
+func (a *admissionHTTP) reply(w http.ResponseWriter, req admission.Request, resp admission.Response, start time.Time, waited time.Duration) {
+	job := afterJob{a: a, req: req, resp: resp, start: start, took: time.Since(start), waited: waited}
 	if resp.Failed() {
 		http.Error(w, resp.Result.Message, http.StatusInternalServerError)
 		a.after.do(job)
 		return
 	}
-	out := admissionv1.AdmissionReview{TypeMeta: tm, Response: &admissionv1.AdmissionResponse{
+	out := admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: req.ReviewVersion, Kind: "AdmissionReview"}, Response: &admissionv1.AdmissionResponse{
 		UID:              req.UID,
 		Allowed:          resp.Allowed,
 		Result:           resp.Result,
@@ -219,7 +225,6 @@ func (a *admissionHTTP) reply(w http.ResponseWriter, tm metav1.TypeMeta, req adm
 	}
 	answer, err := json.Marshal(out)
 	if err != nil {
-		buf.Put()
 		a.fail(w, http.StatusInternalServerError, "encode AdmissionResponse: "+err.Error())
 		return
 	}
