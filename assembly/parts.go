@@ -1,6 +1,7 @@
 package assembly
 
 import (
+	"maps"
 	"context"
 	"fmt"
 	"log/slog"
@@ -35,7 +36,7 @@ func buildParts(o Options, factory informers.SharedInformerFactory, ev *Events, 
 	if tap != nil {
 		deps.Recorder = func(name string) events.EventRecorder { return tap(name, ev.For(name)) }
 	}
-	if slices.Contains(o.Webhooks, webhooks.NamePodEviction) {
+	if webhooks.NeedsPods(o.Webhooks) {
 		deps.Pods = factory.Core().V1().Pods().Lister()
 		deps.PodsSynced = factory.Core().V1().Pods().Informer().HasSynced
 	}
@@ -104,9 +105,7 @@ func SharedCleanups(cs kubernetes.Interface, log *slog.Logger, hookNames, ctlNam
 			return controllers.Cleanup(ctx, cs, []string{controllers.ExecRBACName}, managedByLabels(), log)
 		}
 	}
-	if slices.Contains(hookNames, webhooks.NameNodeStatus) {
-		out[webhooks.NameNodeStatus] = func(ctx context.Context) error { return webhooks.RestoreNodes(ctx, cs, log) }
-	}
+	maps.Copy(out, webhooks.Restores(cs, log, hookNames))
 	return out
 }
 

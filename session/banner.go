@@ -3,7 +3,6 @@ package session
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -41,7 +40,7 @@ func (r *run) banner(reg *registration.Registration, took, rtt time.Duration, ve
 	if r.cfg.Scope.Narrowed() {
 		fmt.Fprintf(w, "  scope:    %s\n", r.cfg.Scope)
 	}
-	writeTry(w, tryCommands(r.kubectl(), tryNamespace(r.cfg.Scope), r.cfg.Webhooks))
+	writeTry(w, webhooks.TryCommands(r.kubectl(), tryNamespace(r.cfg.Scope), r.cfg.Webhooks))
 	fmt.Fprintf(w, "Stop with Ctrl-C to deregister. After a crash, `%s` removes what is left.\n", r.cleanupCommand())
 }
 
@@ -72,43 +71,8 @@ func (r *run) kubectl() string {
 }
 
 // try is one suggested command and what it shows.
-type try struct{ what, cmd string }
-
 // TryNamespace is the namespace the banner's try-commands create and label.
 const TryNamespace = "hookback-try"
-
-// tryCommands are up to four commands that show the enabled built-ins at
-// work in ns: the namespace, created and labelled for seed 002's opt-in
-// (pod-name and pod-lifespan select only labelled or named namespaces), a
-// denied pod, a pod that gets the sidecar, an eviction that is recorded.
-func tryCommands(kubectl, ns string, hooks []string) []try {
-	var out []try
-	k := kubectl + " -n " + ns
-	if slices.Contains(hooks, webhooks.NamePodName) {
-		out = append(out, try{"denied by pod-name", k + " run offensive-pod --image=nginx"})
-	}
-	if slices.Contains(hooks, webhooks.NamePodSidecar) {
-		out = append(out, try{"gets the xxl-agent sidecar", k + " run hookback-try --image=nginx" +
-			" --annotations=xxl-agent/enable=true --annotations=xxl-agent/admin-address=http://xxl-job-admin:8080" +
-			" --annotations=xxl-agent/target-container=hookback-try --annotations=xxl-agent/job-name=demo" +
-			" && " + k + " get pod hookback-try -o jsonpath='{.spec.containers[*].name}{\"\\n\"}'"})
-	}
-	if slices.Contains(hooks, webhooks.NamePodEviction) {
-		if !slices.Contains(hooks, webhooks.NamePodSidecar) {
-			out = append(out, try{"a pod to evict", k + " run hookback-try --image=nginx"})
-		}
-		out = append(out, try{"evicted, and recorded as an Event", "echo '{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{\"name\":\"hookback-try\"}}' | " +
-			kubectl + " create --raw /api/v1/namespaces/" + ns + "/pods/hookback-try/eviction -f - && " +
-			k + " events --for pod/hookback-try"})
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	prep := try{"a namespace for the demo, labelled admission-webhook=enabled as seed 002's webhooks select",
-		kubectl + " create namespace " + ns + " --dry-run=client -o yaml | " + kubectl + " apply -f - && " +
-			kubectl + " label namespace " + ns + " admission-webhook=enabled --overwrite"}
-	return append([]try{prep}, out...)
-}
 
 // tryNamespace is the first namespace --namespace names (the scope reaches
 // no other), else TryNamespace.
@@ -119,13 +83,13 @@ func tryNamespace(sc registration.Scope) string {
 	return TryNamespace
 }
 
-func writeTry(w io.Writer, cmds []try) {
+func writeTry(w io.Writer, cmds []webhooks.Command) {
 	if len(cmds) == 0 {
 		return
 	}
 	fmt.Fprintln(w, "Try, from any terminal:")
 	for _, t := range cmds {
-		fmt.Fprintf(w, "  # %s\n  %s\n", t.what, t.cmd)
+		fmt.Fprintf(w, "  # %s\n  %s\n", t.What, t.Cmd)
 	}
 }
 

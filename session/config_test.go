@@ -12,34 +12,6 @@ import (
 	"github.com/hookback/hookback/certs"
 )
 
-func TestTryCommands(t *testing.T) {
-	tests := []struct {
-		name  string
-		hooks []string
-		want  []string
-	}{
-		{name: "denied, sidecar, eviction of the sidecar pod", hooks: []string{"pod-name", "pod-sidecar", "pod-eviction"},
-			want: []string{"label namespace hookback-try admission-webhook=enabled", "-n hookback-try run offensive-pod",
-				"-n hookback-try run hookback-try --image=nginx --annotations", "namespaces/hookback-try/pods/hookback-try/eviction"}},
-		{name: "eviction alone creates its pod first", hooks: []string{"pod-eviction"},
-			want: []string{"create namespace hookback-try", "run hookback-try --image=nginx", "pods/hookback-try/eviction"}},
-		{name: "nothing to show", hooks: []string{"node-status"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := tryCommands("KUBECONFIG=/k kubectl", TryNamespace, tc.hooks)
-			if len(got) != len(tc.want) {
-				t.Fatalf("got %d commands, want %d: %+v", len(got), len(tc.want), got)
-			}
-			for i, w := range tc.want {
-				if !strings.Contains(got[i].cmd, w) || !strings.HasPrefix(got[i].cmd, "KUBECONFIG=/k kubectl ") && !strings.HasPrefix(got[i].cmd, "echo ") {
-					t.Errorf("command %d = %q, want it to contain %q", i, got[i].cmd, w)
-				}
-			}
-		})
-	}
-}
-
 func TestShellQuote(t *testing.T) {
 	for in, want := range map[string]string{
 		"/usr/bin/kubectl": "/usr/bin/kubectl",

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strconv"
 
 	"k8s.io/client-go/informers"
@@ -92,7 +91,7 @@ func (y *yours) newInspector(hooks []admission.Webhook, factory informers.Shared
 // replayWebhooks are the handlers a replay goes to, by path.
 func replayWebhooks(names []string, opts webhooks.Options, log *slog.Logger, hooks []admission.Webhook, factory informers.SharedInformerFactory) (map[string]admission.Webhook, error) {
 	deps := webhooks.Deps{Log: log, Recorder: func(string) events.EventRecorder { return &events.FakeRecorder{} }}
-	if slices.Contains(names, webhooks.NamePodEviction) {
+	if webhooks.NeedsPods(names) {
 		deps.Pods = factory.Core().V1().Pods().Lister()
 	}
 	builtins, err := webhooks.Build(names, opts, deps)

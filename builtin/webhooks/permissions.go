@@ -2,22 +2,16 @@ package webhooks
 
 import "github.com/hookback/hookback/rbac"
 
-// Permissions returns what the named webhooks need beyond serving: the pod
-// cache of pod-eviction, and the node restore of node-status on exit.
-// Events are not listed: the recorder hookback hands every part declares
-// them.
+// Permissions returns what the named webhooks need beyond serving, from
+// their rows (the pod cache of pod-eviction, the node restore of
+// node-status on exit). Events are not listed: the recorder hookback hands
+// every part declares them.
 func Permissions(names []string) []rbac.Permission {
 	var out []rbac.Permission
-	for _, n := range names {
-		switch n {
-		case NamePodEviction:
-			for _, verb := range []string{"list", "watch"} {
-				out = append(out, rbac.Permission{Verb: verb, Resource: "pods", Why: "pod cache of pod-eviction", Part: n})
-			}
-		case NameNodeStatus:
-			out = append(out,
-				rbac.Permission{Verb: "list", Resource: "nodes", Why: "node-status restores nodes on exit", Part: n},
-				rbac.Permission{Verb: "patch", Resource: "nodes", Subresource: "status", Why: "node-status restores nodes on exit", Part: n})
+	for _, b := range rows(names) {
+		for _, p := range b.permissions {
+			p.Part = b.name
+			out = append(out, p)
 		}
 	}
 	return out

@@ -11,6 +11,7 @@
 package webhooks
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,9 +19,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hookback/hookback/admission"
+	"k8s.io/client-go/kubernetes"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/events"
+
+	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/rbac"
 )
 
 // Names of the built-in webhooks, as --webhooks selects them.
@@ -138,31 +142,97 @@ type Deps struct {
 	PodsSynced func() bool
 }
 
-// builtin describes one built-in webhook: what Build needs to assemble it.
+// builtin is one row of the table of built-in webhooks: everything hookback
+// knows of one, so that a new built-in is its handler file and one row
+// (plus its part of webhook-url.yaml.tmpl, its golden files and its docs),
+// and nothing outside this package names it.
 type builtin struct {
-	name, path   string
-	needsEvents  bool
-	needsPodList bool
-	build        func(o Options, d Deps, log *slog.Logger, rec events.EventRecorder) admission.Handler
+	name, path string
+	// needsEvents: the handler records Events (Deps.Recorder).
+	needsEvents bool
+	// needsPods: the handler reads pods from an informer (Deps.Pods).
+	needsPods bool
+	// options are the Options fields the handler reads (Option*), which
+	// its flags set.
+	options []string
+	// permissions are what it needs beyond serving (Events are the
+	// recorder's, declared by every part that gets one).
+	permissions []rbac.Permission
+	// try is what the start banner suggests to see it at work.
+	try []Try
+	// restore undoes what it wrote outside the session's configurations,
+	// run when the last session relying on it stops.
+	restore func(ctx context.Context, cs kubernetes.Interface, log *slog.Logger) error
+	build   func(o Options, d Deps, log *slog.Logger, rec events.EventRecorder) admission.Handler
 }
 
 // builtins is in Names() order; Build returns webhooks in this order too.
 var builtins = []builtin{
-	{name: NamePodName, path: PathPodName, build: func(o Options, _ Deps, log *slog.Logger, _ events.EventRecorder) admission.Handler {
-		return newPodNameHandler(o.BannedWords, log)
-	}},
+	{name: NamePodName, path: PathPodName, options: []string{OptionBannedWords},
+		try: []Try{{What: "denied by pod-name", Args: "run offensive-pod --image=nginx"}},
+		build: func(o Options, _ Deps, log *slog.Logger, _ events.EventRecorder) admission.Handler {
+			return newPodNameHandler(o.BannedWords, log)
+		}},
 	{name: NamePodLifespan, path: PathPodLifespan, needsEvents: true, build: func(_ Options, _ Deps, log *slog.Logger, rec events.EventRecorder) admission.Handler {
 		return &lifespanHandler{log: log, events: eventer{rec: rec, log: log}}
 	}},
-	{name: NamePodSidecar, path: PathPodSidecar, needsEvents: true, build: func(o Options, _ Deps, log *slog.Logger, rec events.EventRecorder) admission.Handler {
-		return &sidecarHandler{image: o.SidecarImage, log: log, events: eventer{rec: rec, log: log}}
-	}},
-	{name: NamePodEviction, path: PathPodEviction, needsEvents: true, needsPodList: true, build: func(_ Options, d Deps, log *slog.Logger, rec events.EventRecorder) admission.Handler {
-		return &evictionHandler{pods: d.Pods, synced: d.PodsSynced, log: log, rec: rec}
-	}},
-	{name: NameNodeStatus, path: PathNodeStatus, build: func(o Options, _ Deps, log *slog.Logger, _ events.EventRecorder) admission.Handler {
-		return &nodeStatusHandler{factor: o.CPUOversellFactor, log: log}
-	}},
+	{name: NamePodSidecar, path: PathPodSidecar, needsEvents: true, options: []string{OptionSidecarImage},
+		try: []Try{{What: "gets the xxl-agent sidecar", MakesTryPod: true, Args: "run " + TryPod + " --image=nginx" +
+			" --annotations=xxl-agent/enable=true --annotations=xxl-agent/admin-address=http://xxl-job-admin:8080" +
+			" --annotations=xxl-agent/target-container=" + TryPod + " --annotations=xxl-agent/job-name=demo" +
+			" && {kubectl} -n {ns} get pod " + TryPod + " -o jsonpath='{.spec.containers[*].name}{\"\\n\"}'"}},
+		build: func(o Options, _ Deps, log *slog.Logger, rec events.EventRecorder) admission.Handler {
+			return &sidecarHandler{image: o.SidecarImage, log: log, events: eventer{rec: rec, log: log}}
+		}},
+	{name: NamePodEviction, path: PathPodEviction, needsEvents: true, needsPods: true,
+		permissions: []rbac.Permission{
+			{Verb: "list", Resource: "pods", Why: "pod cache of pod-eviction"},
+			{Verb: "watch", Resource: "pods", Why: "pod cache of pod-eviction"}},
+		try: []Try{{What: "evicted, and recorded as an Event", NeedsTryPod: true,
+			Raw: "echo '{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{\"name\":\"" + TryPod + "\"}}' | " +
+				"{kubectl} create --raw /api/v1/namespaces/{ns}/pods/" + TryPod + "/eviction -f - && {kubectl} -n {ns} events --for pod/" + TryPod}},
+		build: func(_ Options, d Deps, log *slog.Logger, rec events.EventRecorder) admission.Handler {
+			return &evictionHandler{pods: d.Pods, synced: d.PodsSynced, log: log, rec: rec}
+		}},
+	{name: NameNodeStatus, path: PathNodeStatus, options: []string{OptionCPUOversellFactor},
+		permissions: []rbac.Permission{
+			{Verb: "list", Resource: "nodes", Why: "node-status restores nodes on exit"},
+			{Verb: "patch", Resource: "nodes", Subresource: "status", Why: "node-status restores nodes on exit"}},
+		restore: RestoreNodes,
+		build: func(o Options, _ Deps, log *slog.Logger, _ events.EventRecorder) admission.Handler {
+			return &nodeStatusHandler{factor: o.CPUOversellFactor, log: log}
+		}},
+}
+
+// rows are the table's rows for names, in table order.
+func rows(names []string) []builtin {
+	var out []builtin
+	for _, b := range builtins {
+		if slices.Contains(names, b.name) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// NeedsPods reports whether any of the named webhooks reads pods from an
+// informer: whoever builds them then passes Deps.Pods.
+func NeedsPods(names []string) bool {
+	return slices.ContainsFunc(rows(names), func(b builtin) bool { return b.needsPods })
+}
+
+// Restores returns, by webhook name, what undoes what the named webhooks
+// wrote outside the session's configurations (node-status's CPU), for the
+// last session relying on them to run.
+func Restores(cs kubernetes.Interface, log *slog.Logger, names []string) map[string]func(context.Context) error {
+	out := map[string]func(context.Context) error{}
+	for _, b := range rows(names) {
+		if b.restore != nil {
+			restore := b.restore
+			out[b.name] = func(ctx context.Context) error { return restore(ctx, cs, log) }
+		}
+	}
+	return out
 }
 
 // Names lists every built-in webhook name in a stable order: pod-name,
@@ -205,7 +275,7 @@ func Build(enabled []string, opts Options, deps Deps) ([]admission.Webhook, erro
 				return nil, fmt.Errorf("webhook %s: the events recorder factory returned nil", b.name)
 			}
 		}
-		if b.needsPodList && deps.Pods == nil {
+		if b.needsPods && deps.Pods == nil {
 			return nil, fmt.Errorf("webhook %s reads pods from an informer cache but no pod lister was provided", b.name)
 		}
 		log := baseLog.With("webhook", b.name)
