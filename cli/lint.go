@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/hookback/hookback/internal/report"
+	"github.com/hookback/hookback/lint"
+	"github.com/hookback/hookback/manifests"
+	"github.com/hookback/hookback/project"
+)
+
+var lintExamples = []Example{
+	{Command: "hookback lint config/webhook/", Comment: "every outage your webhook configurations can cause, ranked, each with its fix as a JSON patch"},
+	{Command: "hookback lint config/default -o junit > lint.xml", Comment: "a kustomize directory, rendered as kubectl kustomize would; a JUnit report for CI (--fail-on warning: exit 1 on warnings too)"},
+	{Command: "hookback lint config/webhook/manifests.yaml -o sarif > lint.sarif", Comment: "SARIF 2.1.0 for GitHub code scanning (docs/safety.md has the workflow)"},
+	{Command: "hookback lint config/webhook/ --disable opt-out-label --fail-on none -o json", Comment: "every finding as JSON, one rule off, never failing"},
+}
+
+// lintFormats are lint's outputs: the reports' formats and SARIF.
+var lintFormats = append(slices.Clone(report.Formats), report.FormatSARIF)
+
+func lintCommand() (*cli.Command, *binder) {
+	o, b := defaultLintOptions(), &binder{}
+	o.bind(b)
+	cmd := &cli.Command{
+		Name:      "lint",
+		Usage:     "check webhook configurations for the outages they can cause: self-deadlock, the control plane behind a failing webhook, timeouts past the request's deadline",
+		ArgsUsage: "[FILE|DIR|-]...",
+		Description: `lint reads your webhook configurations (files, directories, kustomize directories, bundles,
+Lists, - for stdin; with no argument, in a kubebuilder or Operator SDK project, its
+config/default) with the Services and workloads beside them, and reports each way they
+can take a cluster down or weaken what they enforce: a failurePolicy Fail webhook called
+for the pods its own Service needs to come back (self-deadlock), for the control plane's
+namespaces or for leases, nodes, events and tokenreviews; webhooks whose timeouts add
+up past the 34 s deadline of a request, which fails it even under failurePolicy Ignore;
+sideEffects that break dry-run, admissionReviewVersions without v1, "*/*" rules,
+matchPolicy Exact, and labels anyone can set to opt out of enforcement. Whether the
+apiserver calls a webhook for a request is decided with its own matching code, CEL
+matchConditions included. Each finding names its rule, the object, the field, why (a
+link) and the fix as a JSON patch of the object where one exists. It reads no cluster.
+
+The annotation hookback.dev/lint-ignore: "RULE=reason; RULE=reason" on a configuration
+silences those rules for it: the findings are shown as suppressed, with the reason, and
+do not fail the run. docs/safety.md describes every rule.
+
+Exit status: 0 when no finding is at or above --fail-on, 1 when one is, 2 on bad input
+(an unreadable manifest, an unknown rule, an annotation without a reason).` + examplesText(lintExamples),
+		Flags: b.flags,
+		Action: func(c *cli.Context) error {
+			b.load(c)
+			return runLint(c, o)
+		},
+	}
+	return cmd, b
+}
+
+// LintOptions are lint's flags.
+type LintOptions struct {
+	GlobalOptions
+	Output  string
+	FailOn  string
+	Disable []string
+}
+
+func defaultLintOptions() LintOptions {
+	return LintOptions{GlobalOptions: defaultGlobalOptions(), Output: report.FormatTable, FailOn: string(lint.Error)}
+}
+
+func (o *LintOptions) bind(b *binder) {
+	o.GlobalOptions.bind(b)
+	bind(b, &o.Output, "output", catOutput, "table, json, junit (a testsuite per rule, a failure per finding at or above --fail-on) or sarif (SARIF 2.1.0, for GitHub code scanning)", alias("o"))
+	bind(b, &o.FailOn, "fail-on", catOutput, "exit 1 when a finding is at or above this severity: error, warning, info, or none", sets("lint.Options.FailOn"))
+	bind(b, &o.Disable, "disable", catOutput, "a rule not to run (repeatable): "+strings.Join(lint.RuleIDs(), ", "), sets("lint.Options.Disable"))
+}
+
+func (o LintOptions) lintOptions() lint.Options {
+	return lint.Options{Disable: o.Disable, FailOn: o.FailOn}
+}
+
+// Validate reports every problem at once.
+func (o LintOptions) Validate() error {
+	errs := []error{o.GlobalOptions.Validate(), o.lintOptions().Validate()}
+	if !slices.Contains(lintFormats, o.Output) {
+		errs = append(errs, fmt.Errorf("--output %q: want %s", o.Output, strings.Join(lintFormats, ", ")))
+	}
+	return errors.Join(errs...)
+}
+
+func runLint(c *cli.Context, o LintOptions) error {
+	if err := o.Validate(); err != nil {
+		return usage(err)
+	}
+	paths, err := lintPaths(c.Args().Slice())
+	if err != nil {
+		return usage(err)
+	}
+	docs, err := manifests.Load(paths, c.App.Reader)
+	if err != nil {
+		return cli.Exit(err.Error(), exitUsage)
+	}
+	in, err := lint.Read(docs)
+	if err != nil {
+		return cli.Exit(err.Error(), exitUsage)
+	}
+	if len(in.Hooks) == 0 {
+		return cli.Exit(fmt.Sprintf("%s: no MutatingWebhookConfiguration or ValidatingWebhookConfiguration to lint", strings.Join(paths, ", ")), exitUsage)
+	}
+	rep := lint.Run(in, o.lintOptions())
+	if err := writeLint(c.App.Writer, o.Output, rep); err != nil {
+		return err
+	}
+	if n := len(rep.Failing()); n > 0 {
+		return cli.Exit(fmt.Sprintf("%s; %d at or above --fail-on %s", rep.Summary(), n, o.FailOn), exitFailure)
+	}
+	fmt.Fprintln(c.App.ErrWriter, rep.Summary())
+	return nil
+}
+
+// lintPaths are the arguments, or a project's manifests when there are
+// none.
+func lintPaths(args []string) ([]string, error) {
+	if len(args) > 0 {
+		return args, nil
+	}
+	if !project.Has(".") {
+		return nil, errors.New("nothing to lint: give FILE, DIR (a kustomize directory is rendered) or - for stdin, or run lint in a kubebuilder or Operator SDK project")
+	}
+	p, err := project.Load(".")
+	if err != nil {
+		return nil, fmt.Errorf("lint the project: %w", err)
+	}
+	return p.Manifests, nil
+}
+
+func writeLint(w io.Writer, format string, rep *lint.Report) error {
+	switch format {
+	case report.FormatJSON:
+		return report.JSON(w, rep)
+	case report.FormatJUnit:
+		j := rep.JUnit()
+		return j.Write(w)
+	case report.FormatSARIF:
+		return report.JSON(w, rep.SARIF())
+	}
+	return rep.WriteTable(w)
+}
