@@ -6,10 +6,12 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/hookback/hookback/internal/report"
+	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/lint"
 	"github.com/hookback/hookback/manifests"
 	"github.com/hookback/hookback/project"
@@ -20,6 +22,8 @@ var lintExamples = []Example{
 	{Command: "hookback lint config/default -o junit > lint.xml", Comment: "a kustomize directory, rendered as kubectl kustomize would; a JUnit report for CI (--fail-on warning: exit 1 on warnings too)"},
 	{Command: "hookback lint config/webhook/manifests.yaml -o sarif > lint.sarif", Comment: "SARIF 2.1.0 for GitHub code scanning (docs/safety.md has the workflow)"},
 	{Command: "hookback lint config/webhook/ --disable opt-out-label --fail-on none -o json", Comment: "every finding as JSON, one rule off, never failing"},
+	{Command: "hookback lint --cluster --fail-on none", Comment: "everything the cluster has: its webhooks' chains, Services without ready endpoints, served certificates, p99 latencies from the apiserver's metrics"},
+	{Command: "hookback lint --cluster config/webhook/ --fail-on none", Comment: "the cluster with your configurations applied over it, as they would be"},
 }
 
 // lintFormats are lint's outputs: the reports' formats and SARIF.
@@ -43,7 +47,13 @@ sideEffects that break dry-run, admissionReviewVersions without v1, "*/*" rules,
 matchPolicy Exact, and labels anyone can set to opt out of enforcement. Whether the
 apiserver calls a webhook for a request is decided with its own matching code, CEL
 matchConditions included. Each finding names its rule, the object, the field, why (a
-link) and the fix as a JSON patch of the object where one exists. It reads no cluster.
+link) and the fix as a JSON patch of the object where one exists. It reads no cluster,
+unless --cluster: then the cluster's webhook configurations, namespaces, and the Services,
+workloads and EndpointSlices behind its webhooks are linted too, with your manifests
+applied over them as if applied (an object of the same kind and name replaces the
+cluster's), and the online rules run: a Service without a ready endpoint, a url webhook
+whose served certificate the caBundle does not verify, a p99 latency near the timeout
+(from the apiserver's /metrics, when you may read it).
 
 The annotation hookback.dev/lint-ignore: "RULE=reason; RULE=reason" on a configuration
 silences those rules for it: the findings are shown as suppressed, with the reason, and
@@ -66,16 +76,21 @@ type LintOptions struct {
 	Output  string
 	FailOn  string
 	Disable []string
+	Cluster bool
+	// RequestTimeout bounds each request to the apiserver (--cluster).
+	RequestTimeout time.Duration
 }
 
 func defaultLintOptions() LintOptions {
-	return LintOptions{GlobalOptions: defaultGlobalOptions(), Output: report.FormatTable, FailOn: string(lint.Error)}
+	return LintOptions{GlobalOptions: defaultGlobalOptions(), Output: report.FormatTable, FailOn: string(lint.Error), RequestTimeout: 30 * time.Second}
 }
 
 func (o *LintOptions) bind(b *binder) {
 	o.GlobalOptions.bind(b)
 	bind(b, &o.Output, "output", catOutput, "table, json, junit (a testsuite per rule, a failure per finding at or above --fail-on) or sarif (SARIF 2.1.0, for GitHub code scanning)", alias("o"))
 	bind(b, &o.FailOn, "fail-on", catOutput, "exit 1 when a finding is at or above this severity: error, warning, info, or none", sets("lint.Options.FailOn"))
+	bind(b, &o.Cluster, "cluster", catCluster, "lint the cluster's webhook configurations too, with the manifests given applied over them, and run the online rules")
+	bind(b, &o.RequestTimeout, "request-timeout", catCluster, "with --cluster: how long each request to the apiserver may take")
 	bind(b, &o.Disable, "disable", catOutput, "a rule not to run (repeatable): "+strings.Join(lint.RuleIDs(), ", "), sets("lint.Options.Disable"))
 }
 
@@ -96,20 +111,9 @@ func runLint(c *cli.Context, o LintOptions) error {
 	if err := o.Validate(); err != nil {
 		return usage(err)
 	}
-	paths, err := lintPaths(c.Args().Slice())
+	in, err := lintInput(c, o)
 	if err != nil {
-		return usage(err)
-	}
-	docs, err := manifests.Load(paths, c.App.Reader)
-	if err != nil {
-		return cli.Exit(err.Error(), exitUsage)
-	}
-	in, err := lint.Read(docs)
-	if err != nil {
-		return cli.Exit(err.Error(), exitUsage)
-	}
-	if len(in.Hooks) == 0 {
-		return cli.Exit(fmt.Sprintf("%s: no MutatingWebhookConfiguration or ValidatingWebhookConfiguration to lint", strings.Join(paths, ", ")), exitUsage)
+		return err
 	}
 	rep := lint.Run(in, o.lintOptions())
 	if err := writeLint(c.App.Writer, o.Output, rep); err != nil {
@@ -122,11 +126,57 @@ func runLint(c *cli.Context, o LintOptions) error {
 	return nil
 }
 
+// lintInput reads the manifests and, with --cluster, the cluster under
+// them.
+func lintInput(c *cli.Context, o LintOptions) (*lint.Input, error) {
+	paths, err := lintPaths(c.Args().Slice(), o.Cluster)
+	if err != nil {
+		return nil, usage(err)
+	}
+	var docs []manifests.Document
+	if len(paths) > 0 {
+		if docs, err = manifests.Load(paths, c.App.Reader); err != nil {
+			return nil, cli.Exit(err.Error(), exitUsage)
+		}
+	}
+	var live *lint.Live
+	if o.Cluster {
+		cfg, err := kubeconfig.Load(o.kubeconfig())
+		if err != nil {
+			return nil, err
+		}
+		cs, err := cfg.Clientset(o.RequestTimeout)
+		if err != nil {
+			return nil, err
+		}
+		var cluster []manifests.Document
+		if cluster, live, err = lint.ReadCluster(c.Context, cs); err != nil {
+			return nil, kubeconfig.Explain(err)
+		}
+		if live.MetricsErr != nil {
+			fmt.Fprintf(c.App.ErrWriter, "slow-webhook not checked: %v\n", live.MetricsErr)
+		}
+		docs = lint.Merge(cluster, docs)
+	}
+	in, err := lint.Read(docs)
+	if err != nil {
+		return nil, cli.Exit(err.Error(), exitUsage)
+	}
+	in.Live = live
+	if len(in.Hooks) == 0 && !o.Cluster {
+		return nil, cli.Exit(fmt.Sprintf("%s: no MutatingWebhookConfiguration or ValidatingWebhookConfiguration to lint", strings.Join(paths, ", ")), exitUsage)
+	}
+	return in, nil
+}
+
 // lintPaths are the arguments, or a project's manifests when there are
-// none.
-func lintPaths(args []string) ([]string, error) {
+// none (none at all with --cluster outside a project).
+func lintPaths(args []string, cluster bool) ([]string, error) {
 	if len(args) > 0 {
 		return args, nil
+	}
+	if cluster && !project.Has(".") {
+		return nil, nil
 	}
 	if !project.Has(".") {
 		return nil, errors.New("nothing to lint: give FILE, DIR (a kustomize directory is rendered) or - for stdin, or run lint in a kubebuilder or Operator SDK project")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -104,13 +105,18 @@ type Input struct {
 	workloads  []workload
 	namespaces map[string]map[string]string
 	objects    []*Object
+	// Live is what the cluster tells (ReadCluster); nil offline, and the
+	// online rules then check nothing.
+	Live *Live
+	// now is when certificates are judged.
+	now time.Time
 }
 
 // Read sorts the documents into an Input. A webhook configuration that
 // does not decode, or an IgnoreAnnotation that is not RULE=reason with a
 // known rule, is an error naming the document.
 func Read(docs []manifests.Document) (*Input, error) {
-	in := &Input{namespaces: map[string]map[string]string{}}
+	in := &Input{namespaces: map[string]map[string]string{}, now: time.Now()}
 	var errs []error
 	for _, d := range docs {
 		u := d.Object

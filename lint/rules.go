@@ -45,6 +45,12 @@ func Rules() []*Rule {
 			Summary: `a "*/*" rule also catches every subresource (pods/exec, pods/eviction, nodes/status, .../status)`, check: checkWildcard},
 		{ID: "match-policy-exact", Severity: Warning, Link: admissionDocs + "#matching-requests-matchpolicy",
 			Summary: "matchPolicy Exact: requests in a version the rules do not list bypass the webhook", check: checkExact},
+		{ID: "no-ready-endpoints", Severity: Error, Link: goodPractices,
+			Summary: "online: the webhook's Service has no ready endpoint (failurePolicy Fail: every request it matches is rejected now)", check: checkEndpoints},
+		{ID: "ca-bundle", Severity: Error, Link: admissionDocs + "#contacting-the-webhook",
+			Summary: "a caBundle certificate has expired or expires within 30 days; online, a url webhook's served certificate does not verify against it", check: checkCABundle},
+		{ID: "slow-webhook", Severity: Warning, Link: admissionDocs + "#timeouts",
+			Summary: "online: the webhook's p99 latency, by the apiserver's metrics, is 80% of its timeout or more", check: checkLatency},
 		{ID: "opt-out-label", Severity: Warning, Link: goodPractices,
 			Summary: "an enforcing webhook's selector reads a label that whoever can edit a namespace or create the object can set or remove", check: checkOptOut},
 	}
