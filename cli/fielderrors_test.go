@@ -189,7 +189,9 @@ func invalidLibraryCalls(t *testing.T) []struct {
 			return registration.Scope{Namespaces: []string{"team-a"}}.LeftAlone([]string{"widgets.example.com"})
 		}},
 		{"conversion fuzz: no CRD", func() error { return roundtrip.Options{N: 1}.Validate() }},
-		{"lint: unknown rule and severity", func() error { return lint.Options{Disable: []string{"deadlock"}, FailOn: "fatal"}.Validate() }},
+		{"lint: unknown rule and severity", func() error {
+			return lint.Options{Disable: []string{"deadlock"}, FailOn: "fatal", Deadline: 1500 * time.Millisecond}.Validate()
+		}},
 	}
 }
 

@@ -77,6 +77,8 @@ type LintOptions struct {
 	FailOn  string
 	Disable []string
 	Cluster bool
+	// Deadline is the request deadline chain-budget checks against.
+	Deadline time.Duration
 	// RequestTimeout bounds each request to the apiserver (--cluster).
 	RequestTimeout time.Duration
 }
@@ -91,11 +93,12 @@ func (o *LintOptions) bind(b *binder) {
 	bind(b, &o.FailOn, "fail-on", catOutput, "exit 1 when a finding is at or above this severity: error, warning, info, or none", sets("lint.Options.FailOn"))
 	bind(b, &o.Cluster, "cluster", catCluster, "lint the cluster's webhook configurations too, with the manifests given applied over them, and run the online rules")
 	bind(b, &o.RequestTimeout, "request-timeout", catCluster, "with --cluster: how long each request to the apiserver may take")
+	bind(b, &o.Deadline, "deadline", catOutput, "chain-budget: the request deadline the webhooks' timeouts must fit in, whole seconds (default 34s, what a request without a timeout parameter gets; give your clients' --request-timeout)", sets("lint.Options.Deadline"))
 	bind(b, &o.Disable, "disable", catOutput, "a rule not to run (repeatable): "+strings.Join(lint.RuleIDs(), ", "), sets("lint.Options.Disable"))
 }
 
 func (o LintOptions) lintOptions() lint.Options {
-	return lint.Options{Disable: o.Disable, FailOn: o.FailOn}
+	return lint.Options{Disable: o.Disable, FailOn: o.FailOn, Deadline: o.Deadline}
 }
 
 // Validate reports every problem at once.

@@ -15,9 +15,9 @@ import (
 // (verified on the local control plane; kubernetes#128162).
 const Deadline = 34
 
-// budgetTarget is what the fix aims for, below Deadline: the apiserver's
-// own work needs some of it.
-const budgetTarget = 30
+// target is what a fix aims for, below the deadline: the apiserver's own
+// work needs some of it (30 s of 34).
+func target(deadline int32) int32 { return max(1, deadline*30/34) }
 
 func (h *Hook) reinvoked() bool {
 	return h.Mutating && h.Reinvocation == admissionregistrationv1.IfNeededReinvocationPolicy
@@ -109,7 +109,7 @@ func checkBudget(in *Input, r *Rule) []Finding {
 	byHooks := map[string]*chain{}
 	for _, req := range budgetRequests(in.Hooks) {
 		c := chainFor(in.Hooks, req)
-		if c.total <= Deadline {
+		if c.total <= in.deadline {
 			continue
 		}
 		key := names(c.hooks())
@@ -123,12 +123,12 @@ func checkBudget(in *Input, r *Rule) []Finding {
 	}
 	var fs []Finding
 	for _, c := range chains {
-		fs = append(fs, budgetFinding(r, c))
+		fs = append(fs, budgetFinding(r, c, in.deadline))
 	}
 	return fs
 }
 
-func budgetFinding(r *Rule, c *chain) Finding {
+func budgetFinding(r *Rule, c *chain, deadline int32) Finding {
 	var ignored []string
 	top := c.hooks()[0]
 	for _, h := range c.hooks() {
@@ -155,13 +155,18 @@ func budgetFinding(r *Rule, c *chain) Finding {
 	if len(c.validating) > 0 {
 		parts = append(parts, "validating, at once, the longest counts: "+names(c.validating))
 	}
-	f := top.finding(r, sev, "timeoutSeconds", "%s: %s; up to %ds against the %ds deadline of a request without a timeout parameter: %s",
-		strings.Join(reqs, ", "), strings.Join(parts, "; "), c.total, Deadline, consequence)
-	if t := top.timeout() - (c.total-budgetTarget+top.weight()-1)/top.weight(); t >= 1 {
+	of := "the deadline of a request without a timeout parameter"
+	if deadline != Deadline {
+		of = "the request's deadline"
+	}
+	f := top.finding(r, sev, "timeoutSeconds", "%s: %s; up to %ds against %s, %ds: %s",
+		strings.Join(reqs, ", "), strings.Join(parts, "; "), c.total, of, deadline, consequence)
+	goal := target(deadline)
+	if t := top.timeout() - (c.total-goal+top.weight()-1)/top.weight(); t >= 1 {
 		f.Fix = []PatchOp{{Op: "add", Path: top.pointer("timeoutSeconds"), Value: t}}
-		f.Advice = fmt.Sprintf("the patch brings the chain to %ds; a webhook should answer in well under a second, so short timeouts everywhere are better still", budgetTarget)
+		f.Advice = fmt.Sprintf("the patch brings the chain to %ds; a webhook should answer in well under a second, so short timeouts everywhere are better still", goal)
 	} else {
-		f.Advice = fmt.Sprintf("lower the timeouts of %s until they add up to %ds or less", names(c.hooks()), budgetTarget)
+		f.Advice = fmt.Sprintf("lower the timeouts of %s until they add up to %ds or less", names(c.hooks()), goal)
 	}
 	return f
 }

@@ -197,4 +197,3 @@ func selfSigned(t *testing.T, notAfter time.Time) []byte {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
-

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hookback/hookback/field"
 )
@@ -23,6 +24,10 @@ type Options struct {
 	// FailOn is the least severity that fails the run ("none": nothing
 	// does).
 	FailOn string
+	// Deadline is the request's deadline the chain-budget rule checks
+	// against, whole seconds; 0 is Deadline, what a request without a
+	// timeout parameter gets.
+	Deadline time.Duration
 }
 
 // FailOnNone is the FailOn that fails on nothing.
@@ -41,6 +46,10 @@ func (o Options) Validate() error {
 		errs = append(errs, &field.Error{Field: "lint.Options.FailOn", Value: fmt.Sprintf("%q", o.FailOn),
 			Detail: "want error, warning, info or none"})
 	}
+	if o.Deadline != 0 && (o.Deadline < time.Second || o.Deadline%time.Second != 0) {
+		errs = append(errs, &field.Error{Field: "lint.Options.Deadline", Value: o.Deadline.String(),
+			Detail: "want whole seconds, 1s or more (timeoutSeconds are whole seconds)"})
+	}
 	return errors.Join(errs...)
 }
 
@@ -49,6 +58,10 @@ func (o Options) Validate() error {
 // IgnoreAnnotation silences are marked Suppressed.
 func Run(in *Input, o Options) *Report {
 	rep := &Report{FailOn: o.FailOn}
+	in.deadline = Deadline
+	if o.Deadline > 0 {
+		in.deadline = int32(o.Deadline / time.Second)
+	}
 	lines := newLineFinder()
 	for _, r := range Rules() {
 		if slices.Contains(o.Disable, r.ID) {

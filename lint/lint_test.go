@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -132,6 +133,35 @@ func checkFixRemoves(t *testing.T, docs []manifests.Document, f Finding) {
 		if g.Rule == f.Rule && g.Object == f.Object && g.Webhook == f.Webhook && g.Path == f.Path {
 			t.Errorf("%s: after its fix %v, still: %s", f.Rule, f.Fix, g.Message)
 		}
+	}
+}
+
+// TestDeadline: the chain budget against a shorter request deadline (a
+// client's timeout parameter): 5 s fits a 3 s chain, not a 6 s one.
+func TestDeadline(t *testing.T) {
+	cases := []struct {
+		name     string
+		timeout  int32
+		findings int
+	}{{"2 s each: 6 s", 2, 1}, {"1 s each: 3 s", 1, 0}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in, err := Read(load(t, "chain-budget.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.Hooks = in.Hooks[:3] // the mutating ones
+			for _, h := range in.Hooks {
+				h.TimeoutSeconds = &c.timeout
+			}
+			rep := Run(in, Options{FailOn: "error", Deadline: 5 * time.Second})
+			if len(rep.Findings) != c.findings {
+				t.Fatalf("%d findings, want %d\n%s", len(rep.Findings), c.findings, table(t, rep))
+			}
+			if c.findings > 0 && !strings.Contains(rep.Findings[0].Message, "up to 6s against the request's deadline, 5s") {
+				t.Errorf("message %q", rep.Findings[0].Message)
+			}
+		})
 	}
 }
 

@@ -110,6 +110,8 @@ type Input struct {
 	Live *Live
 	// now is when certificates are judged.
 	now time.Time
+	// deadline is the request's, in seconds (Run sets it).
+	deadline int32
 }
 
 // Read sorts the documents into an Input. A webhook configuration that

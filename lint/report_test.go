@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/internal/report"
@@ -59,6 +60,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"none", Options{FailOn: FailOnNone, Disable: []string{"chain-budget"}}, nil},
 		{"unknown rule", Options{FailOn: "error", Disable: []string{"deadlock"}}, []string{"lint.Options.Disable"}},
 		{"unknown severity", Options{FailOn: "fatal"}, []string{"lint.Options.FailOn"}},
+		{"deadline in fractions", Options{FailOn: "error", Deadline: 2500 * time.Millisecond}, []string{"lint.Options.Deadline"}},
+		{"deadline", Options{FailOn: "error", Deadline: 5 * time.Second}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
