@@ -57,3 +57,29 @@ func TestLintSARIF(t *testing.T) {
 		t.Fatalf("%v:\n%s", err, out)
 	}
 }
+
+// TestLintProjectInZeroFlags: in a kubebuilder project, lint with no
+// argument reads its config/default (rendered with kustomize): the
+// scaffold's webhooks, failurePolicy Fail on its own CRD's group without
+// a namespaceSelector, are a warning, not an error.
+func TestLintProjectInZeroFlags(t *testing.T) {
+	t.Chdir(filepath.Join("..", "testdata", "project"))
+	out, errOut, err := run(t, "lint", "-o", "json")
+	if err != nil {
+		t.Fatalf("lint in a project: %v\n%s", err, errOut)
+	}
+	var rep struct {
+		Findings []struct{ Rule, Severity, Object, Source string }
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) == 0 {
+		t.Fatalf("no findings in the scaffold's configurations:\n%s", out)
+	}
+	for _, f := range rep.Findings {
+		if f.Severity == "error" || !strings.HasSuffix(f.Source, filepath.Join("config", "default")) {
+			t.Errorf("finding %+v: want warnings from config/default", f)
+		}
+	}
+}
