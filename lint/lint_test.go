@@ -46,6 +46,7 @@ func TestRules(t *testing.T) {
 		{"critical resources", "critical-resources.yaml", map[string]Severity{"critical-resources": Error}},
 		{"chain budget", "chain-budget.yaml", map[string]Severity{"chain-budget": Error}},
 		{"chain budget with reinvocation", "chain-budget-reinvoked.yaml", map[string]Severity{"chain-budget": Error}},
+		{"chain budget of webhooks scoped to different namespaces", "chain-budget-scoped.yaml", map[string]Severity{}},
 		{"side effects", "side-effects.yaml", map[string]Severity{"dry-run-side-effects": Error}},
 		{"review versions", "review-versions.yaml", map[string]Severity{"review-versions": Warning}},
 		{"wildcard subresources", "wildcard-subresources.yaml", map[string]Severity{"wildcard-subresources": Warning}},
