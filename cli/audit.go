@@ -106,8 +106,8 @@ func (o AuditOptions) operation() admissionregistrationv1.OperationType {
 // Validate reports every problem at once.
 func (o AuditOptions) Validate() error {
 	errs := []error{o.Serve.Validate()}
-	if err := report.Check(o.Output, audit.Report{}); err != nil {
-		errs = append(errs, fmt.Errorf("--output: %w", err))
+	if err := checkOutput(o.Output, audit.Report{}); err != nil {
+		errs = append(errs, err)
 	}
 	if o.FailOn != "denied" && o.FailOn != "patched" {
 		errs = append(errs, fmt.Errorf("--fail-on %q: want denied or patched (patched also fails on denials)", o.FailOn))

@@ -29,6 +29,7 @@ func Examples() map[string][]Example {
 		"cleanup":   cleanupExamples,
 		"replay":    replayExamples,
 		"audit":     auditExamples,
+		"lint":      lintExamples,
 		"test":      testExamples,
 		"ca":        caExamples,
 		"rbac":      rbacExamples,

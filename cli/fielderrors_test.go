@@ -24,6 +24,7 @@ import (
 	"github.com/hookback/hookback/incluster"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/lint"
 	"github.com/hookback/hookback/localcluster"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/session"
@@ -39,7 +40,7 @@ var libraryTypes = []any{
 	certs.Options{}, certs.ACMEOptions{}, tunnel.Config{}, registration.Scope{},
 	incluster.Options{}, incluster.ServeConfig{}, webhooks.Options{}, upstream.Options{}, upstream.ShadowTarget{},
 	audit.Options{}, kubeconfig.Options{}, advertise.Input{}, inspector.Options{}, session.PolicyInput{}, session.PolicyEnforce{}, upstream.ServiceRef{},
-	registration.Heartbeat{}, suite.ExecOptions{}, localcluster.BinaryOptions{}, roundtrip.Options{},
+	registration.Heartbeat{}, suite.ExecOptions{}, localcluster.BinaryOptions{}, roundtrip.Options{}, lint.Options{},
 }
 
 // goField finds the Go field a field.Error names, pkg.Type.Field[.Field...].
@@ -188,6 +189,9 @@ func invalidLibraryCalls(t *testing.T) []struct {
 			return registration.Scope{Namespaces: []string{"team-a"}}.LeftAlone([]string{"widgets.example.com"})
 		}},
 		{"conversion fuzz: no CRD", func() error { return roundtrip.Options{N: 1}.Validate() }},
+		{"lint: unknown rule and severity", func() error {
+			return lint.Options{Disable: []string{"deadlock"}, FailOn: "fatal", Deadline: 1500 * time.Millisecond}.Validate()
+		}},
 	}
 }
 

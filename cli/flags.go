@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/urfave/cli/v2"
 
+	"github.com/hookback/hookback/internal/report"
 	"github.com/hookback/hookback/session"
 )
 
@@ -19,3 +23,12 @@ func defaultStateDir() string { return session.DefaultStateDir() }
 
 // globalFlagNames are the flags of GlobalOptions.
 var globalFlagNames = []string{"kubeconfig", "context", "log-format", "log-level"}
+
+// checkOutput validates --output against the formats a command's report
+// supports (v is a zero value of it), naming them.
+func checkOutput(format string, v any) error {
+	if report.Check(format, v) == nil {
+		return nil
+	}
+	return fmt.Errorf("--output %q: want one of %s", format, strings.Join(report.Names(v), ", "))
+}

@@ -67,8 +67,8 @@ func (o *TestOptions) bind(b *binder) {
 // Validate reports every problem at once.
 func (o TestOptions) Validate() error {
 	errs := []error{o.Serve.Validate(), o.Fuzz.Validate()}
-	if err := report.Check(o.Output, suite.Report{}); err != nil {
-		errs = append(errs, fmt.Errorf("--output: %w", err))
+	if err := checkOutput(o.Output, suite.Report{}); err != nil {
+		errs = append(errs, err)
 	}
 	if o.Concurrency < 1 {
 		errs = append(errs, fmt.Errorf("--concurrency %d: want 1 or more", o.Concurrency))

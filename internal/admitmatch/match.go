@@ -1,8 +1,8 @@
 // Package admitmatch decides, with k8s.io/apiserver's own code, whether
 // the apiserver calls a webhook (or applies a policy) for a request: the
 // rule's resource patterns and the CEL matchConditions. hookback test
-// (suite/), the chain view (chain/) and audit (audit/) share it, so that
-// the three agree with each other and with the apiserver.
+// (suite/), the chain view (chain/), audit (audit/) and lint (lint/) share
+// it, so that they agree with each other and with the apiserver.
 package admitmatch
 
 import (
