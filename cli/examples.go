@@ -30,6 +30,7 @@ func Examples() map[string][]Example {
 		"replay":    replayExamples,
 		"audit":     auditExamples,
 		"test":      testExamples,
+		"validate":  validateExamples,
 		"ca":        caExamples,
 		"rbac":      rbacExamples,
 		"serve":     serveExamples,

@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/hookback/hookback/crdvalidate"
+	"github.com/hookback/hookback/internal/report"
+)
+
+var validateExamples = []Example{
+	{Command: "hookback validate --crd widgets-crd.yaml widget.yaml", Comment: "judge an object as the apiserver would on create: schema, defaults, pruning, CEL rules; exit 1 if any is invalid"},
+	{Command: "hookback validate --crd widgets-crd.yaml --old widget.yaml widget-v2.yaml", Comment: "an update of the stored widget.yaml: transition rules (oldSelf), immutable fields, ratcheting of what did not change"},
+	{Command: "hookback validate --crd widgets-crd.yaml --old widget.yaml --subresource status widget-status.yaml", Comment: "a status update, judged against the status schema and rules"},
+	{Command: "hookback validate --crd widgets-crd.yaml -o junit - < widget.yaml > validate.xml", Comment: "objects from stdin; a JUnit report for CI, a testcase per object"},
+}
+
+// ValidateOptions are validate's flags.
+type ValidateOptions struct {
+	CRD             []string
+	Old             []string
+	Subresource     string
+	Namespace       string
+	FieldValidation string
+	Output          string
+}
+
+// validateFormats are validate's outputs: text (the apiserver's messages,
+// as kubectl prints them) and the report formats.
+var validateFormats = append([]string{"text"}, report.Formats...)
+
+func defaultValidateOptions() ValidateOptions {
+	return ValidateOptions{Output: "text", FieldValidation: crdvalidate.FieldValidationWarn}
+}
+
+func (o *ValidateOptions) bind(b *binder) {
+	bind(b, &o.CRD, "crd", catCRD, "CustomResourceDefinitions (file, directory, kustomize directory, or - for stdin; repeatable); CRDs among the objects count too (default in a kubebuilder project: config/crd)", sets("crdvalidate.Options.CRDs"))
+	bind(b, &o.Old, "old", catCRD, "the stored objects: each object is judged as an update of the one of the same kind, namespace and name here (file or directory; repeatable)", sets("crdvalidate.Options.Old"))
+	bind(b, &o.Subresource, "subresource", catCRD, "status: judge the objects as status updates of their --old objects", sets("crdvalidate.Options.Subresource"))
+	bind(b, &o.Namespace, "namespace", catCRD, "the namespace of namespaced objects that name none (default: default)", alias("n"), sets("crdvalidate.Options.Namespace"))
+	bind(b, &o.FieldValidation, "field-validation", catCRD, "unknown fields: Warn returns them as warnings (the apiserver's default), Strict refuses the object (kubectl's)", sets("crdvalidate.Options.FieldValidation"))
+	bind(b, &o.Output, "output", catOutput, "text (the apiserver's messages), table, json or junit (a testcase per object)", alias("o"))
+}
+
+func validateCommand() (*cli.Command, *binder) {
+	o, b := defaultValidateOptions(), &binder{}
+	o.bind(b)
+	cmd := &cli.Command{
+		Name:      "validate",
+		Usage:     "judge custom resources against their CRD's schema and CEL rules as the apiserver would, with no cluster",
+		ArgsUsage: "FILE|DIR|-...",
+		Description: `validate checks each CRD as the apiserver checks it on create (its schema, its CEL rules'
+compilation and cost), then judges each object with the apiserver's own code
+(k8s.io/apiextensions-apiserver): pruning and unknown-field warnings, defaulting, OpenAPI
+validation, list types, embedded objects and the CEL rules with their cost budgets; with
+--old, as an update (transition rules with oldSelf, optionalOldSelf, ratcheting of what
+did not change); with --subresource status, as a status update. The messages are the
+apiserver's, text for text. docs/crd-validation.md.
+
+Exit status: 0 when every object is valid, 1 when any is invalid, 2 on bad input: an
+unreadable file, a CRD the apiserver would refuse (with its reason), an object no CRD
+defines.` + examplesText(validateExamples),
+		Flags: b.flags,
+		Action: func(c *cli.Context) error {
+			b.load(c)
+			return runValidate(c, o)
+		},
+	}
+	return cmd, b
+}
+
+// Validate reports every problem at once.
+func (o ValidateOptions) Validate() error {
+	if !slices.Contains(validateFormats, o.Output) {
+		return fmt.Errorf("--output %q: want %s", o.Output, strings.Join(validateFormats, ", "))
+	}
+	return nil
+}
+
+func runValidate(c *cli.Context, o ValidateOptions) error {
+	opts := crdvalidate.Options{CRDs: o.CRD, Objects: c.Args().Slice(), Old: o.Old, Subresource: o.Subresource,
+		Namespace: o.Namespace, FieldValidation: o.FieldValidation}
+	if len(opts.CRDs) == 0 {
+		if dir := crdvalidate.ProjectCRDs("."); dir != "" {
+			opts.CRDs = []string{dir}
+		}
+	}
+	if err := errors.Join(o.Validate(), opts.Validate()); err != nil {
+		return usage(err)
+	}
+	rep, err := crdvalidate.Run(c.Context, opts, c.App.Reader)
+	if err != nil {
+		return cli.Exit(withFlagNames(err).Error(), exitUsage)
+	}
+	if err := writeValidateReport(c, o.Output, rep); err != nil {
+		return err
+	}
+	n := rep.Count()
+	summary := fmt.Sprintf("%d objects: %d valid, %d invalid, %d not judged", len(rep), n.Allowed, n.Denied, n.Errors)
+	switch {
+	case n.Errors > 0:
+		return cli.Exit(summary, exitUsage)
+	case n.Denied > 0:
+		return cli.Exit(summary, exitFailure)
+	}
+	fmt.Fprintln(c.App.ErrWriter, summary)
+	return nil
+}
+
+func writeValidateReport(c *cli.Context, format string, rep crdvalidate.Report) error {
+	w := c.App.Writer
+	switch format {
+	case report.FormatTable:
+		return rep.WriteTable(w)
+	case report.FormatJSON:
+		return report.JSON(w, rep)
+	case report.FormatJUnit:
+		j := rep.JUnit()
+		return j.Write(w)
+	}
+	return rep.WriteText(w)
+}
