@@ -16,6 +16,7 @@ var validateExamples = []Example{
 	{Command: "hookback validate --crd widgets-crd.yaml widget.yaml", Comment: "judge an object as the apiserver would on create: schema, defaults, pruning, CEL rules; exit 1 if any is invalid"},
 	{Command: "hookback validate --crd widgets-crd.yaml --old widget.yaml widget-v2.yaml", Comment: "an update of the stored widget.yaml: transition rules (oldSelf), immutable fields, ratcheting of what did not change"},
 	{Command: "hookback validate --crd widgets-crd.yaml --old widget.yaml --subresource status widget-status.yaml", Comment: "a status update, judged against the status schema and rules"},
+	{Command: "hookback validate --crd-cost --crd widgets-crd.yaml", Comment: "each CEL rule's estimated cost against the apiserver's per-rule and per-CRD budgets"},
 	{Command: "hookback validate --crd widgets-crd.yaml -o junit - < widget.yaml > validate.xml", Comment: "objects from stdin; a JUnit report for CI, a testcase per object"},
 }
 
@@ -27,6 +28,7 @@ type ValidateOptions struct {
 	Namespace       string
 	FieldValidation string
 	Output          string
+	CRDCost         bool
 }
 
 // validateFormats are validate's outputs: text (the apiserver's messages,
@@ -43,6 +45,7 @@ func (o *ValidateOptions) bind(b *binder) {
 	bind(b, &o.Subresource, "subresource", catCRD, "status: judge the objects as status updates of their --old objects", sets("crdvalidate.Options.Subresource"))
 	bind(b, &o.Namespace, "namespace", catCRD, "the namespace of namespaced objects that name none (default: default)", alias("n"), sets("crdvalidate.Options.Namespace"))
 	bind(b, &o.FieldValidation, "field-validation", catCRD, "unknown fields: Warn returns them as warnings (the apiserver's default), Strict refuses the object (kubectl's)", sets("crdvalidate.Options.FieldValidation"))
+	bind(b, &o.CRDCost, "crd-cost", catCRD, "print each CEL rule's estimated cost against the per-rule and per-CRD budgets the apiserver enforces, instead of judging objects (exit 2 when over budget)")
 	bind(b, &o.Output, "output", catOutput, "text (the apiserver's messages), table, json or junit (a testcase per object)", alias("o"))
 }
 
@@ -89,6 +92,9 @@ func runValidate(c *cli.Context, o ValidateOptions) error {
 			opts.CRDs = []string{dir}
 		}
 	}
+	if o.CRDCost {
+		return runCRDCost(c, o.Output, append(opts.CRDs, opts.Objects...))
+	}
 	if err := errors.Join(o.Validate(), opts.Validate()); err != nil {
 		return usage(err)
 	}
@@ -123,4 +129,29 @@ func writeValidateReport(c *cli.Context, format string, rep crdvalidate.Report) 
 		return j.Write(w)
 	}
 	return rep.WriteText(w)
+}
+
+// runCRDCost prints the rules' costs of the CRDs in paths.
+func runCRDCost(c *cli.Context, format string, paths []string) error {
+	if format != "text" && format != report.FormatJSON {
+		return usage(fmt.Errorf("--output %q with --crd-cost: want text or json", format))
+	}
+	costs, err := crdvalidate.ReadCosts(paths, c.App.Reader)
+	if err != nil {
+		return cli.Exit(err.Error(), exitUsage)
+	}
+	if format == report.FormatJSON {
+		err = report.JSON(c.App.Writer, costs)
+	} else {
+		err = crdvalidate.WriteCosts(c.App.Writer, costs)
+	}
+	if err != nil {
+		return err
+	}
+	for _, vc := range costs {
+		if vc.OverBudget() {
+			return cli.Exit(fmt.Sprintf("CRD %s version %s: its rules are over the apiserver's cost budget, which refuses it", vc.CRD, vc.Version), exitUsage)
+		}
+	}
+	return nil
 }

@@ -37,6 +37,10 @@ func TestValidateCommand(t *testing.T) {
 			stderr: `--output "yaml": want text, table, json, junit`},
 		{name: "flag names in library errors", args: []string{"--subresource", "scale", "w.yaml"}, wantExit: "exit 2",
 			stderr: `--subresource "scale": want status`},
+		{name: "costs", args: []string{"--crd-cost", "--crd", crd},
+			stdout: []string{"spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[class].x-kubernetes-validations[0].rule", "of the CRD budget"}},
+		{name: "costs over budget", args: []string{"--crd-cost", filepath.Join(validateTestdata, "invalid", "crd-too-costly.yaml")}, wantExit: "exit 2",
+			stdout: []string{"more than 100x OVER"}, stderr: "over the apiserver's cost budget"},
 		{name: "status needs old", args: []string{"--subresource", "status", "w.yaml"}, wantExit: "exit 2",
 			stderr: "a status update replaces a stored object: name it with --old"},
 	} {
