@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,5 +62,24 @@ func TestValidateCommand(t *testing.T) {
 				t.Errorf("stderr lacks %q:\n%s", tc.stderr, stderr)
 			}
 		})
+	}
+}
+
+// TestValidateInAProject: with no --crd, a kubebuilder project's
+// config/crd (a kustomize directory, with its conversion patch) holds the
+// CRDs.
+func TestValidateInAProject(t *testing.T) {
+	obj := filepath.Join(t.TempDir(), "cronjob.yaml")
+	if err := os.WriteFile(obj, []byte("apiVersion: batch.tutorial.kubebuilder.io/v2\nkind: CronJob\nmetadata: {name: nightly}\nspec: {schedule: \"@daily\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir("../testdata/project")
+	stdout, _, err := run(t, "validate", obj)
+	if err == nil || !strings.HasPrefix(err.Error(), "exit 1") {
+		t.Fatalf("err = %v, want exit 1\n%s", err, stdout)
+	}
+	want := `CronJob.batch.tutorial.kubebuilder.io "nightly" is invalid: spec.schedule: Invalid value: "string": spec.schedule in body must be of type object: "string"`
+	if !strings.Contains(stdout, want) {
+		t.Errorf("stdout lacks %q:\n%s", want, stdout)
 	}
 }
