@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -29,6 +30,7 @@ type ValidateOptions struct {
 	FieldValidation string
 	Output          string
 	CRDCost         bool
+	Watch           bool
 }
 
 // validateFormats are validate's outputs: text (the apiserver's messages,
@@ -46,6 +48,7 @@ func (o *ValidateOptions) bind(b *binder) {
 	bind(b, &o.Namespace, "namespace", catCRD, "the namespace of namespaced objects that name none (default: default)", alias("n"), sets("crdvalidate.Options.Namespace"))
 	bind(b, &o.FieldValidation, "field-validation", catCRD, "unknown fields: Warn returns them as warnings (the apiserver's default), Strict refuses the object (kubectl's)", sets("crdvalidate.Options.FieldValidation"))
 	bind(b, &o.CRDCost, "crd-cost", catCRD, "print each CEL rule's estimated cost against the per-rule and per-CRD budgets the apiserver enforces, instead of judging objects (exit 2 when over budget)")
+	bind(b, &o.Watch, "watch", catCRD, "keep running: judge again on every change to the CRDs, objects or old objects, printing only the objects whose verdict changed; Ctrl-C stops")
 	bind(b, &o.Output, "output", catOutput, "text (the apiserver's messages), table, json or junit (a testcase per object)", alias("o"))
 }
 
@@ -98,6 +101,9 @@ func runValidate(c *cli.Context, o ValidateOptions) error {
 	if err := errors.Join(o.Validate(), opts.Validate()); err != nil {
 		return usage(err)
 	}
+	if o.Watch {
+		return watchValidate(c, o.Output, opts)
+	}
 	rep, err := crdvalidate.Run(c.Context, opts, c.App.Reader)
 	if err != nil {
 		return cli.Exit(withFlagNames(err).Error(), exitUsage)
@@ -106,7 +112,7 @@ func runValidate(c *cli.Context, o ValidateOptions) error {
 		return err
 	}
 	n := rep.Count()
-	summary := fmt.Sprintf("%d objects: %d valid, %d invalid, %d not judged", len(rep), n.Allowed, n.Denied, n.Errors)
+	summary := validateSummary(rep)
 	switch {
 	case n.Errors > 0:
 		return cli.Exit(summary, exitUsage)
@@ -154,4 +160,33 @@ func runCRDCost(c *cli.Context, format string, paths []string) error {
 		}
 	}
 	return nil
+}
+
+func validateSummary(rep crdvalidate.Report) string {
+	n := rep.Count()
+	return fmt.Sprintf("%d objects: %d valid, %d invalid, %d not judged", len(rep), n.Allowed, n.Denied, n.Errors)
+}
+
+// watchValidate judges again on every change and prints what changed,
+// until Ctrl-C; input errors are printed and watched past.
+func watchValidate(c *cli.Context, format string, opts crdvalidate.Options) error {
+	if format != "text" && format != report.FormatTable {
+		return usage(fmt.Errorf("--output %q with --watch: want text or table", format))
+	}
+	wo := crdvalidate.WatchOptions{Interval: 2 * time.Second, Debounce: 50 * time.Millisecond}
+	var werr error
+	err := crdvalidate.Watch(c.Context, opts, wo, func(run crdvalidate.WatchRun) {
+		if run.Err != nil {
+			fmt.Fprintln(c.App.ErrWriter, "Error:", withFlagNames(run.Err))
+			return
+		}
+		if werr == nil {
+			werr = writeValidateReport(c, format, run.Changed)
+		}
+		fmt.Fprintf(c.App.ErrWriter, "%s (%d changed); watching for changes\n", validateSummary(run.All), len(run.Changed))
+	})
+	if err != nil {
+		return cli.Exit(withFlagNames(err).Error(), exitUsage)
+	}
+	return werr
 }

@@ -42,6 +42,7 @@ func TestValidateCommand(t *testing.T) {
 			stdout: []string{"spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[class].x-kubernetes-validations[0].rule", "of the CRD budget"}},
 		{name: "costs over budget", args: []string{"--crd-cost", filepath.Join(validateTestdata, "invalid", "crd-too-costly.yaml")}, wantExit: "exit 2",
 			stdout: []string{"more than 100x OVER"}, stderr: "over the apiserver's cost budget"},
+		{name: "watch needs files", args: []string{"--watch", "--crd", crd, "-"}, wantExit: "exit 2", stderr: "stdin (-) cannot be watched"},
 		{name: "status needs old", args: []string{"--subresource", "status", "w.yaml"}, wantExit: "exit 2",
 			stderr: "a status update replaces a stored object: name it with --old"},
 	} {
