@@ -21,6 +21,7 @@ const (
 	catTunnel    = "tunnel"
 	catInCluster = "in cluster"
 	catOutput    = "output"
+	catCRD       = "CRDs"
 )
 
 // binder declares a command's flags, each bound to one field of the

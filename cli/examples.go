@@ -31,6 +31,7 @@ func Examples() map[string][]Example {
 		"audit":     auditExamples,
 		"lint":      lintExamples,
 		"test":      testExamples,
+		"validate":  validateExamples,
 		"ca":        caExamples,
 		"rbac":      rbacExamples,
 		"serve":     serveExamples,

@@ -20,6 +20,7 @@ import (
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/conversion/roundtrip"
+	"github.com/hookback/hookback/crdvalidate"
 	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/incluster"
 	"github.com/hookback/hookback/inspector"
@@ -41,6 +42,7 @@ var libraryTypes = []any{
 	incluster.Options{}, incluster.ServeConfig{}, webhooks.Options{}, upstream.Options{}, upstream.ShadowTarget{},
 	audit.Options{}, kubeconfig.Options{}, advertise.Input{}, inspector.Options{}, session.PolicyInput{}, session.PolicyEnforce{}, upstream.ServiceRef{},
 	registration.Heartbeat{}, suite.ExecOptions{}, localcluster.BinaryOptions{}, roundtrip.Options{}, lint.Options{},
+	crdvalidate.Options{},
 }
 
 // goField finds the Go field a field.Error names, pkg.Type.Field[.Field...].
@@ -150,6 +152,9 @@ func invalidLibraryCalls(t *testing.T) []struct {
 			return err
 		}},
 		{"audit", func() error { return audit.Options{Operation: "DELETE", Concurrency: -1}.Validate() }},
+		{"validate", func() error {
+			return crdvalidate.Options{Objects: []string{"-"}, Subresource: "scale", FieldValidation: "strict"}.Validate()
+		}},
 		{"session: policies that are not there", opts(func(o *session.Options) { o.Policies.Paths = []string{"/nonexistent/policy.yaml"} })},
 		{"scope: only mine on an old apiserver", func() error {
 			cs := fake.NewClientset()

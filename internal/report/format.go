@@ -26,7 +26,7 @@ type Format struct {
 }
 
 // formats is every format, in the order help and errors list them.
-var formats = []Format{tableFormat, jsonFormat, junitFormat, sarifFormat}
+var formats = []Format{textFormat, tableFormat, jsonFormat, junitFormat, sarifFormat}
 
 // Names lists the formats a report like v supports.
 func Names(v any) []string {

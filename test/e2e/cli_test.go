@@ -50,6 +50,11 @@ func newShellEnv(t *testing.T) *shellEnv {
 		t.Fatal(err)
 	}
 	copyFile(t, repoPath("policy", "testdata", "basic", "policy.yaml"), filepath.Join(dir, "policies", "policy.yaml"))
+	// A CRD with CEL rules and valid Widgets, for the validate examples.
+	copyFile(t, repoPath("testdata", "crdvalidate", "widgets-crd.yaml"), filepath.Join(dir, "widgets-crd.yaml"))
+	for _, f := range []string{"widget.yaml", "widget-v2.yaml", "widget-status.yaml"} {
+		copyFile(t, repoPath("testdata", "crdvalidate", "examples", f), filepath.Join(dir, f))
+	}
 	// A suite for the built-ins, for the test examples.
 	if err := os.CopyFS(filepath.Join(dir, "suite"), os.DirFS(repoPath("testdata", "suite"))); err != nil {
 		t.Fatal(err)
