@@ -7,20 +7,42 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hookback/hookback/record"
 )
 
-// Published is one view, ready for the inspector and the record directory.
+// Published is one request's view for the inspector and the record
+// directory, explained the first time it is asked for (View), so that a
+// chain nobody looks at costs its observations and nothing more: an open
+// inspector page or --record-dir asks, a session nobody watches does not.
 type Published struct {
 	// Webhook, Path and UID are your webhook's first call of the request:
 	// the inspector's entry of that review gets the view.
 	Webhook, Path, UID string
-	View               View
-	// JSON is View encoded.
-	JSON []byte
+	view               func() explained
+}
+
+// explained is a view made: the view, its JSON, or why there is none.
+type explained struct {
+	view View
+	json []byte
+	err  error
+}
+
+// NewPublished is a view already made, for a sink's tests and replays.
+func NewPublished(webhook, path, uid string, v View) Published {
+	b, err := json.Marshal(v)
+	return Published{Webhook: webhook, Path: path, UID: uid, view: func() explained { return explained{v, b, err} }}
+}
+
+// View explains the request's chain on the first call, from any sink,
+// and returns the same view and JSON to every call.
+func (p Published) View() (View, []byte, error) {
+	e := p.view()
+	return e.view, e.json, e.err
 }
 
 // Publisher explains the chains the Joiner is done with, off the
@@ -77,7 +99,18 @@ func (p *Publisher) Run(ctx context.Context, j *Joiner) {
 	}
 }
 
+// publish hands c's view to the sinks, to be explained when one asks.
 func (p *Publisher) publish(c *Chain) {
+	y := c.Yours[0]
+	view := sync.OnceValue(func() explained { return p.explain(c) })
+	for _, s := range p.Sinks {
+		s(Published{Webhook: y.Webhook, Path: y.Path, UID: y.UID, view: view})
+	}
+}
+
+// explain makes c's view against the cluster's configurations and
+// policies as they are now, and logs its warnings.
+func (p *Publisher) explain(c *Chain) explained {
 	var cat Catalog
 	if p.Catalog != nil {
 		cat = p.Catalog()
@@ -95,20 +128,17 @@ func (p *Publisher) publish(c *Chain) {
 	v, err := Explain(c, cat, ns, rec)
 	if err != nil {
 		p.Log.Warn("chain view not made", "request", c.Identity.String(), "error", err)
-		return
+		return explained{err: err}
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		p.Log.Warn("chain view not encoded", "request", c.Identity.String(), "error", err)
-		return
+		return explained{err: err}
 	}
 	for _, w := range v.Warnings {
 		p.Log.Warn("admission chain: "+w.Message, "request", c.Identity.String(), "warning", w.Kind)
 	}
-	y := c.Yours[0]
-	for _, s := range p.Sinks {
-		s(Published{Webhook: y.Webhook, Path: y.Path, UID: y.UID, View: v, JSON: b})
-	}
+	return explained{view: v, json: b}
 }
 
 // Dropped is how many chains found the queue full.
@@ -125,14 +155,18 @@ func DirSink(dir string, log *slog.Logger) (func(Published), error) {
 	}
 	var seq atomic.Uint64
 	return func(x Published) {
-		id := x.View.Request
+		v, b, err := x.View()
+		if err != nil {
+			return // said by the publisher
+		}
+		id := v.Request
 		name := record.FileName(seq.Add(1), x.Webhook, id.Operation, id.Namespace, id.Name, x.UID)
 		doc, err := json.MarshalIndent(struct {
 			Webhook string          `json:"webhook"`
 			Path    string          `json:"path"`
 			UID     string          `json:"uid"`
 			Chain   json.RawMessage `json:"chain"`
-		}{x.Webhook, x.Path, x.UID, x.JSON}, "", "  ")
+		}{x.Webhook, x.Path, x.UID, b}, "", "  ")
 		if err == nil {
 			err = record.WriteWhole(filepath.Join(sub, name), append(doc, '\n'))
 		}

@@ -18,11 +18,7 @@ func TestDirSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := View{Request: Identity{Operation: "CREATE", Namespace: "team-a", Name: "web-"}}
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink(Published{Webhook: "Mine.Example.com", Path: "/mutate", UID: "u-1", View: v, JSON: b})
+	sink(NewPublished("Mine.Example.com", "/mutate", "u-1", v))
 	files, err := os.ReadDir(filepath.Join(dir, "chain"))
 	if err != nil {
 		t.Fatal(err)

@@ -38,7 +38,7 @@ func TestChainView(t *testing.T) {
 			downloadHas: "more than the inspector keeps"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f.store.SetChain(tc.webhook, tc.uid, tc.view)
+			f.store.SetChain(tc.webhook, tc.uid, func() []byte { return tc.view })
 			code, page := f.get(fmt.Sprintf("/reviews/%d", id))
 			if code != 200 {
 				t.Fatalf("detail: %d", code)

@@ -359,8 +359,10 @@ type entry struct {
 	seq    uint64
 	shadow *shadowOutcome
 	// chain is the admission chain view of the request (start --chain),
-	// JSON; nil until known. Guarded by store.mu.
-	chain []byte
+	// JSON; nil until made by makeChain, which is nil until the view is
+	// known and once it is made. Guarded by store.mu.
+	chain     []byte
+	makeChain func() []byte
 	// policy is start --policy's view of the review (PolicyView), JSON;
 	// nil until known. Guarded by store.mu.
 	policy []byte

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -88,7 +89,17 @@ func (c *chainRun) attach(s sinks) error {
 		return nil
 	}
 	if store := s.store; store != nil {
-		c.sinks = append(c.sinks, func(p chain.Published) { store.SetChain(p.Webhook, p.UID, p.JSON) })
+		// The page explains a view when it shows it: a chain nobody
+		// opens is never explained.
+		c.sinks = append(c.sinks, func(p chain.Published) {
+			store.SetChain(p.Webhook, p.UID, func() []byte {
+				_, b, err := p.View()
+				if err != nil {
+					b, _ = json.Marshal(map[string]string{"omitted": "the view could not be made: " + err.Error()})
+				}
+				return b
+			})
+		})
 	}
 	if s.recordDir != "" {
 		dir, err := chain.DirSink(s.recordDir, s.log)
