@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 // runCRDAudit is audit --crd: every stored object of each CRD given,
 // judged against it (crdvalidate.AuditStored).
 func runCRDAudit(c *cli.Context, o AuditOptions) error {
-	if err := o.Serve.GlobalOptions.Validate(); err != nil {
+	if err := errors.Join(o.Serve.GlobalOptions.Validate(), checkOutput(o.Output, crdvalidate.StoredReport{})); err != nil {
 		return usage(err)
 	}
 	docs, err := manifests.Load(o.CRD, c.App.Reader)
@@ -45,7 +46,7 @@ func runCRDAudit(c *cli.Context, o AuditOptions) error {
 		}
 		rep = append(rep, r...)
 	}
-	if err := writeStoredReport(c, o.Output, rep); err != nil {
+	if err := report.Write(c.App.Writer, o.Output, rep); err != nil {
 		return err
 	}
 	summary := fmt.Sprintf("%d stored objects: %d valid under the new CRDs, %d not", len(rep), len(rep)-rep.Failing(), rep.Failing())
@@ -54,15 +55,4 @@ func runCRDAudit(c *cli.Context, o AuditOptions) error {
 	}
 	fmt.Fprintln(c.App.ErrWriter, summary)
 	return nil
-}
-
-func writeStoredReport(c *cli.Context, format string, rep crdvalidate.StoredReport) error {
-	switch format {
-	case report.FormatJSON:
-		return report.JSON(c.App.Writer, rep)
-	case report.FormatJUnit:
-		j := rep.JUnit()
-		return j.Write(c.App.Writer)
-	}
-	return rep.WriteTable(c.App.Writer)
 }
