@@ -20,6 +20,7 @@ var auditExamples = []Example{
 	{Command: "hookback audit --webhooks pod-lifespan -o junit > audit.xml", Comment: "a JUnit report for CI: a testcase per object, a failure per denial"},
 	{Command: "hookback audit --webhooks pod-name --operation UPDATE -o json", Comment: "no-change UPDATEs instead of CREATEs (pod-name judges only what changed); one JSON object per review"},
 	{Command: "hookback audit --policy policies/ --webhooks none", Comment: "what your ValidatingAdmissionPolicies and MutatingAdmissionPolicies would do to every existing object, evaluated with the apiserver's own code"},
+	{Command: "hookback audit --crd widgets-crd.yaml", Comment: "a CRD upgrade: which stored Widgets the new version's rules would refuse on any update, or only when their failing field changes"},
 	{Command: "hookback audit --policy policies/policy.yaml --webhooks pod-name", Comment: "a migration: a webhook and the policy meant to replace it, side by side on every existing object; exit 1 on any disagreement (--webhook-config and --upstream for yours)"},
 }
 
@@ -47,6 +48,10 @@ patches produce): agreements and disagreements per pair, after the reviews.
 For each CRD of your manifests with a conversion webhook, every stored object is converted
 through --upstream to each other served version and back (CONVERT v1->v2->v1 rows): a
 field lost or changed on the way is reported (lost), as is a conversion refused (failed).
+--crd NEW.yaml audits a CRD upgrade instead of webhooks: every stored object of the CRD,
+listed in its storage version, is judged against the new version's schema and rules with
+the apiserver's code (docs/crd-validation.md): valid, failing only when a failing field is
+changed (ratcheting keeps it updatable), or failing on any update.
 
 Exit status: 0 when everything is allowed, 1 when anything is denied, lost or failed (or
 patched, with --fail-on patched) or a webhook and a policy disagree, 2 on an error: bad flags, an upstream that cannot be reached, or a
@@ -70,6 +75,8 @@ type AuditOptions struct {
 	Concurrency       int
 	// Policy are --policy's manifests.
 	Policy []string
+	// CRD are --crd's manifests: the new CRDs whose stored objects are judged.
+	CRD []string
 }
 
 func defaultAuditOptions() AuditOptions {
@@ -93,6 +100,7 @@ func (o *AuditOptions) bind(b *binder) {
 	bind(b, &s.Scope.ObjectSelector, "object-selector", catScope, "audit only objects matching this label selector (kubectl syntax)", sets("registration.Scope.ObjectSelector"))
 	bind(b, &s.Scope.OnlyMine, "only-mine", catScope, "scope as start --only-mine does (a matchCondition, not evaluated: the reviews carry your identity anyway)", sets("registration.Scope.OnlyMine"))
 	bind(b, &o.Policy, "policy", catUser, "ValidatingAdmissionPolicies and MutatingAdmissionPolicies (admissionregistration.k8s.io/v1) with their bindings and params, audited beside the webhooks (file, directory, kustomize directory, or - for stdin; repeatable)")
+	bind(b, &o.CRD, "crd", catCRD, "new versions of CRDs (file, directory, kustomize directory; repeatable): judge every stored object of each against it, as valid, failing only when a failing field is changed (ratcheting), or failing on any update; no webhooks are audited")
 	bind(b, &o.Operation, "operation", catOutput, "send CREATE or UPDATE (a no-change update) to every webhook whose rules include it, instead of CREATE where the rules include it, else UPDATE", sets("audit.Options.Operation"))
 	bind(b, &o.Output, "output", catOutput, "table, json (one object per review) or junit (a testsuite per webhook, a failure per denial)", alias("o"))
 	bind(b, &o.FailOn, "fail-on", catOutput, "denied: exit 1 when any object is denied; patched: also when any is patched")
@@ -120,6 +128,9 @@ func (o AuditOptions) Validate() error {
 }
 
 func runAudit(c *cli.Context, ext Extension, o AuditOptions) error {
+	if len(o.CRD) > 0 {
+		return runCRDAudit(c, o)
+	}
 	o.Serve.resolveProject(c)
 	if len(o.Policy) > 0 && !c.IsSet("webhooks") {
 		o.Serve.Webhooks = "none"

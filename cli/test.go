@@ -154,6 +154,13 @@ func runTest(c *cli.Context, ext Extension, o TestOptions) error {
 		}
 		opts.Webhooks = append(opts.Webhooks, hooks...)
 	}
+	if o.Fuzz.CRD != "" {
+		hooks, err := testCRDWebhooks([]string{o.Fuzz.CRD}, c.App.Reader)
+		if err != nil {
+			return usage(err)
+		}
+		opts.Webhooks = append(opts.Webhooks, hooks...)
+	}
 	for _, h := range setup.Conversions {
 		opts.Conversions = append(opts.Conversions, suite.ConversionWebhook{CRD: h.CRD, Converter: h.Converter})
 	}

@@ -30,7 +30,7 @@ type fuzzOptions struct {
 
 func (o *fuzzOptions) bind(b *binder) {
 	bind(b, &o.N, "conversion-fuzz", catUser, "make this many objects per served version of each CRD from its schema (and the suite's objects, the project's config/samples), round-trip each through the conversion webhook to every other served version and back, and report each field lost, writing a case per loss into the suite directory; 0: off")
-	bind(b, &o.CRD, "crd", catUser, "with --conversion-fuzz: the CRD file (or directory) to fuzz (default: the CRDs of --webhook-config or the project whose conversion is a webhook)", sets("roundtrip.Options.CRD"))
+	bind(b, &o.CRD, "crd", catUser, "CRD file (or directory): the cases can target its schema and CEL rules, a validating webhook named as the CRD judged with the apiserver's code (docs/crd-validation.md); with --conversion-fuzz, the CRDs to fuzz (default: the CRDs of --webhook-config or the project whose conversion is a webhook)", sets("roundtrip.Options.CRD"))
 	bind(b, &o.Seed, "seed", catUser, "with --conversion-fuzz: the seed that reproduces a run (0: a new one, printed)")
 	bind(b, &o.FromCluster, "from-cluster", catUser, "with --conversion-fuzz: also start from up to this many objects of each CRD in the cluster of --kubeconfig, listed in the CRD's storage version; 0: no cluster")
 }
@@ -41,8 +41,8 @@ func (o fuzzOptions) Validate() error {
 	if o.N < 0 {
 		errs = append(errs, fmt.Errorf("--conversion-fuzz %d: want 0 (off) or more", o.N))
 	}
-	if o.N == 0 && (o.CRD != "" || o.Seed != 0 || o.FromCluster != 0) {
-		errs = append(errs, errors.New("--crd, --seed and --from-cluster are for --conversion-fuzz N: give it"))
+	if o.N == 0 && (o.Seed != 0 || o.FromCluster != 0) {
+		errs = append(errs, errors.New("--seed and --from-cluster are for --conversion-fuzz N: give it"))
 	}
 	if o.FromCluster < 0 {
 		errs = append(errs, fmt.Errorf("--from-cluster %d: want 0 (no cluster) or the most objects to list per CRD", o.FromCluster))

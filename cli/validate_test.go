@@ -84,3 +84,17 @@ func TestValidateInAProject(t *testing.T) {
 		t.Errorf("stdout lacks %q:\n%s", want, stdout)
 	}
 }
+
+// TestTestTargetsCRD: suite cases sent to a CRD's rules (test --crd),
+// creates, updates and a status update, pass.
+func TestTestTargetsCRD(t *testing.T) {
+	stdout, _, err := run(t, "test", "--crd", filepath.Join(validateTestdata, "widgets-crd.yaml"), "--webhooks", "none", filepath.Join(validateTestdata, "suite"))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	for _, name := range []string{"valid-create", "replicas-inverted", "class-is-immutable", "failed-stays-failed"} {
+		if !strings.Contains(stdout, name) {
+			t.Errorf("the report lacks case %s:\n%s", name, stdout)
+		}
+	}
+}

@@ -105,28 +105,46 @@ func (rep Report) WriteText(w io.Writer) error {
 // WriteTable writes one aligned row per object, each followed by an
 // indented line per error, problem and warning.
 func (rep Report) WriteTable(w io.Writer) error {
-	var rows bytes.Buffer
-	tw := tabwriter.NewWriter(&rows, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "FILE\tKIND\tNAME\tOPERATION\tVERDICT")
-	for _, r := range rep {
-		fmt.Fprintf(tw, "%s:%d\t%s\t%s\t%s\t%s\n", r.File, r.Index, r.Kind, r.Name, r.Operation, r.Verdict())
+	rows := make([]tableRow, len(rep))
+	for i, r := range rep {
+		rows[i].cells = []string{fmt.Sprintf("%s:%d", r.File, r.Index), r.Kind, r.Name, r.Operation, r.Verdict()}
+		for _, e := range r.Errors {
+			rows[i].details = append(rows[i].details, "error: "+e)
+		}
+		if r.Problem != "" {
+			rows[i].details = append(rows[i].details, "not judged: "+r.Problem)
+		}
+		for _, warn := range r.Warnings {
+			rows[i].details = append(rows[i].details, "warning: "+warn)
+		}
+	}
+	return writeTable(w, []string{"FILE", "KIND", "NAME", "OPERATION", "VERDICT"}, rows)
+}
+
+// tableRow is a row's cells and the indented lines under it.
+type tableRow struct {
+	cells, details []string
+}
+
+// writeTable aligns the rows' cells under header, and writes each row's
+// details under it, outside the columns.
+func writeTable(w io.Writer, header []string, rows []tableRow) error {
+	var aligned bytes.Buffer
+	tw := tabwriter.NewWriter(&aligned, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r.cells, "\t"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	lines := strings.SplitAfter(rows.String(), "\n")
+	lines := strings.SplitAfter(aligned.String(), "\n")
 	var b strings.Builder
 	b.WriteString(lines[0])
-	for i, r := range rep {
+	for i, r := range rows {
 		b.WriteString(lines[i+1])
-		for _, e := range r.Errors {
-			b.WriteString("    error: " + e + "\n")
-		}
-		if r.Problem != "" {
-			b.WriteString("    not judged: " + r.Problem + "\n")
-		}
-		for _, warn := range r.Warnings {
-			b.WriteString("    warning: " + warn + "\n")
+		for _, d := range r.details {
+			b.WriteString("    " + d + "\n")
 		}
 	}
 	_, err := io.WriteString(w, b.String())

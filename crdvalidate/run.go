@@ -176,7 +176,7 @@ func (s Set) judgeDoc(ctx context.Context, d manifests.Document, olds map[object
 			old, ok = olds[k]
 		}
 		if !ok {
-			r.Problem = "no old object of this kind, namespace and name in --old"
+			r.Problem = "no stored object of this kind, namespace and name among the old objects: an update needs the object it replaces"
 			return r
 		}
 		req.Old, r.Operation = old, "UPDATE"

@@ -108,7 +108,7 @@ func TestRunInput(t *testing.T) {
 			wantProblem: "crdvalidate.hookback.dev/v9 is not a version that CRD widgets.crdvalidate.hookback.dev serves"},
 		{name: "no old object", opts: Options{CRDs: []string{crd}, Old: []string{filepath.Join(corpus, "update", "old.yaml")}, Objects: []string{"-"}},
 			stdin:       `{"apiVersion":"crdvalidate.hookback.dev/v1","kind":"Widget","metadata":{"name":"new"},"spec":{"class":"a"}}`,
-			wantProblem: "no old object of this kind, namespace and name in --old"},
+			wantProblem: "no stored object of this kind, namespace and name among the old objects: an update needs the object it replaces"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep, err := Run(context.Background(), tc.opts, strings.NewReader(tc.stdin))

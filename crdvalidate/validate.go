@@ -40,6 +40,9 @@ type Verdict struct {
 	// Object is the object as it would be stored (pruned, defaulted),
 	// when allowed.
 	Object *unstructured.Unstructured
+	// BadRequest: the apiserver would refuse the body before judging it
+	// (400: malformed metadata, unknown fields under Strict).
+	BadRequest bool
 }
 
 // Request is one write to judge.
@@ -176,7 +179,7 @@ func (c *CRD) update(ctx context.Context, ver *version, req Request, obj *unstru
 
 // denied turns the apiserver's error into a Verdict.
 func (c *CRD) denied(err error, rec *recorder) Verdict {
-	v := Verdict{Message: err.Error(), Warnings: rec.list}
+	v := Verdict{Message: err.Error(), Warnings: rec.list, BadRequest: apierrors.IsBadRequest(err)}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) && status.Status().Details != nil {
 		for _, cause := range status.Status().Details.Causes {

@@ -69,6 +69,7 @@ func TestCRDValidateFidelity(t *testing.T) {
 	replaceValidateCRD(t, dyn, filepath.Join(dir, "widgets-crd.yaml"))
 
 	crd := filepath.Join(dir, "widgets-crd.yaml")
+	storedClasses(t, crd)
 	old := filepath.Join(dir, "update", "old.yaml")
 	runs := []struct {
 		name, subresource string
@@ -136,7 +137,15 @@ func installValidateCRD(t *testing.T, dyn dynamic.Interface, path string) {
 	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create CRD: %v", err)
 	}
-	t.Cleanup(func() { _ = crds.Delete(context.Background(), validateCRDName, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		// Wait until it is gone: the help example of audit --crd lists
+		// the Widgets of the cluster, which must not be these.
+		_ = crds.Delete(context.Background(), validateCRDName, metav1.DeleteOptions{})
+		eventually(t, "CRD "+validateCRDName+" to be deleted", func(ctx context.Context) (bool, error) {
+			_, err := crds.Get(ctx, validateCRDName, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+	})
 	eventually(t, "CRD "+validateCRDName+" to be served", func(ctx context.Context) (bool, error) {
 		_, err := dyn.Resource(validateWidgets).Namespace("default").List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil, nil
@@ -264,5 +273,31 @@ func TestCRDValidateRefusedCRDs(t *testing.T) {
 				t.Errorf("hookback validate: exit %d, stderr:\n%s\nwant exit 2 and the apiserver's message:\n%s", code, stderr, status.Status().Message)
 			}
 		})
+	}
+}
+
+// storedClasses runs `hookback audit --crd` with the current CRD and
+// checks each stored object's class: the objects stored under the
+// previous release with a maxReplicas the new one refuses stay updatable
+// until it changes.
+func storedClasses(t *testing.T, crd string) {
+	t.Helper()
+	stdout, stderr, code := hookback(t, env.kubeconfig, "audit", "--crd", crd, "-o", "json")
+	if code != 1 {
+		t.Fatalf("hookback audit --crd: exit %d, want 1\n%s\n%s", code, stdout, stderr)
+	}
+	var rows []struct{ Name, Class string }
+	if err := json.Unmarshal([]byte(stdout), &rows); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	failing := map[string]string{}
+	for _, r := range rows {
+		if r.Class != "valid" {
+			failing[r.Name[strings.Index(r.Name, "/")+1:]] = r.Class
+		}
+	}
+	want := map[string]string{"upd-ratchet-kept": "fails only when the failing field is changed", "upd-ratchet-changed": "fails only when the failing field is changed"}
+	if len(rows) != 9 || !reflect.DeepEqual(failing, want) {
+		t.Errorf("audit --crd: %d rows, failing %v; want 9 rows, failing %v\n%s", len(rows), failing, want, stdout)
 	}
 }
