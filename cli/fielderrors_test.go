@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiversion "k8s.io/apimachinery/pkg/version"
@@ -19,6 +20,7 @@ import (
 	"github.com/hookback/hookback/audit"
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/conversion"
 	"github.com/hookback/hookback/conversion/roundtrip"
 	"github.com/hookback/hookback/crdvalidate"
 	"github.com/hookback/hookback/field"
@@ -197,7 +199,24 @@ func invalidLibraryCalls(t *testing.T) []struct {
 		{"lint: unknown rule and severity", func() error {
 			return lint.Options{Disable: []string{"deadlock"}, FailOn: "fatal", Deadline: 1500 * time.Millisecond}.Validate()
 		}},
+		{"conversion fuzz: a schema the apiserver cannot read", func() error {
+			crds, err := roundtrip.ReadCRDs("../conversion/roundtrip/testdata/gadgets-crd.yaml")
+			if err != nil {
+				return err
+			}
+			ref := "#/definitions/spec"
+			crds[0].Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = apiextensionsv1.JSONSchemaProps{Type: "object", Ref: &ref}
+			_, err = roundtrip.Run(context.Background(), roundtrip.Options{CRD: crds[0], Converter: nopConverter{}, N: 1})
+			return err
+		}},
 	}
+}
+
+// nopConverter converts nothing: the runs it is given stop before.
+type nopConverter struct{}
+
+func (nopConverter) Convert(context.Context, conversion.Request) conversion.Answer {
+	return conversion.Answer{}
 }
 
 // TestEveryLibraryFieldErrorNamesABoundFlag: every field a library error

@@ -26,12 +26,14 @@ type fuzzOptions struct {
 	CRD         string
 	Seed        int
 	FromCluster int
+	Strict      bool
 }
 
 func (o *fuzzOptions) bind(b *binder) {
 	bind(b, &o.N, "conversion-fuzz", catUser, "make this many objects per served version of each CRD from its schema (and the suite's objects, the project's config/samples), round-trip each through the conversion webhook to every other served version and back, and report each field lost, writing a case per loss into the suite directory; 0: off")
 	bind(b, &o.CRD, "crd", catUser, "CRD file (or directory): the cases can target its schema and CEL rules, a validating webhook named as the CRD judged with the apiserver's code (docs/crd-validation.md); with --conversion-fuzz, the CRDs to fuzz (default: the CRDs of --webhook-config or the project whose conversion is a webhook)", sets("roundtrip.Options.CRD"))
 	bind(b, &o.Seed, "seed", catUser, "with --conversion-fuzz: the seed that reproduces a run (0: a new one, printed)")
+	bind(b, &o.Strict, "conversion-fuzz-strict", catUser, "with --conversion-fuzz: compare every byte of the answers, not the objects as the apiserver stores them (nulls dropped, pruned by the schema); an absent field that comes back as an empty structure is then a loss, one per level", sets("roundtrip.Options.Strict"))
 	bind(b, &o.FromCluster, "from-cluster", catUser, "with --conversion-fuzz: also start from up to this many objects of each CRD in the cluster of --kubeconfig, listed in the CRD's storage version; 0: no cluster")
 }
 
@@ -41,8 +43,8 @@ func (o fuzzOptions) Validate() error {
 	if o.N < 0 {
 		errs = append(errs, fmt.Errorf("--conversion-fuzz %d: want 0 (off) or more", o.N))
 	}
-	if o.N == 0 && (o.Seed != 0 || o.FromCluster != 0) {
-		errs = append(errs, errors.New("--seed and --from-cluster are for --conversion-fuzz N: give it"))
+	if o.N == 0 && (o.Seed != 0 || o.FromCluster != 0 || o.Strict) {
+		errs = append(errs, errors.New("--seed, --from-cluster and --conversion-fuzz-strict are for --conversion-fuzz N: give it"))
 	}
 	if o.FromCluster < 0 {
 		errs = append(errs, fmt.Errorf("--from-cluster %d: want 0 (no cluster) or the most objects to list per CRD", o.FromCluster))
@@ -86,7 +88,7 @@ func runFuzz(ctx context.Context, o fuzzOptions, g GlobalOptions, setup *session
 	var rows []suite.Row
 	for _, t := range targets {
 		rep, err := roundtrip.Run(ctx, roundtrip.Options{CRD: t.crd, Converter: t.conv.Converter, N: o.N, Seed: seed, Seeds: append(slices.Clone(seeds), fromCluster[t.crd.Name]...),
-			Admit: suite.FuzzAdmitter(hooks, t.crd.Spec.Names.Plural, []suite.ConversionWebhook{t.conv}), Log: log})
+			Strict: o.Strict, Admit: suite.FuzzAdmitter(hooks, t.crd.Spec.Names.Plural, []suite.ConversionWebhook{t.conv}), Log: log})
 		if err != nil {
 			return nil, fmt.Errorf("conversion fuzz of %s: %w", t.crd.Name, err)
 		}

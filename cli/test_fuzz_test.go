@@ -15,7 +15,9 @@ func TestFuzzOptionsValidate(t *testing.T) {
 	}{
 		{"off", fuzzOptions{}, ""},
 		{"from the cluster", fuzzOptions{N: 10, FromCluster: 50}, ""},
-		{"from-cluster without the fuzzer", fuzzOptions{FromCluster: 5}, "--seed and --from-cluster are for --conversion-fuzz N"},
+		{"strict", fuzzOptions{N: 10, Strict: true}, ""},
+		{"from-cluster without the fuzzer", fuzzOptions{FromCluster: 5}, "--seed, --from-cluster and --conversion-fuzz-strict are for --conversion-fuzz N"},
+		{"strict without the fuzzer", fuzzOptions{Strict: true}, "--seed, --from-cluster and --conversion-fuzz-strict are for --conversion-fuzz N"},
 		{"negative from-cluster", fuzzOptions{N: 3, FromCluster: -1}, "--from-cluster -1: want 0 (no cluster) or the most objects to list per CRD"},
 		{"negative count", fuzzOptions{N: -2}, "--conversion-fuzz -2: want 0 (off) or more"},
 	} {

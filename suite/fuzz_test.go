@@ -159,3 +159,42 @@ func TestFuzzAdmitter(t *testing.T) {
 		t.Errorf("calls %v: want the v1 validating webhook, then (for an object it admits) the v2 one with the object in v2", calls)
 	}
 }
+
+// TestFuzzRowsLeadWithLosses: the fields lost fail first, then the
+// conversions that failed; the absent fields that came back empty follow,
+// passing, so that a run whose only findings are those passes.
+func TestFuzzRowsLeadWithLosses(t *testing.T) {
+	emptied := []roundtrip.Loss{{From: "v1", Via: "v2", Path: "spec.jobTemplate.spec", Before: "<missing>", After: `{"template":{}}`, Count: 4}}
+	tests := []struct {
+		name string
+		rep  roundtrip.Report
+		want []string // status detail-prefix
+	}{
+		{name: "losses, a failure and an empty structure",
+			rep: roundtrip.Report{CRD: "cronjobs.test", Losses: []roundtrip.Loss{{From: "v1", Via: "v2", Path: "status.conditions", Before: "[]", After: "<missing>", Count: 2}},
+				Failures: []roundtrip.Failure{{From: "v2", To: "v1", Refused: true, Message: "no", Count: 1}}, Emptied: emptied},
+			want: []string{"FAIL status.conditions lost", "FAIL the conversion webhook refused", "PASS spec.jobTemplate.spec came back as an empty structure"}},
+		{name: "only an empty structure",
+			rep:  roundtrip.Report{CRD: "cronjobs.test", Emptied: emptied},
+			want: []string{"PASS 0 objects", "PASS spec.jobTemplate.spec came back as an empty structure"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, r := range FuzzRows(tc.rep, nil) {
+				got = append(got, r.Status+" "+r.Detail)
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("rows %q, want %q", got, tc.want)
+			}
+			for i, w := range tc.want {
+				if !strings.HasPrefix(got[i], w) {
+					t.Errorf("row %d: %q, want it to start with %q", i, got[i], w)
+				}
+			}
+			if c := Count(FuzzRows(tc.rep, nil)); (c.Failed == 0) != (len(tc.rep.Losses)+len(tc.rep.Failures) == 0) {
+				t.Errorf("counts %+v: want a failure only for losses and failed conversions", c)
+			}
+		})
+	}
+}

@@ -14,11 +14,12 @@ import (
 // report sums the results in the order the objects were made, so that a
 // seed gives the same report, and makes each loss's object minimal.
 func (r *runner) report(ctx context.Context, objs []made, results []objectResult) Report {
-	rep := Report{CRD: r.crd.Name, Seed: r.opts.Seed, Objects: len(objs)}
+	rep := Report{CRD: r.crd.Name, Seed: r.opts.Seed, Objects: len(objs), Strict: r.opts.Strict}
 	for _, v := range r.versions {
 		rep.Versions = append(rep.Versions, v.name)
 	}
 	losses := map[[3]string]int{}
+	emptied := map[[3]string]int{}
 	failures := map[[3]string]int{}
 	for i, res := range results {
 		m := objs[i]
@@ -29,13 +30,10 @@ func (r *runner) report(ctx context.Context, objs []made, results []objectResult
 		rep.Kept += res.kept
 		for _, l := range res.losses {
 			for _, f := range l.fields {
-				k := [3]string{m.version, l.via, f.Path}
-				if j, ok := losses[k]; ok {
-					rep.Losses[j].Count++
-					continue
-				}
-				losses[k] = len(rep.Losses)
-				rep.Losses = append(rep.Losses, Loss{From: m.version, Via: l.via, Path: f.Path, Before: f.Before, After: f.After, Count: 1, Object: m.obj})
+				rep.Losses = count(rep.Losses, losses, m, l.via, f)
+			}
+			for _, f := range l.emptied {
+				rep.Emptied = count(rep.Emptied, emptied, m, l.via, f)
 			}
 		}
 		for _, f := range res.failures {
@@ -48,9 +46,12 @@ func (r *runner) report(ctx context.Context, objs []made, results []objectResult
 			rep.Failures = append(rep.Failures, f)
 		}
 	}
-	slices.SortStableFunc(rep.Losses, func(a, b Loss) int {
+	byPairAndPath := func(a, b Loss) int {
 		return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.Via, b.Via), cmp.Compare(a.Path, b.Path))
-	})
+	}
+	slices.SortStableFunc(rep.Losses, byPairAndPath)
+	slices.SortStableFunc(rep.Emptied, byPairAndPath)
+	rep.Emptied = topmost(rep.Emptied)
 	slices.SortStableFunc(rep.Failures, func(a, b Failure) int {
 		return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.To, b.To), cmp.Compare(a.Message, b.Message))
 	})
@@ -58,6 +59,36 @@ func (r *runner) report(ctx context.Context, objs []made, results []objectResult
 		rep.Losses[i].Object = r.shrink(ctx, rep.Losses[i])
 	}
 	return rep
+}
+
+// count adds f, changed by a round trip of m through via, to ls: a new
+// Loss, or one more count of the one at index[from, via, path].
+func count(ls []Loss, index map[[3]string]int, m made, via string, f audit.FieldChange) []Loss {
+	k := [3]string{m.version, via, f.Path}
+	if j, ok := index[k]; ok {
+		ls[j].Count++
+		return ls
+	}
+	index[k] = len(ls)
+	return append(ls, Loss{From: m.version, Via: via, Path: f.Path, Before: f.Before, After: f.After, Count: 1, Object: m.obj})
+}
+
+// topmost folds each field that came back empty into the field above it
+// that did, for the same version pair, so that a struct materialised at
+// any depth is one finding: objects that lack a template and objects that
+// lack only the template's spec are one Go struct written back. ls is
+// sorted by pair and path, so a field comes before those below it.
+func topmost(ls []Loss) []Loss {
+	var out []Loss
+	for _, l := range ls {
+		j := slices.IndexFunc(out, func(o Loss) bool { return o.From == l.From && o.Via == l.Via && onPath(l.Path, o.Path) })
+		if j < 0 {
+			out = append(out, l)
+			continue
+		}
+		out[j].Count += l.Count
+	}
+	return out
 }
 
 // shrink removes from l's object every field it can while the round trip
@@ -106,8 +137,8 @@ func (r *runner) reproduces(ctx context.Context, l Loss, obj map[string]any) boo
 	if err != nil {
 		return false
 	}
-	lost, fail := r.trip(ctx, made{version: l.From, obj: obj}, raw, l.Via)
-	return fail == nil && slices.ContainsFunc(lost, func(f audit.FieldChange) bool { return f.Path == l.Path })
+	c, fail := r.trip(ctx, made{version: l.From, obj: obj}, raw, l.Via)
+	return fail == nil && slices.ContainsFunc(c.lost, func(f audit.FieldChange) bool { return f.Path == l.Path })
 }
 
 // candidates are the keys of the object at path (the root's but
@@ -149,17 +180,9 @@ var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 // auditPath writes a path as audit.Diff does: spec.color,
 // metadata.labels["example.com/x"].
 func auditPath(path []string) string {
-	var b strings.Builder
+	s := ""
 	for _, k := range path {
-		if !plainKey.MatchString(k) {
-			q, _ := json.Marshal(k)
-			b.WriteString("[" + string(q) + "]")
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(k)
+		s = appendKey(s, k)
 	}
-	return b.String()
+	return s
 }

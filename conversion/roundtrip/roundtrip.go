@@ -6,7 +6,9 @@
 // it admits each, round-trips each admitted object through the CRD's
 // conversion webhook to every other served version and back, and reports
 // each field lost or changed with the version pair and the path, with a
-// minimal object that reproduces it. Teams write these round-trip tests by
+// minimal object that reproduces it. Objects are compared as the apiserver
+// stores them, so that the empty structures a Go-typed conversion writes
+// for absent fields are told apart from the values it loses. Teams write these round-trip tests by
 // hand in Go for one API; this does it for a conversion webhook in any
 // language, through the ConversionReviews the apiserver would send.
 package roundtrip
@@ -20,6 +22,7 @@ import (
 	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 
 	"github.com/hookback/hookback/audit"
 	"github.com/hookback/hookback/conversion"
@@ -65,7 +68,13 @@ type Options struct {
 	// MaxShrink bounds the round trips spent making each loss's case
 	// minimal; zero means 64.
 	MaxShrink int
-	Log       *slog.Logger
+	// Strict compares every byte of the answer: a round trip's object is
+	// compared as the webhook answered it, not as the apiserver would store
+	// it (the fields the schema does not declare pruned, nulls dropped), and
+	// an absent field that came back as an empty structure is a loss, one
+	// per level, not Report.Emptied.
+	Strict bool
+	Log    *slog.Logger
 }
 
 // Validate reports every problem at once.
@@ -100,11 +109,23 @@ type Report struct {
 	// Objects were made; Denied of them the validating webhook denied.
 	Objects int `json:"objects"`
 	Denied  int `json:"denied"`
-	// RoundTrips were attempted; Kept kept every field.
+	// RoundTrips were attempted; Kept lost no set value (an absent field
+	// may have come back empty, Emptied).
 	RoundTrips int `json:"roundTrips"`
 	Kept       int `json:"kept"`
-	// Losses are the distinct fields lost or changed, by version pair.
+	// Strict says every byte of the answers was compared (Options.Strict).
+	Strict bool `json:"strict,omitempty"`
+	// Losses are the distinct fields lost or changed, by version pair: set
+	// values, compared as the apiserver stores objects unless Strict.
 	Losses []Loss `json:"losses,omitempty"`
+	// Emptied are the fields absent from an object that came back as empty
+	// structures (objects of nothing but empty objects, lists, nulls and
+	// zero values, as a Go-typed conversion writes a struct it was not
+	// given), which the apiserver would store: no set value is lost. One
+	// per version pair and topmost absent field; its Count includes the
+	// fields below it that came back empty. None when Strict: they are
+	// Losses there.
+	Emptied []Loss `json:"emptied,omitempty"`
 	// Failures are the distinct conversions refused or answered wrongly.
 	Failures []Failure `json:"failures,omitempty"`
 }
@@ -120,7 +141,8 @@ type Loss struct {
 	After  string `json:"after"`
 	// Count is how many round trips lost it.
 	Count int `json:"count"`
-	// Object is a minimal object of From that reproduces the loss.
+	// Object is a minimal object of From that reproduces the loss (for
+	// Emptied, the first object made that did, as made).
 	Object map[string]any `json:"object"`
 }
 
@@ -135,7 +157,8 @@ type Failure struct {
 	Object  map[string]any `json:"object"`
 }
 
-// Clean says whether the run found nothing: no loss, no failure.
+// Clean says whether the run found nothing: no loss, no failure (fields
+// that came back empty, Emptied, are not losses).
 func (r Report) Clean() bool { return len(r.Losses) == 0 && len(r.Failures) == 0 }
 
 // Run makes the objects, round-trips them and reports what was lost. Its
@@ -205,10 +228,10 @@ type objectResult struct {
 	failures []Failure
 }
 
-// tripLoss is one round trip's lost fields.
+// tripLoss is one round trip's lost fields and those that came back empty.
 type tripLoss struct {
-	via    string
-	fields []audit.FieldChange
+	via             string
+	fields, emptied []audit.FieldChange
 }
 
 // runner holds one run's state.
@@ -216,8 +239,11 @@ type runner struct {
 	opts     Options
 	crd      *apiextensionsv1.CustomResourceDefinition
 	versions []version
-	gen      *generator
-	log      *slog.Logger
+	// stored are the versions' structural schemas, to compare objects as
+	// the apiserver stores them; nil when Strict.
+	stored map[string]*structuralschema.Structural
+	gen    *generator
+	log    *slog.Logger
 }
 
 func newRunner(opts Options) (*runner, error) {
@@ -241,7 +267,16 @@ func newRunner(opts Options) (*runner, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &runner{opts: opts, crd: opts.CRD, versions: vs, log: log,
+	var stored map[string]*structuralschema.Structural
+	if !opts.Strict {
+		stored = map[string]*structuralschema.Structural{}
+		for _, v := range vs {
+			if stored[v.name], err = structural(opts.CRD.Name, v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &runner{opts: opts, crd: opts.CRD, versions: vs, log: log, stored: stored,
 		gen: &generator{rnd: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))}}, nil
 }
 

@@ -34,46 +34,65 @@ func (r *runner) object(ctx context.Context, m made) (objectResult, error) {
 			continue
 		}
 		res.trips++
-		lost, fail := r.trip(ctx, m, raw, v.name)
-		switch {
-		case fail != nil:
+		c, fail := r.trip(ctx, m, raw, v.name)
+		if fail != nil {
 			res.failures = append(res.failures, *fail)
-		case len(lost) == 0:
+			continue
+		}
+		if len(c.lost) == 0 {
 			res.kept++
-		default:
-			res.losses = append(res.losses, tripLoss{via: v.name, fields: lost})
+		}
+		if len(c.lost)+len(c.emptied) > 0 {
+			res.losses = append(res.losses, tripLoss{via: v.name, fields: c.lost, emptied: c.emptied})
 		}
 	}
 	return res, nil
 }
 
-// trip converts m to via and back and says what was lost, or which
-// conversion failed.
-func (r *runner) trip(ctx context.Context, m made, raw []byte, via string) ([]audit.FieldChange, *Failure) {
+// changes are what a round trip changed: the set values lost or changed,
+// and the absent fields that came back as empty structures.
+type changes struct {
+	lost, emptied []audit.FieldChange
+}
+
+// trip converts m to via and back and says what changed, or which
+// conversion failed. Unless strict, both objects are compared as the
+// apiserver stores them, and the absent fields that came back empty are
+// told apart from the losses; strict compares the answer as it came, and
+// every difference is a loss.
+func (r *runner) trip(ctx context.Context, m made, raw []byte, via string) (changes, *Failure) {
 	there, err := r.convert(ctx, raw, via)
 	if err != nil {
-		return nil, failure(m.version, via, m.obj, err)
+		return changes{}, failure(m.version, via, m.obj, err)
 	}
 	back, err := r.convert(ctx, there, m.version)
 	if err != nil {
-		return nil, failure(via, m.version, m.obj, err)
+		return changes{}, failure(via, m.version, m.obj, err)
 	}
 	var after map[string]any
 	if err := json.Unmarshal(back, &after); err != nil {
-		return nil, failure(via, m.version, m.obj, fmt.Errorf("read the converted object: %w", err))
+		return changes{}, failure(via, m.version, m.obj, fmt.Errorf("read the converted object: %w", err))
 	}
-	return meaningful(audit.Diff(deepCopy(m.obj), after)), nil
+	before := deepCopy(m.obj)
+	var c changes
+	if s := r.stored[m.version]; s != nil {
+		asStored(before, s)
+		asStored(after, s)
+		c.emptied = splitEmptied(before, after)
+	}
+	c.lost = meaningful(audit.Diff(before, after))
+	return c, nil
 }
 
 // meaningful drops the changes between a missing field and a zero value
 // ("", 0, false, {} or []): a converter in Go drops zero values with
 // omitempty and writes "spec": {} for a struct field whatever omitempty
 // says, and Kubernetes clients read a missing field as its zero value.
-func meaningful(changes []audit.FieldChange) []audit.FieldChange {
-	zero := func(s string) bool { return s == "{}" || s == "[]" || s == `""` || s == "0" || s == "false" }
-	out := changes[:0]
-	for _, c := range changes {
-		if (c.Before == audit.Missing && zero(c.After)) || (c.After == audit.Missing && zero(c.Before)) {
+func meaningful(cs []audit.FieldChange) []audit.FieldChange {
+	zeroJSON := func(s string) bool { return s == "{}" || s == "[]" || s == `""` || s == "0" || s == "false" }
+	out := cs[:0]
+	for _, c := range cs {
+		if (c.Before == audit.Missing && zeroJSON(c.After)) || (c.After == audit.Missing && zeroJSON(c.Before)) {
 			continue
 		}
 		out = append(out, c)

@@ -9,11 +9,12 @@ import (
 
 // WriteReport prints a run: one line of counts with the seed that
 // reproduces it, then a row per loss (version pair, path, before, after,
-// round trips) and per failed conversion.
+// round trips), per failed conversion, and last per absent field that came
+// back as an empty structure.
 func WriteReport(w io.Writer, rep Report) error {
-	fmt.Fprintf(w, "conversion fuzz of %s (--seed %d): %d objects of %v, %d denied by the validating webhook, %d round trips, %d kept every field\n",
+	fmt.Fprintf(w, "conversion fuzz of %s (--seed %d): %d objects of %v, %d denied by the validating webhook, %d round trips, %d kept every set field\n",
 		rep.CRD, rep.Seed, rep.Objects, rep.Versions, rep.Denied, rep.RoundTrips, rep.Kept)
-	if rep.Clean() {
+	if rep.Clean() && len(rep.Emptied) == 0 {
 		_, err := fmt.Fprintln(w, "no field lost, no conversion failed")
 		return err
 	}
@@ -28,6 +29,9 @@ func WriteReport(w io.Writer, rep Report) error {
 			result = "failed"
 		}
 		fmt.Fprintf(tw, "%s\t%s->%s\t%s\t-\t-\t%d\n", result, f.From, f.To, oneLine(f.Message), f.Count)
+	}
+	for _, l := range rep.Emptied {
+		fmt.Fprintf(tw, "emptied\t%s->%s->%s\t%s\t%s\t%s\t%d\n", l.From, l.Via, l.From, l.Path, l.Before, l.After, l.Count)
 	}
 	return tw.Flush()
 }

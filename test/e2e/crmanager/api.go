@@ -28,6 +28,29 @@ type Widget struct {
 type WidgetSpec struct {
 	Size  int32  `json:"size,omitempty"`
 	Color string `json:"color,omitempty"`
+	// Template is declared only by the CRD variant
+	// config/crd/variants/widgets_with_template.yaml.
+	Template *WidgetTemplate `json:"template,omitempty"`
+}
+
+// WidgetTemplate is shaped as a pod template is, value structs all the way
+// down (as the kubebuilder tutorial's JobTemplate): once made, it encodes
+// every level, empty or not, with nulls for unset slices.
+type WidgetTemplate struct {
+	Metadata metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec     PartSpec          `json:"spec,omitempty"`
+}
+
+// PartSpec is the template's spec.
+type PartSpec struct {
+	Parts  []string `json:"parts"`
+	Finish Finish   `json:"finish,omitempty"`
+}
+
+// Finish is the parts' finish.
+type Finish struct {
+	Coat   string   `json:"coat,omitempty"`
+	Layers []string `json:"layers"`
 }
 
 // WidgetV2 is v2, a spoke: v1's size is its count.
@@ -39,8 +62,9 @@ type WidgetV2 struct {
 
 // WidgetV2Spec is v2's spec.
 type WidgetV2Spec struct {
-	Count int32  `json:"count,omitempty"`
-	Color string `json:"color,omitempty"`
+	Count    int32           `json:"count,omitempty"`
+	Color    string          `json:"color,omitempty"`
+	Template *WidgetTemplate `json:"template,omitempty"`
 }
 
 // WidgetList and WidgetV2List are the list kinds the scheme needs.
@@ -95,7 +119,7 @@ var _ conversion.Convertible = (*WidgetV2)(nil)
 func (w *WidgetV2) ConvertTo(dst conversion.Hub) error {
 	h := dst.(*Widget)
 	h.ObjectMeta = w.ObjectMeta
-	h.Spec = WidgetSpec{Size: w.Spec.Count, Color: w.Spec.Color}
+	h.Spec = WidgetSpec{Size: w.Spec.Count, Color: w.Spec.Color, Template: copyTemplate(w.Spec.Template)}
 	return nil
 }
 
@@ -110,6 +134,26 @@ var dropV2Color bool
 // and so does its admission by a webhook registered for v2.
 var refuseV2Color string
 
+// materializeEmpty makes the conversions copy the template as a
+// conversion between value-typed fields does (--materialize-empty; the
+// kubebuilder tutorial's spec.jobTemplate is a struct, not a pointer): an
+// absent template comes back made, as empty structures and nulls
+// ({"metadata":{},"spec":{"finish":{"layers":null},"parts":null}}), which
+// the apiserver would store without the nulls. No set value is lost.
+var materializeEmpty bool
+
+// copyTemplate copies a template for the other version.
+func copyTemplate(t *WidgetTemplate) *WidgetTemplate {
+	if t == nil && !materializeEmpty {
+		return nil
+	}
+	var c WidgetTemplate
+	if t != nil {
+		c = *t
+	}
+	return &c
+}
+
 // ConvertFrom converts the hub to v2.
 func (w *WidgetV2) ConvertFrom(src conversion.Hub) error {
 	h := src.(*Widget)
@@ -117,7 +161,7 @@ func (w *WidgetV2) ConvertFrom(src conversion.Hub) error {
 		return fmt.Errorf("cannot convert widget %s to v2: v2 has no color %q", h.Name, h.Spec.Color)
 	}
 	w.ObjectMeta = h.ObjectMeta
-	w.Spec = WidgetV2Spec{Count: h.Spec.Size, Color: h.Spec.Color}
+	w.Spec = WidgetV2Spec{Count: h.Spec.Size, Color: h.Spec.Color, Template: copyTemplate(h.Spec.Template)}
 	if dropV2Color {
 		w.Spec.Color = ""
 	}

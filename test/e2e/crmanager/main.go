@@ -7,8 +7,11 @@
 // the conversion to v2 lose spec.color; --refuse-v2-color COLOR makes it
 // refuse a widget of that color, as the kubebuilder multiversion tutorial's
 // conversion refuses a CronJob whose schedule "@hourly" its v2 cannot
-// express. The e2e suite debugs it through hookback; the benchmark calls
-// it directly too.
+// express; --materialize-empty makes both conversions write an absent
+// spec.template as empty structures, as the tutorial's value-typed
+// spec.jobTemplate does (the template is declared only by the CRD variant
+// config/crd/variants/widgets_with_template.yaml). The e2e suite debugs it
+// through hookback; the benchmark calls it directly too.
 package main
 
 import (
@@ -32,6 +35,7 @@ func main() {
 	certDir := flag.String("cert-dir", "", "directory with tls.crt and tls.key (controller-runtime's default when empty)")
 	flag.BoolVar(&dropV2Color, "drop-v2-color", false, "convert to v2 without spec.color, a spoke that loses a field the hub keeps")
 	flag.StringVar(&refuseV2Color, "refuse-v2-color", "", "refuse to convert a widget of this spec.color to v2")
+	flag.BoolVar(&materializeEmpty, "materialize-empty", false, "convert an absent spec.template to an empty one, as a conversion between value-typed fields does")
 	flag.Parse()
 	if err := run(*port, *certDir); err != nil {
 		fmt.Fprintln(os.Stderr, "crmanager:", err)
