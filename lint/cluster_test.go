@@ -91,6 +91,11 @@ func TestCluster(t *testing.T) {
 			if got := rulesOf(rep); !equalMaps(got, c.want) {
 				t.Errorf("rules %v, want %v\n%s", got, c.want, table(t, rep))
 			}
+			for _, res := range rep.SARIF().Runs[0].Results {
+				if p := res.Locations[0].PhysicalLocation; p != nil && p.ArtifactLocation.URI == ClusterSource {
+					t.Errorf("%s: a cluster object located in a file %q", res.RuleID, p.ArtifactLocation.URI)
+				}
+			}
 		})
 	}
 }
@@ -178,6 +183,11 @@ func TestCABundle(t *testing.T) {
 			rep := Run(in, Options{FailOn: "error", Disable: []string{"review-versions"}})
 			if got := rulesOf(rep); !equalMaps(got, c.want) {
 				t.Errorf("rules %v, want %v\n%s", got, c.want, table(t, rep))
+			}
+			for _, res := range rep.SARIF().Runs[0].Results {
+				if p := res.Locations[0].PhysicalLocation; p != nil && p.ArtifactLocation.URI == ClusterSource {
+					t.Errorf("%s: a cluster object located in a file %q", res.RuleID, p.ArtifactLocation.URI)
+				}
 			}
 		})
 	}

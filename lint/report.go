@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hookback/hookback/internal/report"
+	"github.com/hookback/hookback/manifests"
 )
 
 // Report is what Run found. It is written as a table (WriteTable), JUnit
@@ -129,7 +130,7 @@ func (r *Report) SARIF() report.SARIF {
 		res := report.SARIFResult{RuleID: f.Rule, Level: sarifLevel(f.Severity), Message: report.SARIFText{Text: f.Message},
 			Properties: map[string]any{"path": f.Path, "object": f.Object}}
 		loc := report.SARIFLocation{LogicalLocations: []report.SARIFLogical{{FullyQualifiedName: f.Object + "." + f.Path, Kind: "object"}}}
-		if f.Source != "" && f.Source != "<stdin>" {
+		if f.Source != "" && f.Source != manifests.StdinSource && f.Source != ClusterSource {
 			loc.PhysicalLocation = &report.SARIFPhysical{ArtifactLocation: report.SARIFArtifact{URI: filepath.ToSlash(relative(f.Source))}}
 			if f.Line > 0 {
 				loc.PhysicalLocation.Region = &report.SARIFRegion{StartLine: f.Line}

@@ -15,6 +15,10 @@ type both struct{ tableOnly }
 
 func (both) JUnit() JUnit { return JUnit{Name: "both"} }
 
+type sarifOnly struct{}
+
+func (sarifOnly) SARIF() SARIF { return NewSARIF("t", "", "") }
+
 func TestFormats(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -24,6 +28,7 @@ func TestFormats(t *testing.T) {
 		{"json is every report's", struct{}{}, "json"},
 		{"a table from WriteTable", tableOnly{}, "table, json"},
 		{"junit from JUnit", both{}, "table, json, junit"},
+		{"sarif from SARIF", sarifOnly{}, "json, sarif"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := strings.Join(Names(tc.report), ", "); got != tc.want {
