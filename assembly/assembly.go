@@ -83,9 +83,9 @@ type Process struct {
 	// Served are the webhooks Server serves, in its order.
 	Served  []admission.Webhook
 	Metrics *server.Metrics
-	Parts     *Parts
-	events    *Events
-	factory   informers.SharedInformerFactory
+	Parts   *Parts
+	events  *Events
+	factory informers.SharedInformerFactory
 	// ctx is the informers' and the Event sink's, cancelled by Shutdown.
 	ctx  context.Context
 	stop context.CancelFunc

@@ -1,10 +1,10 @@
 package assembly
 
 import (
-	"maps"
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 

@@ -24,7 +24,6 @@ var lintExamples = []Example{
 	{Command: "hookback lint --cluster config/webhook/ --fail-on none", Comment: "the cluster with your configurations applied over it, as they would be"},
 }
 
-
 func lintCommand() (*cli.Command, *binder) {
 	o, b := defaultLintOptions(), &binder{}
 	o.bind(b)
