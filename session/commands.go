@@ -89,11 +89,13 @@ func Cleanup(ctx context.Context, cfg CleanupConfig) ([]string, error) {
 	}
 	r := &registration.Registrar{Client: cs, Dynamic: dyn, Log: cfg.Log}
 	opts := registration.CleanupOptions{All: cfg.All, Sessions: cfg.Sessions, Stale: true, DefaultLeaseNamespace: cfg.LeaseNamespace, Now: kc.Clock.Now}
+	cl := &kubeconfig.Cluster{Config: kc, Client: cs, Dynamic: dyn}
+	restored, terr := restoreTakenOver(ctx, cl, opts, cfg.Log)
 	removed, err := r.Cleanup(ctx, opts)
+	removed, err = appendNew(removed, restored...), errors.Join(terr, err)
 	if cfg.TunnelNamespace == "" {
 		cfg.TunnelNamespace = tunnel.DefaultNamespace
 	}
-	cl := &kubeconfig.Cluster{Config: kc, Client: cs, Dynamic: dyn}
 	relays, rerr := tunnel.Cleanup(ctx, tunnel.Clients{Client: cl.Client, Dynamic: cl.Dynamic}, cfg.TunnelNamespace, "", opts, cfg.Log)
 	for _, s := range relays {
 		if !slices.Contains(removed, s) {

@@ -2,7 +2,6 @@ package takeover
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -14,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/hookback/hookback/registration"
 )
@@ -78,7 +78,7 @@ func (t *Taker) Restore(ctx context.Context, keep func(key string) bool) ([]stri
 
 func decodeState(what string, anns map[string]string) (state, error) {
 	var st state
-	if err := json.Unmarshal([]byte(anns[AnnotationState]), &st); err != nil {
+	if err := utiljson.Unmarshal([]byte(anns[AnnotationState]), &st); err != nil {
 		return st, fmt.Errorf("%s: annotation %s is not JSON: %w (put it back by hand, then remove the annotation)", what, AnnotationState, err)
 	}
 	return st, nil
@@ -240,5 +240,33 @@ func sessionsOf(ctx context.Context, c Clients) (map[string]string, error) {
 			add(o.GetLabels(), o.GetAnnotations())
 		}
 	}
+	return out, nil
+}
+
+// Original is o as it was before a take-over that a crash left in place
+// (its saved webhooks and CA injectors' annotations back, hookback's marks
+// gone): what to read as the operator's configuration; o itself when it is
+// not taken over.
+func Original(o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if _, ok := o.GetAnnotations()[AnnotationState]; !ok {
+		return o, nil
+	}
+	st, err := decodeState(o.GetKind()+" "+o.GetName(), o.GetAnnotations())
+	if err != nil {
+		return nil, err
+	}
+	out := o.DeepCopy()
+	if st.Webhooks != nil {
+		if err := unstructured.SetNestedSlice(out.Object, st.Webhooks, "webhooks"); err != nil {
+			return nil, err
+		}
+	}
+	anns := out.GetAnnotations()
+	delete(anns, AnnotationState)
+	delete(anns, registration.AnnotationLease)
+	for k, v := range st.Annotations {
+		anns[k] = v
+	}
+	out.SetAnnotations(anns)
 	return out, nil
 }
