@@ -71,22 +71,30 @@ type takeOverRun struct {
 	// released are the Leases released; said in the banner.
 	released []string
 	leaseErr error
+	// deployed names, in project mode without --take-over, where your
+	// operator is deployed too: said in the banner.
+	deployed []string
 }
 
 // discoverTakeOver finds what the targets touch and returns c with the
 // taken-over configurations and CRDs your manifests lack added to them
 // (as stored in the cluster), so that they are served and forwarded like
-// yours. Nil without targets.
+// yours. Without targets it takes nothing over, but still gives back what
+// this session took over before a crash, and in project mode looks for
+// your operator deployed.
 func discoverTakeOver(ctx context.Context, c *Config, cl *kubeconfig.Cluster, cfg Options) (*takeOverRun, *Config, error) {
-	if len(cfg.TakeOver) == 0 {
-		return nil, c, nil
-	}
 	targets, err := takeOverTargets(cfg, c.manifests)
 	if err != nil {
 		return nil, nil, err
 	}
 	clients := takeover.Clients{Client: cl.Client, Dynamic: cl.Dynamic}
 	t := &takeOverRun{taker: &takeover.Taker{Clients: clients, Session: cfg.Session, LeaseRef: cfg.leaseRef(), Log: cfg.Log}}
+	if len(targets) == 0 {
+		if cfg.Project != nil && c.manifests != nil {
+			t.deployed = takeover.Deployed(ctx, clients, c.manifests.Services())
+		}
+		return t, c, nil
+	}
 	for _, target := range targets {
 		op, err := takeover.Discover(ctx, clients, target)
 		if err != nil {
@@ -249,6 +257,9 @@ func (t *takeOverRun) writeBanner(w io.Writer, local bool) {
 	if t == nil {
 		return
 	}
+	for _, d := range t.deployed {
+		fmt.Fprintf(w, "  deployed: your operator is also deployed as %s: its webhooks are called too and its controllers race yours; add --take-over %s\n", d, d)
+	}
 	for _, op := range t.ops {
 		fmt.Fprintf(w, "  take-over: %s scaled to 0 (from %d; given back at exit)\n", op.Target, op.Replicas)
 		for _, c := range op.Configurations {
@@ -265,6 +276,7 @@ func (t *takeOverRun) writeBanner(w io.Writer, local bool) {
 		}
 	}
 	switch {
+	case len(t.ops) == 0:
 	case len(t.released) > 0:
 		fmt.Fprintf(w, "  lease:    released %s: your manager leads at its next try (2s by controller-runtime's defaults)\n", strings.Join(t.released, ", "))
 	case t.leaseErr != nil:

@@ -304,3 +304,11 @@ func TestParseTarget(t *testing.T) {
 		})
 	}
 }
+
+func TestDeployed(t *testing.T) {
+	c, _ := fixture(t, "operator.yaml")
+	got := Deployed(context.Background(), c, []string{ns + "/shop-webhook-service", ns + "/missing", "elsewhere/svc"})
+	if want := []string{ns + "/deployment/" + depName}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Deployed = %v, want %v", got, want)
+	}
+}
