@@ -395,6 +395,7 @@ func (r *run) register(ctx context.Context) (*registration.Registration, error) 
 		return nil, err
 	}
 	r.takeOver.releaseLeases(ctx, r.cluster.Now)
+	r.takeOver.watch(r.working)
 	r.applied(bundle)
 	for _, n := range r.scopeNotes {
 		r.cfg.Log.Info(n)

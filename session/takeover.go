@@ -16,6 +16,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/hookback/hookback/field"
+	"github.com/hookback/hookback/internal/lifecycle"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/manifests"
 	"github.com/hookback/hookback/rbac"
@@ -26,6 +27,10 @@ import (
 // takeOverPodWait bounds the wait for a taken-over Deployment's pods to
 // stop before their manager's Lease is released.
 const takeOverPodWait = 30 * time.Second
+
+// takeOverWatchInterval is how often a taken-over operator is looked at
+// for someone else's changes.
+const takeOverWatchInterval = 2 * time.Second
 
 // takeOverTargets reads Options.TakeOver. A target without a namespace is
 // in the one namespace of the scope, else in the one namespace your
@@ -241,6 +246,18 @@ func (t *takeOverRun) releaseLeases(ctx context.Context, now func() time.Time) {
 	}
 }
 
+// watch says, once each, what someone else undoes of the take-over
+// while the session runs (a re-deploy), on g's context.
+func (t *takeOverRun) watch(g *lifecycle.Group) {
+	if t == nil || len(t.ops) == 0 {
+		return
+	}
+	g.Go(func(ctx context.Context) error {
+		t.taker.Watch(ctx, t.ops, takeOverWatchInterval)
+		return nil
+	})
+}
+
 // restore gives every operator back: the first step of shutdown, with
 // the conversions, since the operator's webhooks fail closed without it.
 func (t *takeOverRun) restore(ctx context.Context) error {
@@ -327,5 +344,5 @@ func takeOverPermissions(o Options, m *manifests.Set) []rbac.Permission {
 // are kept, see registration.AnnotationTakeOver). It returns the sessions
 // restored.
 func restoreTakenOver(ctx context.Context, cl *kubeconfig.Cluster, opts registration.CleanupOptions, log *slog.Logger) ([]string, error) {
-	return takeover.RestoreStale(ctx, takeover.Clients{Client: cl.Client, Dynamic: cl.Dynamic}, opts, takeover.Taker{Log: log})
+	return takeover.RestoreStale(ctx, takeover.Clients{Client: cl.Client, Dynamic: cl.Dynamic}, opts, log)
 }

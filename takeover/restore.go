@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -182,7 +183,7 @@ func rewritten(hooks []any, redirected []string) []string {
 // RestoreStale gives back what the sessions opts select took over (dead
 // ones, after a crash; named ones for `hookback cleanup`), before their
 // configurations are deleted. It returns the sessions it restored.
-func RestoreStale(ctx context.Context, c Clients, opts registration.CleanupOptions, t Taker) ([]string, error) {
+func RestoreStale(ctx context.Context, c Clients, opts registration.CleanupOptions, log *slog.Logger) ([]string, error) {
 	sessions, err := sessionsOf(ctx, c)
 	if err != nil {
 		return nil, err
@@ -198,8 +199,7 @@ func RestoreStale(ctx context.Context, c Clients, opts registration.CleanupOptio
 		if !sel {
 			continue
 		}
-		one := t
-		one.Clients, one.Session = c, s
+		one := &Taker{Clients: c, Session: s, Log: log}
 		if _, err := one.Restore(ctx, nil); err != nil {
 			errs = append(errs, err)
 			continue

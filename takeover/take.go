@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,6 +23,25 @@ type Taker struct {
 	// session's take-over.
 	Session, LeaseRef string
 	Log               *slog.Logger
+	// told are the objects said to be changed by someone else: said once,
+	// and then left as they are (never fought).
+	mu   sync.Mutex
+	told map[string]bool
+}
+
+// tell says once per object that someone else changed what the take-over
+// set.
+func (t *Taker) tell(key, msg string, attrs ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.told[key] {
+		return
+	}
+	if t.told == nil {
+		t.told = map[string]bool{}
+	}
+	t.told[key] = true
+	t.Log.Warn(msg, attrs...)
 }
 
 // Redirects are the webhooks to put in place of the operator's, by
@@ -75,6 +95,10 @@ func (t *Taker) takeConfiguration(ctx context.Context, c Configuration, to map[s
 		return err
 	}
 	hooks, _, _ := unstructured.NestedSlice(live.Object, "webhooks")
+	if changed := rewritten(hooks, st.Redirected); had && len(changed) > 0 {
+		t.tellRewritten(c, changed)
+		return nil
+	}
 	if !had {
 		st = state{Webhooks: hooks, Annotations: injectors(live.GetAnnotations())}
 	}
@@ -159,6 +183,11 @@ func (t *Taker) scaleDown(ctx context.Context, op *Operator) error {
 	st, had, err := t.owned("Deployment "+op.Namespace+"/"+op.Name, d.Labels, d.Annotations)
 	if err != nil {
 		return err
+	}
+	if had && d.Spec.Replicas != nil && *d.Spec.Replicas != 0 {
+		t.tellScaled(op, *d.Spec.Replicas)
+		op.Replicas = *st.Replicas
+		return nil
 	}
 	if !had {
 		r := int32(1)

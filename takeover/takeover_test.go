@@ -214,7 +214,7 @@ func TestRestoreStaleSelectsDeadSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	// dead-1's Lease does not exist: it is stale.
-	got, err := RestoreStale(ctx, c, registration.CleanupOptions{Stale: true, DefaultLeaseNamespace: "default"}, Taker{Log: taker(c, logs, "x").Log})
+	got, err := RestoreStale(ctx, c, registration.CleanupOptions{Stale: true, DefaultLeaseNamespace: "default"}, taker(c, logs, "x").Log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,3 +312,48 @@ func TestDeployed(t *testing.T) {
 		t.Errorf("Deployed = %v, want %v", got, want)
 	}
 }
+
+// TestReDeployedDuringTheSession: someone re-deploys the operator while
+// it is taken over: the next re-apply and the watch leave their replicas
+// and webhooks as they made them (never fought) and say so once.
+func TestReDeployedDuringTheSession(t *testing.T) {
+	ctx := context.Background()
+	c, logs := fixture(t, "operator.yaml")
+	op := discover(t, c)
+	tk := taker(c, logs, "dev-1")
+	if err := tk.Take(ctx, op, redirects()); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := c.Client.AppsV1().Deployments(ns).Get(ctx, depName, metav1.GetOptions{})
+	d.Spec.Replicas = ptrTo(int32(2))
+	if _, err := c.Client.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res := c.Dynamic.Resource(hookResources[registration.KindValidatingHook])
+	o, _ := res.Get(ctx, vwcName, metav1.GetOptions{})
+	hooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
+	_ = unstructured.SetNestedField(hooks[0].(map[string]any), map[string]any{"service": map[string]any{"namespace": ns, "name": "shop-webhook-service"}}, "clientConfig")
+	_ = unstructured.SetNestedSlice(o.Object, hooks, "webhooks")
+	if _, err := res.Update(ctx, o, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		tk.check(ctx, op)
+		if err := tk.Take(ctx, op, redirects()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, _ = c.Client.AppsV1().Deployments(ns).Get(ctx, depName, metav1.GetOptions{})
+	o, _ = res.Get(ctx, vwcName, metav1.GetOptions{})
+	hooks, _, _ = unstructured.NestedSlice(o.Object, "webhooks")
+	if _, isURL, _ := unstructured.NestedString(hooks[0].(map[string]any), "clientConfig", "url"); *d.Spec.Replicas != 2 || isURL {
+		t.Errorf("fought: replicas %d, webhook at hookback again %v", *d.Spec.Replicas, isURL)
+	}
+	for _, msg := range []string{"Deployment scaled up by someone else", "webhook configuration re-written by someone else"} {
+		if n := strings.Count(logs.String(), msg); n != 1 {
+			t.Errorf("%q said %d times, want once:\n%s", msg, n, logs)
+		}
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
