@@ -289,7 +289,15 @@ func (t *takeOverRun) writeBanner(w io.Writer, local bool) {
 			fmt.Fprintf(w, "             HorizontalPodAutoscaler %s: paused, Kubernetes does not autoscale a Deployment at 0 replicas\n", h)
 		}
 		if !local && len(op.Configurations) > 0 {
-			fmt.Fprintf(w, "             shared cluster: everyone whose objects these webhooks match is served by this laptop now, and by nothing once it stops (failurePolicy Ignore)\n")
+			var who []string
+			for _, c := range op.Configurations {
+				for _, n := range c.Namespaces {
+					if !slices.Contains(who, n) {
+						who = append(who, n)
+					}
+				}
+			}
+			fmt.Fprintf(w, "             shared cluster: whoever writes these webhooks' objects in %s is served by this laptop now, and by nothing once it stops (failurePolicy Ignore)\n", strings.Join(who, "; "))
 		}
 	}
 	switch {

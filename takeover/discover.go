@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -65,6 +66,9 @@ type Configuration struct {
 	Kind, Name string
 	// Webhooks are the names of its webhooks that call the operator.
 	Webhooks []string
+	// Namespaces say whose objects those webhooks review, from their
+	// namespaceSelector: "every namespace", or the selector.
+	Namespaces []string
 }
 
 // Key is KIND/NAME.
@@ -152,26 +156,50 @@ func configurationsOf(ctx context.Context, dyn dynamic.Interface, services []str
 			return nil, fmt.Errorf("list %ss: %w", kind, err)
 		}
 		for _, o := range list.Items {
-			if hooks := hooksServedBy(&o, services); len(hooks) > 0 {
-				out = append(out, Configuration{Kind: kind, Name: o.GetName(), Webhooks: hooks})
+			if hooks, affects := hooksServedBy(&o, services); len(hooks) > 0 {
+				out = append(out, Configuration{Kind: kind, Name: o.GetName(), Webhooks: hooks, Namespaces: affects})
 			}
 		}
 	}
 	return out, nil
 }
 
-// hooksServedBy names o's webhooks whose clientConfig.service is one of services.
-func hooksServedBy(o *unstructured.Unstructured, services []string) []string {
+// hooksServedBy names o's webhooks whose clientConfig.service is one of
+// services, and the namespaces they review.
+func hooksServedBy(o *unstructured.Unstructured, services []string) (names, namespaces []string) {
 	hooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
-	var out []string
 	for _, h := range hooks {
 		hm, _ := h.(map[string]any)
-		if slices.Contains(services, serviceOf(hm, "clientConfig", "service")) {
-			name, _ := hm["name"].(string)
-			out = append(out, name)
+		if !slices.Contains(services, serviceOf(hm, "clientConfig", "service")) {
+			continue
+		}
+		name, _ := hm["name"].(string)
+		names = append(names, name)
+		if ns := reviewed(hm); !slices.Contains(namespaces, ns) {
+			namespaces = append(namespaces, ns)
 		}
 	}
-	return out
+	return names, namespaces
+}
+
+// reviewed says whose objects a webhook reviews, from its namespaceSelector.
+func reviewed(hook map[string]any) string {
+	m, _, _ := unstructured.NestedMap(hook, "namespaceSelector")
+	var sel metav1.LabelSelector
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &sel); err != nil {
+		return "namespaces matching its namespaceSelector"
+	}
+	s, err := metav1.LabelSelectorAsSelector(&sel)
+	switch {
+	case err != nil:
+		return "namespaces matching its namespaceSelector"
+	case s.Empty():
+		return "every namespace"
+	}
+	if ns, ok := sel.MatchLabels["kubernetes.io/metadata.name"]; ok && len(sel.MatchLabels) == 1 && len(sel.MatchExpressions) == 0 {
+		return "namespace " + ns
+	}
+	return "namespaces " + s.String()
 }
 
 // serviceOf is namespace/name of the service at path in m, "" for none.

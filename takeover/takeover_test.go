@@ -83,7 +83,7 @@ func TestDiscover(t *testing.T) {
 	want := &Operator{Target: Target{Namespace: ns, Name: depName}, Replicas: 2,
 		Services:       []string{ns + "/shop-webhook-service"},
 		Pods:           []string{"shop-controller-manager-7d9f-abcde"},
-		Configurations: []Configuration{{Kind: registration.KindValidatingHook, Name: vwcName, Webhooks: []string{"vwidget.shop.io"}}},
+		Configurations: []Configuration{{Kind: registration.KindValidatingHook, Name: vwcName, Webhooks: []string{"vwidget.shop.io"}, Namespaces: []string{"every namespace"}}},
 		CRDs:           []string{crdName}, HPAs: []string{"shop"}, Leases: []string{"8f1c2a.shop.io"}}
 	if !reflect.DeepEqual(op, want) {
 		t.Errorf("Discover:\n got %+v\nwant %+v", op, want)
@@ -357,3 +357,22 @@ func TestReDeployedDuringTheSession(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+func TestReviewed(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		hook map[string]any
+		want string
+	}{
+		{name: "no selector", hook: map[string]any{}, want: "every namespace"},
+		{name: "one namespace", hook: map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "team-a"}}}, want: "namespace team-a"},
+		{name: "a selector", hook: map[string]any{"namespaceSelector": map[string]any{"matchExpressions": []any{
+			map[string]any{"key": "control-plane", "operator": "NotIn", "values": []any{"true"}}}}}, want: "namespaces control-plane notin (true)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := reviewed(tt.hook); got != tt.want {
+				t.Errorf("reviewed = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
