@@ -354,3 +354,51 @@ func takeOverPermissions(o Options, m *manifests.Set) []rbac.Permission {
 func restoreTakenOver(ctx context.Context, cl *kubeconfig.Cluster, opts registration.CleanupOptions, log *slog.Logger) ([]string, error) {
 	return takeover.RestoreStale(ctx, takeover.Clients{Client: cl.Client, Dynamic: cl.Dynamic}, opts, log)
 }
+
+// renderTakeOver is discoverTakeOver for render, which writes nothing:
+// nil without targets.
+func renderTakeOver(ctx context.Context, c *Config) (*takeOverRun, *kubeconfig.Cluster, *Config, error) {
+	if len(c.opts.TakeOver) == 0 {
+		return nil, nil, c, nil
+	}
+	cl, err := kubeconfig.Connect(ctx, c.opts.Kubeconfig, c.opts.Log, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	t, c, err := discoverTakeOver(ctx, c, cl, c.opts)
+	return t, cl, c, err
+}
+
+// preview is what take would change, for render: each taken-over
+// configuration as it would be (same name), after a comment per
+// Deployment and CRD.
+func (t *takeOverRun) preview(ctx context.Context, cl *kubeconfig.Cluster) ([]byte, error) {
+	var b strings.Builder
+	for _, op := range t.ops {
+		fmt.Fprintf(&b, "---\n# take-over: %s is scaled to 0 (from %d) for the session", op.Target, op.Replicas)
+		if len(op.Leases) > 0 {
+			fmt.Fprintf(&b, "; Lease %s released once its pods are gone", strings.Join(op.Leases, ", "))
+		}
+		b.WriteString("\n")
+		for _, crd := range op.CRDs {
+			fmt.Fprintf(&b, "# take-over: CustomResourceDefinition %s: its conversion is pointed at hookback, CA injection set aside\n", crd)
+		}
+		for _, c := range op.Configurations {
+			gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: strings.ToLower(c.Kind) + "s"}
+			live, err := cl.Dynamic.Resource(gvr).Get(ctx, c.Name, metav1.GetOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("take over: read %s %q: %w", c.Kind, c.Name, err)
+			}
+			if live, err = takeover.Original(live); err != nil {
+				return nil, err
+			}
+			y, err := (&registration.Registration{Objects: []*unstructured.Unstructured{takeover.Preview(live, c, t.redirects[c.Key()])}}).YAML()
+			if err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(&b, "---\n# take-over: %s %s, under its own name\n", c.Kind, c.Name)
+			b.Write(y)
+		}
+	}
+	return []byte(b.String()), nil
+}

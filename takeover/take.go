@@ -102,20 +102,9 @@ func (t *Taker) takeConfiguration(ctx context.Context, c Configuration, to map[s
 	if !had {
 		st = state{Webhooks: hooks, Annotations: injectors(live.GetAnnotations())}
 	}
-	st.Redirected = nil
-	out := make([]any, len(hooks))
-	for i, h := range hooks {
-		hm, _ := h.(map[string]any)
-		name, _ := hm["name"].(string)
-		out[i] = h
-		if !slices.Contains(c.Webhooks, name) {
-			continue
-		}
-		if r, ok := to[name]; ok {
-			out[i] = r
-			st.Redirected = append(st.Redirected, name)
-			continue
-		}
+	out, redirected, missing := substitute(hooks, c, to)
+	st.Redirected = redirected
+	for _, name := range missing {
 		t.Log.Warn("webhook of a taken-over configuration that your manifests do not have: it still calls the operator's Service, which has no pods now",
 			"configuration", what, "webhook", name)
 	}
@@ -129,6 +118,46 @@ func (t *Taker) takeConfiguration(ctx context.Context, c Configuration, to map[s
 	t.Log.Info("webhook configuration taken over: its webhooks call hookback under the same name until the session ends",
 		"configuration", what, "webhooks", len(st.Redirected), "injectors set aside", len(st.Annotations))
 	return nil
+}
+
+// substitute puts, in hooks, the webhook of to of the same name in place
+// of each of c's; the others stay. It returns the webhooks, the names
+// redirected and those to has none for.
+func substitute(hooks []any, c Configuration, to map[string]any) (out []any, redirected, missing []string) {
+	out = make([]any, len(hooks))
+	for i, h := range hooks {
+		hm, _ := h.(map[string]any)
+		name, _ := hm["name"].(string)
+		out[i] = h
+		if !slices.Contains(c.Webhooks, name) {
+			continue
+		}
+		if r, ok := to[name]; ok {
+			out[i] = r
+			redirected = append(redirected, name)
+			continue
+		}
+		missing = append(missing, name)
+	}
+	return out, redirected, missing
+}
+
+// Preview is live (c's configuration as stored) as Take would leave it:
+// what `hookback render --take-over` prints.
+func Preview(live *unstructured.Unstructured, c Configuration, to map[string]any) *unstructured.Unstructured {
+	o := live.DeepCopy()
+	hooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
+	out, _, _ := substitute(hooks, c, to)
+	_ = unstructured.SetNestedSlice(o.Object, out, "webhooks") // JSON values read from o: cannot fail
+	anns := o.GetAnnotations()
+	for _, a := range registration.CAInjectors {
+		delete(anns, a)
+	}
+	o.SetAnnotations(anns)
+	for _, f := range []string{"resourceVersion", "uid", "generation", "creationTimestamp", "managedFields"} {
+		unstructured.RemoveNestedField(o.Object, "metadata", f)
+	}
+	return o
 }
 
 // injectors are the CA injectors' annotations among anns; nil for none.

@@ -376,3 +376,27 @@ func TestReviewed(t *testing.T) {
 		})
 	}
 }
+
+func TestPreview(t *testing.T) {
+	c, _ := fixture(t, "operator.yaml")
+	op := discover(t, c)
+	live, err := c.Dynamic.Resource(hookResources[registration.KindValidatingHook]).Get(context.Background(), vwcName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := Preview(live, op.Configurations[0], redirects()[vwcKey])
+	hooks, _, _ := unstructured.NestedSlice(got.Object, "webhooks")
+	if url, _, _ := unstructured.NestedString(hooks[0].(map[string]any), "clientConfig", "url"); url != hookback {
+		t.Errorf("previewed webhook calls %q, want hookback", url)
+	}
+	if svc, _, _ := unstructured.NestedString(hooks[1].(map[string]any), "clientConfig", "service", "name"); svc != "other" {
+		t.Errorf("the other Service's webhook was changed: %v", hooks[1])
+	}
+	if got.GetName() != vwcName || got.GetResourceVersion() != "" || len(got.GetAnnotations()) != 0 {
+		t.Errorf("preview metadata: name %q, resourceVersion %q, annotations %v; want the same name, no server fields, the injector set aside",
+			got.GetName(), got.GetResourceVersion(), got.GetAnnotations())
+	}
+	if live.GetAnnotations()["cert-manager.io/inject-ca-from"] == "" {
+		t.Errorf("Preview changed the live object")
+	}
+}
