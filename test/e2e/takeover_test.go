@@ -199,6 +199,16 @@ func TestTakeOver(t *testing.T) {
 			args := []string{"--webhooks", "none", "--controllers", "none", "--take-over", op.ns + "/deployment/" + op.deployment,
 				"--upstream", mgr.URL, "--upstream-ca", mgr.Cert}
 
+			// render shows what start would change, and changes nothing.
+			out, errOut, code := hookback(t, env.kubeconfig, append([]string{"render", "--advertise-address", "127.0.0.1"}, args...)...)
+			for _, want := range []string{"# take-over: " + op.ns + "/deployment/" + op.deployment + " is scaled to 0 (from 2)",
+				"name: " + op.validating, "/upstream/svc/" + op.ns + "/op-webhook-service/443/validate-e2e-hookback-dev-v1-widget"} {
+				if code != 0 || !strings.Contains(out, want) {
+					t.Errorf("render --take-over: exit %d, output lacks %q:\n%s\n%s", code, want, out, errOut)
+				}
+			}
+			op.givenBack(t, dyn, before)
+
 			p := start(t, args...)
 			p.ready(t)
 			op.takenOver(t, dyn, p, "w1")
@@ -236,7 +246,7 @@ func TestTakeOver(t *testing.T) {
 			p.ready(t)
 			p.signal(syscall.SIGKILL)
 			p.wait(t)
-			out, errOut, code := hookback(t, env.kubeconfig, "cleanup", "--session", p.session)
+			out, errOut, code = hookback(t, env.kubeconfig, "cleanup", "--session", p.session)
 			if code != 0 || !strings.Contains(out, p.session) {
 				t.Fatalf("cleanup: exit %d\n%s\n%s", code, out, errOut)
 			}
