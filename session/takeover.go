@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/internal/lifecycle"
@@ -136,9 +135,6 @@ func (t *takeOverRun) withLive(ctx context.Context, cl *kubeconfig.Cluster, m *m
 			return fmt.Errorf("take over: read %s %q: %w", gvr.Resource, name, err)
 		}
 		if o, err = takeover.Original(o); err != nil {
-			return err
-		}
-		if err := savedConversion(o); err != nil {
 			return err
 		}
 		docs = append(docs, manifests.Document{Source: "the cluster (take-over)", Index: len(docs) + 1, Object: o})
@@ -309,25 +305,6 @@ func (t *takeOverRun) writeBanner(w io.Writer, local bool) {
 	default:
 		fmt.Fprintf(w, "  lease:    no leader-election Lease held by its pods: your manager leads at once\n")
 	}
-}
-
-// savedConversion puts back on a CRD read from the cluster the conversion
-// a crashed session's redirect saved (registration.AnnotationConversion),
-// so that the operator's Service is read, not hookback's URL.
-func savedConversion(o *unstructured.Unstructured) error {
-	saved, ok := o.GetAnnotations()[registration.AnnotationConversion]
-	if !ok || o.GetKind() != "CustomResourceDefinition" {
-		return nil
-	}
-	var conv any
-	if err := utiljson.Unmarshal([]byte(saved), &conv); err != nil {
-		return fmt.Errorf("CustomResourceDefinition %q: annotation %s: %w", o.GetName(), registration.AnnotationConversion, err)
-	}
-	if conv == nil {
-		unstructured.RemoveNestedField(o.Object, "spec", "conversion")
-		return nil
-	}
-	return unstructured.SetNestedField(o.Object, conv, "spec", "conversion")
 }
 
 // takeOverPermissions are what --take-over needs in the namespaces of its

@@ -155,8 +155,13 @@ func configurationsOf(ctx context.Context, dyn dynamic.Interface, services []str
 		if err != nil {
 			return nil, fmt.Errorf("list %ss: %w", kind, err)
 		}
-		for _, o := range list.Items {
-			if hooks, affects := hooksServedBy(&o, services); len(hooks) > 0 {
+		for i := range list.Items {
+			// One a crashed session left taken over is read as it was.
+			o, err := Original(&list.Items[i])
+			if err != nil {
+				return nil, err
+			}
+			if hooks, affects := hooksServedBy(o, services); len(hooks) > 0 {
 				out = append(out, Configuration{Kind: kind, Name: o.GetName(), Webhooks: hooks, Namespaces: affects})
 			}
 		}
@@ -223,7 +228,11 @@ func crdsOf(ctx context.Context, dyn dynamic.Interface, services []string) ([]st
 		return nil, fmt.Errorf("list CustomResourceDefinitions: %w", err)
 	}
 	var out []string
-	for _, o := range list.Items {
+	for i := range list.Items {
+		o, err := Original(&list.Items[i])
+		if err != nil {
+			return nil, err
+		}
 		if slices.Contains(services, serviceOf(o.Object, "spec", "conversion", "webhook", "clientConfig", "service")) {
 			out = append(out, o.GetName())
 		}

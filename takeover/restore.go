@@ -243,19 +243,29 @@ func sessionsOf(ctx context.Context, c Clients) (map[string]string, error) {
 	return out, nil
 }
 
-// Original is o as it was before a take-over that a crash left in place
-// (its saved webhooks and CA injectors' annotations back, hookback's marks
-// gone): what to read as the operator's configuration; o itself when it is
-// not taken over.
+// Original is o as it was before a take-over or a conversion redirect
+// that a crash left in place (its saved webhooks, conversion and CA
+// injectors' annotations back, hookback's marks gone): what to read as the
+// operator's object; o itself when hookback changed nothing of it.
 func Original(o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	if _, ok := o.GetAnnotations()[AnnotationState]; !ok {
+	_, taken := o.GetAnnotations()[AnnotationState]
+	conv, redirected := o.GetAnnotations()[registration.AnnotationConversion]
+	if !taken && !redirected {
 		return o, nil
+	}
+	out := o.DeepCopy()
+	if redirected {
+		if err := putConversion(out, conv); err != nil {
+			return nil, err
+		}
+	}
+	if !taken {
+		return out, nil
 	}
 	st, err := decodeState(o.GetKind()+" "+o.GetName(), o.GetAnnotations())
 	if err != nil {
 		return nil, err
 	}
-	out := o.DeepCopy()
 	if st.Webhooks != nil {
 		if err := unstructured.SetNestedSlice(out.Object, st.Webhooks, "webhooks"); err != nil {
 			return nil, err
@@ -269,4 +279,18 @@ func Original(o *unstructured.Unstructured) (*unstructured.Unstructured, error) 
 	}
 	out.SetAnnotations(anns)
 	return out, nil
+}
+
+// putConversion sets the conversion a redirect saved
+// (registration.AnnotationConversion) back on a CRD read from the cluster.
+func putConversion(o *unstructured.Unstructured, saved string) error {
+	var conv any
+	if err := utiljson.Unmarshal([]byte(saved), &conv); err != nil {
+		return fmt.Errorf("CustomResourceDefinition %q: annotation %s: %w", o.GetName(), registration.AnnotationConversion, err)
+	}
+	if conv == nil {
+		unstructured.RemoveNestedField(o.Object, "spec", "conversion")
+		return nil
+	}
+	return unstructured.SetNestedField(o.Object, conv, "spec", "conversion")
 }

@@ -2,6 +2,7 @@ package takeover
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -398,5 +399,34 @@ func TestPreview(t *testing.T) {
 	}
 	if live.GetAnnotations()["cert-manager.io/inject-ca-from"] == "" {
 		t.Errorf("Preview changed the live object")
+	}
+}
+
+// TestDiscoverAfterACrash: a session killed while it held the take-over
+// left the operator's webhooks and conversion pointing at hookback; the
+// next start still finds them the operator's, by what was saved.
+func TestDiscoverAfterACrash(t *testing.T) {
+	ctx := context.Background()
+	c, logs := fixture(t, "operator.yaml")
+	want := discover(t, c)
+	if err := taker(c, logs, "dev-1").Take(ctx, want, redirects()); err != nil {
+		t.Fatal(err)
+	}
+	// The conversion redirect of registration.CRDs, as it leaves a CRD.
+	res := c.Dynamic.Resource(crdResource)
+	crd, _ := res.Get(ctx, crdName, metav1.GetOptions{})
+	saved, _, _ := unstructured.NestedMap(crd.Object, "spec", "conversion")
+	b, _ := json.Marshal(saved)
+	anns := crd.GetAnnotations()
+	anns[registration.AnnotationConversion] = string(b)
+	crd.SetAnnotations(anns)
+	_ = unstructured.SetNestedField(crd.Object, map[string]any{"strategy": "Webhook", "webhook": map[string]any{
+		"clientConfig": map[string]any{"url": "https://10.0.0.1:8643/convert/widgets.shop.io/convert"}}}, "spec", "conversion")
+	if _, err := res.Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := discover(t, c)
+	if !reflect.DeepEqual(got.Configurations, want.Configurations) || !reflect.DeepEqual(got.CRDs, want.CRDs) {
+		t.Errorf("after a crash Discover found %v %v, want %v %v", got.Configurations, got.CRDs, want.Configurations, want.CRDs)
 	}
 }
