@@ -167,7 +167,7 @@ func (op deployedOperator) takenOver(t *testing.T, dyn dynamic.Interface, p *pro
 	if err == nil || !strings.Contains(err.Error(), "must be at most 10 (crmanager's validator)") {
 		t.Errorf("a widget of size 11: %v, want the local validator's denial", err)
 	}
-	p.whWaitLogLine(t, "validating-webhook-configuration")
+	p.whWaitLogLine(t, "webhook configuration taken over", op.validating)
 }
 
 func (op deployedOperator) givenBack(t *testing.T, dyn dynamic.Interface, before map[string]any) {
