@@ -54,11 +54,13 @@ func run(port int, certDir string) error {
 		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		LeaderElection:         leaderID != "", LeaderElectionID: leaderID, LeaderElectionNamespace: leaderNamespace,
-		WebhookServer: webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: certDir}),
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:  "0",
+		LeaderElection:          leaderID != "",
+		LeaderElectionID:        leaderID,
+		LeaderElectionNamespace: leaderNamespace,
+		WebhookServer:           webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: certDir}),
 	})
 	if err != nil {
 		return fmt.Errorf("new manager: %w", err)
