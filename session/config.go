@@ -163,7 +163,10 @@ func (c Options) Validate() error {
 	if err := assembly.ValidateWebhookOptions(c.WebhookOptions); err != nil {
 		errs = append(errs, err)
 	}
-	if err := c.User.Validate(); err != nil {
+	if err := takeOverUser(c).Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := validateTakeOver(c); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.Scope.Validate(); err != nil {

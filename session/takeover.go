@@ -52,6 +52,26 @@ func takeOverTargets(o Options, m *manifests.Set) ([]takeover.Target, error) {
 	return out, nil
 }
 
+// takeOverUser is o.User as Validate judges it: with --take-over, the
+// operator's configurations read from the cluster are manifests too (they
+// say which requests go to the upstream), and an upstream is needed.
+func takeOverUser(o Options) UserWebhooks {
+	u := o.User
+	if len(o.TakeOver) > 0 && len(u.Manifests) == 0 && (len(u.Upstream) > 0 || len(u.Upstreams) > 0) {
+		u.Manifests = []string{"the cluster (take-over)"}
+	}
+	return u
+}
+
+// validateTakeOver: the operator's webhooks need somewhere to go.
+func validateTakeOver(o Options) error {
+	u := o.User
+	if len(o.TakeOver) > 0 && len(u.Upstream) == 0 && len(u.Upstreams) == 0 {
+		return field.Clause("session.Options.TakeOver", "", "needs {session.UserWebhooks.Upstream}: your webhook server, which the operator's webhooks call while it is taken over (a project's is https://127.0.0.1:9443)")
+	}
+	return nil
+}
+
 // oneNamespace is the namespace every NAMESPACE/NAME of services is in; ""
 // when there are none or several.
 func oneNamespace(services []string) string {

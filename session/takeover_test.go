@@ -74,3 +74,17 @@ func TestTakeOverSplit(t *testing.T) {
 		t.Errorf("Redirect: want the taken-over CRD redirected and only it")
 	}
 }
+
+func TestTakeOverValidate(t *testing.T) {
+	base := Options{TakeOver: []string{"ops/deployment/a"}}
+	withUp := base
+	withUp.User = UserWebhooks{Upstream: []string{"https://127.0.0.1:9443"}}
+	if err := errors.Join(takeOverUser(withUp).Validate(), validateTakeOver(withUp)); err != nil {
+		t.Errorf("--take-over with --upstream and no manifests: %v, want valid (the operator's configurations are read from the cluster)", err)
+	}
+	err := validateTakeOver(base)
+	var fe *field.Error
+	if err == nil || !errors.As(err, &fe) || fe.Field != "session.Options.TakeOver" || !strings.Contains(err.Error(), "needs session.UserWebhooks.Upstream") {
+		t.Errorf("--take-over without an upstream: %v, want a field error asking for one", err)
+	}
+}
