@@ -186,6 +186,7 @@ func (op deployedOperator) givenBack(t *testing.T, dyn dynamic.Interface, before
 // is released; after Ctrl-C, after kill -9 and the next start, and after
 // kill -9 and `hookback cleanup`, every object equals its state before.
 func TestTakeOver(t *testing.T) {
+	t.Parallel() // its own namespaces and configurations; the Widget CRD is only read
 	dyn := dynamicClient(t)
 	ensureWidgetCRD(t, dyn)
 	mgr := startCRManager(t)
@@ -194,6 +195,7 @@ func TestTakeOver(t *testing.T) {
 		injectCA bool
 	}{{"plain", false}, {"cert-manager injects the CA", true}} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			op := deployOperator(t, dyn, tc.injectCA)
 			before := op.state(t, dyn)
 			args := []string{"--webhooks", "none", "--controllers", "none", "--take-over", op.ns + "/deployment/" + op.deployment,
