@@ -35,6 +35,8 @@ type CheckOptions struct {
 	// Serve holds what start would run: the built-ins, your webhooks and
 	// CRDs (--webhook-config, --project) and the upstreams, which are probed.
 	Serve ServeOptions
+	// TakeOver are the Deployments start --take-over would pause.
+	TakeOver []string
 }
 
 func (o *CheckOptions) bind(b *binder) {
@@ -46,6 +48,7 @@ func (o *CheckOptions) bind(b *binder) {
 	bind(b, &o.Tunnel.Namespace, "tunnel-namespace", catTunnel, "tunnel: the namespace start --tunnel would deploy its relay to", sets("tunnel.Config.Namespace"))
 	o.Serve.bindUpstream(b)
 	o.Serve.bindWhatRuns(b)
+	bind(b, &o.TakeOver, "take-over", catUser, "[NAMESPACE/]deployment/NAME: check what start --take-over of it needs too (repeatable)", sets("session.Options.TakeOver"))
 }
 
 func checkCommand() (*cli.Command, *binder) {
@@ -211,7 +214,7 @@ func checkConfig(o CheckOptions) (session.Options, error) {
 	ctls, _ := assembly.SelectControllers(splitList(o.Serve.Controllers))
 	err := errors.Join(validateSelection(o.Serve.Webhooks, o.Serve.Controllers), userErr, o.Serve.projectErr)
 	return session.Options{LeaseNamespace: o.LeaseNamespace, Webhooks: hooks, Controllers: ctls, Tunnel: o.Tunnel,
-		User: user, Project: o.Serve.project}, err
+		User: user, Project: o.Serve.project, TakeOver: o.TakeOver}, err
 }
 
 // printChecking says what the permissions below are checked for.

@@ -26,6 +26,8 @@ type RBACOptions struct {
 	// Serve holds what start would run, as for check: the built-ins, your
 	// webhooks and CRDs (--webhook-config, --project).
 	Serve ServeOptions
+	// TakeOver are the Deployments start --take-over would pause.
+	TakeOver []string
 }
 
 func (o *RBACOptions) bind(b *binder) {
@@ -34,6 +36,7 @@ func (o *RBACOptions) bind(b *binder) {
 	bind(b, &o.LeaseNamespace, "lease-namespace", catCluster, "namespace for the session Lease and the canary ConfigMap: the Role's")
 	bind(b, &o.Tunnel.Enabled, "tunnel", catTunnel, "add what start --tunnel needs: a Role in --tunnel-namespace for the relay's objects and the pod port-forward")
 	bind(b, &o.Tunnel.Namespace, "tunnel-namespace", catTunnel, "tunnel: the namespace of that Role, where start --tunnel deploys its relay (it must exist)")
+	bind(b, &o.TakeOver, "take-over", catUser, "[NAMESPACE/]deployment/NAME: add what start --take-over of it needs (repeatable)", sets("session.Options.TakeOver"))
 	bind(b, &o.Subject, "subject", catOutput, "who the bindings name: user:NAME, group:NAME or serviceaccount:NAMESPACE/NAME")
 	bind(b, &o.Name, "rbac-name", catOutput, "name of the ClusterRole, Role and bindings")
 }
@@ -80,7 +83,7 @@ func runRBAC(c *cli.Context, o RBACOptions) error {
 		return usage(err)
 	}
 	cfg := session.Options{LeaseNamespace: o.LeaseNamespace, Webhooks: hooks, Controllers: ctls, Tunnel: o.Tunnel,
-		User: user, Project: o.Serve.project}
+		User: user, Project: o.Serve.project, TakeOver: o.TakeOver}
 	completed, err := session.CompleteWhatRuns(cfg)
 	if err != nil {
 		return err

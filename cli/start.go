@@ -79,6 +79,8 @@ func renderCommand(ext Extension) (*cli.Command, *binder) {
 	pol.bind(b)
 	var chainOn bool
 	bind(b, &chainOn, "chain", catUser, "also print the observer configurations start --chain registers (docs/chain.md)", sets("session.Options.Chain"))
+	var takeOver []string
+	bind(b, &takeOver, "take-over", catUser, "[NAMESPACE/]deployment/NAME: also print what start --take-over of it would change, read from the cluster (docs/take-over.md; repeatable)", sets("session.Options.TakeOver"))
 	in := defaultInClusterOptions()
 	in.bind(b)
 	cmd := &cli.Command{
@@ -110,7 +112,7 @@ Service, and the same webhook configurations with clientConfig.service reference
 			}
 			opts := o.config(ext, o.logger(c.App.ErrWriter))
 			pol.apply(&opts, os.Stdin)
-			opts.Chain = chainOn
+			opts.Chain, opts.TakeOver = chainOn, takeOver
 			cfg, err := session.Complete(opts)
 			if err != nil {
 				return configUsage(err)

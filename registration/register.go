@@ -98,6 +98,9 @@ func (r *Registrar) deleteSession(ctx context.Context, session string, keep []st
 			if slices.Contains(keep, kind+"/"+o.GetName()) {
 				continue
 			}
+			if _, lent := o.GetAnnotations()[AnnotationTakeOver]; lent {
+				continue // someone else's, taken over: package takeover gives it back
+			}
 			if err := r.DeleteObject(ctx, kind, o.GetName()); err != nil {
 				errs = append(errs, err)
 				continue

@@ -39,6 +39,11 @@ func Render(ctx context.Context, c *Config) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// --take-over: what start would find in the cluster, read only.
+	tk, cl, c, err := renderTakeOver(ctx, c)
+	if err != nil {
+		return nil, err
+	}
 	// Your webhooks as start loads them: the same checks, the same log.
 	if _, err := c.userWebhooks(cfg.User); err != nil {
 		return nil, err
@@ -51,7 +56,16 @@ func Render(ctx context.Context, c *Config) ([]byte, error) {
 	for _, n := range objs.Notes {
 		cfg.Log.Info(n)
 	}
-	return objs.Configurations.YAML()
+	if tk == nil {
+		return objs.Configurations.YAML()
+	}
+	tk.split(objs, cfg.Session)
+	out, err := objs.Configurations.YAML()
+	if err != nil {
+		return nil, err
+	}
+	more, err := tk.preview(ctx, cl)
+	return append(out, more...), err
 }
 
 // CleanupConfig says what Cleanup removes.
@@ -89,11 +103,13 @@ func Cleanup(ctx context.Context, cfg CleanupConfig) ([]string, error) {
 	}
 	r := &registration.Registrar{Client: cs, Dynamic: dyn, Log: cfg.Log}
 	opts := registration.CleanupOptions{All: cfg.All, Sessions: cfg.Sessions, Stale: true, DefaultLeaseNamespace: cfg.LeaseNamespace, Now: kc.Clock.Now}
+	cl := &kubeconfig.Cluster{Config: kc, Client: cs, Dynamic: dyn}
+	restored, terr := restoreTakenOver(ctx, cl, opts, cfg.Log)
 	removed, err := r.Cleanup(ctx, opts)
+	removed, err = appendNew(removed, restored...), errors.Join(terr, err)
 	if cfg.TunnelNamespace == "" {
 		cfg.TunnelNamespace = tunnel.DefaultNamespace
 	}
-	cl := &kubeconfig.Cluster{Config: kc, Client: cs, Dynamic: dyn}
 	relays, rerr := tunnel.Cleanup(ctx, tunnel.Clients{Client: cl.Client, Dynamic: cl.Dynamic}, cfg.TunnelNamespace, "", opts, cfg.Log)
 	for _, s := range relays {
 		if !slices.Contains(removed, s) {

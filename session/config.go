@@ -88,6 +88,10 @@ type Options struct {
 	// RedirectConversion selects the CRDs whose conversion webhook is
 	// pointed at hookback; nil selects every one.
 	RedirectConversion func(crd string) bool
+	// TakeOver are deployed operators to pause for the session and give
+	// back at its end, each [NAMESPACE/]deployment/NAME (package takeover,
+	// docs/take-over.md).
+	TakeOver []string
 	// Scope narrows every webhook registered (the canary excepted); Run
 	// resolves it against the cluster.
 	Scope registration.Scope
@@ -159,7 +163,10 @@ func (c Options) Validate() error {
 	if err := assembly.ValidateWebhookOptions(c.WebhookOptions); err != nil {
 		errs = append(errs, err)
 	}
-	if err := c.User.Validate(); err != nil {
+	if err := takeOverUser(c).Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := validateTakeOver(c); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.Scope.Validate(); err != nil {

@@ -27,6 +27,7 @@ func (r *run) render(bundle string) (*Objects, error) {
 		return nil, err
 	}
 	r.scopeNotes = objs.Notes
+	r.takeOver.split(objs, r.cfg.Session)
 	r.config.policies.learn(objs.Configurations.Objects)
 	return objs, nil
 }
@@ -136,6 +137,9 @@ func (r *run) reapply(ctx context.Context) {
 	if err := r.drift.Own(func() error { return r.registrar.Apply(ctx, reg) }); err != nil {
 		r.cfg.Log.Error("re-apply failed; will retry on the next change", "error", err)
 		return
+	}
+	if err := r.takeOver.take(ctx); err != nil {
+		r.cfg.Log.Error("take-over not re-applied; will retry on the next change", "error", err)
 	}
 	if err := r.ensureCRDs(ctx, objs, bundle); err != nil {
 		r.cfg.Log.Error("CRD conversion not re-applied; will retry on the next change", "error", err)

@@ -30,7 +30,7 @@ func Permissions(c *Config) ([]rbac.Permission, error) {
 		tun = tunnel.Permissions(cfg.Tunnel.Namespace)
 	}
 	return rbac.Merge(registration.Permissions(cfg.LeaseNamespace), assembly.EventPermissions(),
-		webhooks.Permissions(cfg.Webhooks), ctl, tun, manifestPermissions(c.manifests), chainPermissions(cfg.Chain), policyPermissions(cfg.Policies.Paths), policyEnforcePermissions(cfg.PolicyEnforce.Enabled)), nil
+		webhooks.Permissions(cfg.Webhooks), ctl, tun, manifestPermissions(c.manifests), chainPermissions(cfg.Chain), policyPermissions(cfg.Policies.Paths), policyEnforcePermissions(cfg.PolicyEnforce.Enabled), takeOverPermissions(cfg, c.manifests)), nil
 }
 
 // names are the webhooks' names, what the template's `enabled NAME` tests.

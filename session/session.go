@@ -56,6 +56,11 @@ func runOn(ctx context.Context, c *Config, cl *kubeconfig.Cluster, started time.
 	if cfg.Scope, err = resolveScope(ctx, cfg.Scope, cfg.Log, cl); err != nil {
 		return err
 	}
+	// --take-over: the deployed operators, and c with their configurations.
+	takeOver, c, err := discoverTakeOver(ctx, c, cl, cfg)
+	if err != nil {
+		return err
+	}
 	// 2. The address the apiserver dials: this machine's, or with --tunnel
 	// the Service of the session's relay.
 	leaseRef := cfg.leaseRef()
@@ -124,6 +129,7 @@ func runOn(ctx context.Context, c *Config, cl *kubeconfig.Cluster, started time.
 	r.drift = newDrift(cfg.Session, cfg.Certs.StateDir, cfg.Log, cl, r.registrar, r.kubectl())
 	r.registrar.Wrote = r.drift.Wrote
 	r.chain = y.chain
+	r.takeOver = takeOver
 	return r.run(ctx, started)
 }
 
@@ -192,6 +198,8 @@ type run struct {
 	inspector   *inspector.Server
 	// chain is start --chain's part; nil without.
 	chain *chainRun
+	// takeOver is start --take-over's part; nil without.
+	takeOver *takeOverRun
 	// tunnel is the session's relay, with --tunnel; metrics gets its gauges.
 	tunnel    *tunnel.Session
 	metrics   prometheus.Registerer
@@ -348,6 +356,10 @@ func (r *run) verified(err error) error {
 // acquire cleans up dead sessions and takes this session's Lease.
 func (r *run) acquire(ctx context.Context) error {
 	opts := registration.CleanupOptions{Stale: true, Except: r.cfg.Session, DefaultLeaseNamespace: r.cfg.LeaseNamespace, Now: r.cluster.Now}
+	// Operators a dead session took over are given back first.
+	if _, err := restoreTakenOver(ctx, r.cluster, opts, r.cfg.Log); err != nil {
+		r.cfg.Log.Warn("could not give back everything a stopped session took over", "error", err)
+	}
 	removed, err := r.registrar.Cleanup(ctx, opts)
 	if err != nil {
 		r.cfg.Log.Warn("could not clean up every stale session", "error", err)
@@ -386,9 +398,14 @@ func (r *run) register(ctx context.Context) (*registration.Registration, error) 
 	if err := r.enforcePolicies(ctx); err != nil {
 		return nil, err
 	}
+	if err := r.takeOver.take(ctx); err != nil {
+		return nil, err
+	}
 	if err := r.ensureCRDs(ctx, objs, bundle); err != nil {
 		return nil, err
 	}
+	r.takeOver.releaseLeases(ctx, r.cluster.Now)
+	r.takeOver.watch(r.working)
 	r.applied(bundle)
 	for _, n := range r.scopeNotes {
 		r.cfg.Log.Info(n)
@@ -432,7 +449,7 @@ func (r *run) shutdown() {
 		r.serving.Stop()
 		return
 	}
-	errs := []error{r.restoreCRDs(ctx), r.registrar.Deregister(ctx)}
+	errs := []error{r.takeOver.restore(ctx), r.restoreCRDs(ctx), r.registrar.Deregister(ctx)}
 	r.working.Stop()
 	// The apiserver drops deleted configurations asynchronously; with the
 	// server stopped, a late call fails open instead of reaching a handler

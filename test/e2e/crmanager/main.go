@@ -36,6 +36,8 @@ func main() {
 	flag.BoolVar(&dropV2Color, "drop-v2-color", false, "convert to v2 without spec.color, a spoke that loses a field the hub keeps")
 	flag.StringVar(&refuseV2Color, "refuse-v2-color", "", "refuse to convert a widget of this spec.color to v2")
 	flag.BoolVar(&materializeEmpty, "materialize-empty", false, "convert an absent spec.template to an empty one, as a conversion between value-typed fields does")
+	flag.StringVar(&leaderID, "leader-elect-id", "", "lead with controller-runtime's leader election under this Lease name (off when empty)")
+	flag.StringVar(&leaderNamespace, "leader-elect-namespace", "", "the namespace of that Lease")
 	flag.Parse()
 	if err := run(*port, *certDir); err != nil {
 		fmt.Fprintln(os.Stderr, "crmanager:", err)
@@ -56,10 +58,13 @@ func run(port int, certDir string) error {
 		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		WebhookServer:          webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: certDir}),
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:  "0",
+		LeaderElection:          leaderID != "",
+		LeaderElectionID:        leaderID,
+		LeaderElectionNamespace: leaderNamespace,
+		WebhookServer:           webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: certDir}),
 	})
 	if err != nil {
 		return fmt.Errorf("new manager: %w", err)
@@ -72,6 +77,11 @@ func run(port int, certDir string) error {
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
+
+// leaderID and leaderNamespace turn on leader election, with
+// controller-runtime's defaults (15s lease, 2s retry), as a scaffolded
+// manager run with --leader-elect.
+var leaderID, leaderNamespace string
 
 type defaulter struct{}
 
