@@ -79,10 +79,13 @@ func chainViewOf(t *testing.T) []byte {
 	cat := chain.Catalog{
 		Mutating: []chain.Configuration{{Name: "crupstream", Webhooks: []chain.Webhook{{Name: "mpod.cr.io", Rules: podRules(t)}}},
 			// Your configuration: the page names it with your reinvocationPolicy.
-			{Name: "mine-s", Session: "s", Webhooks: []chain.Webhook{{Name: "mine", Rules: podRules(t), Path: "/mutate-mine", Reinvocation: "IfNeeded"}}}},
+			{Name: "mine-s", Session: "s", Webhooks: []chain.Webhook{{Name: "mine", Rules: podRules(t), Path: "/mutate-mine",
+				Endpoint: "https://127.0.0.1:8643/mutate-mine", Reinvocation: "IfNeeded"}}}},
 		Validating: []chain.Configuration{{Name: "check-pods", Webhooks: []chain.Webhook{{Name: "check.example.com", Rules: podRules(t)}}}},
 	}
-	v, err := chain.Explain(&tc.Chain, cat, nil, nil)
+	yours := chain.Registered{Session: "s", Webhooks: []chain.RegisteredWebhook{
+		{Configuration: "mine-s", Webhook: "mine", Endpoint: "https://127.0.0.1:8643/mutate-mine"}}}
+	v, err := chain.Explain(&tc.Chain, cat, yours, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
