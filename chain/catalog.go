@@ -12,6 +12,7 @@ import (
 	apiadmission "k8s.io/apiserver/pkg/admission"
 
 	"github.com/hookback/hookback/internal/admitmatch"
+	"github.com/hookback/hookback/registration"
 )
 
 // LabelObserver marks hookback's own observer configurations (its value
@@ -38,7 +39,8 @@ type Configuration struct {
 	// Observer is hookback's own chain observer ("first", "last",
 	// "validating"), empty for any other.
 	Observer string
-	// Session is the hookback session that registered it, if any.
+	// Session is the hookback session that registered it, if any (its
+	// registration.LabelSession).
 	Session  string
 	Webhooks []Webhook
 }
@@ -52,8 +54,12 @@ type Webhook struct {
 	// Reinvocation is the mutating webhook's reinvocationPolicy (Never
 	// when unset, as the apiserver defaults it).
 	Reinvocation string
-	// Path is the path of its clientConfig.url, empty for a service.
+	// Path is the path of its clientConfig (url or service), where
+	// hookback serves it when it is yours.
 	Path string
+	// Endpoint is where the apiserver sends its reviews (Endpoint): what
+	// tells your webhook from another session's at the same path.
+	Endpoint string
 	// MatchConditions are its CEL conditions, evaluated with the
 	// apiserver's code (admitmatch).
 	MatchConditions []admissionregistrationv1.MatchCondition
@@ -102,7 +108,7 @@ func NewCatalog(mutating []admissionregistrationv1.MutatingWebhookConfiguration,
 				reinv = string(*w.ReinvocationPolicy)
 			}
 			conf.Webhooks = append(conf.Webhooks, Webhook{Name: w.Name, Rules: w.Rules, NamespaceSelector: w.NamespaceSelector,
-				ObjectSelector: w.ObjectSelector, Reinvocation: reinv, Path: urlPath(w.ClientConfig.URL), MatchConditions: w.MatchConditions})
+				ObjectSelector: w.ObjectSelector, Reinvocation: reinv, Path: clientPath(w.ClientConfig), Endpoint: Endpoint(w.ClientConfig), MatchConditions: w.MatchConditions})
 		}
 		c.Mutating = append(c.Mutating, conf)
 	}
@@ -110,7 +116,7 @@ func NewCatalog(mutating []admissionregistrationv1.MutatingWebhookConfiguration,
 		conf := configuration(v.ObjectMeta)
 		for _, w := range v.Webhooks {
 			conf.Webhooks = append(conf.Webhooks, Webhook{Name: w.Name, Rules: w.Rules, NamespaceSelector: w.NamespaceSelector,
-				ObjectSelector: w.ObjectSelector, Path: urlPath(w.ClientConfig.URL), MatchConditions: w.MatchConditions})
+				ObjectSelector: w.ObjectSelector, Path: clientPath(w.ClientConfig), Endpoint: Endpoint(w.ClientConfig), MatchConditions: w.MatchConditions})
 		}
 		c.Validating = append(c.Validating, conf)
 	}
@@ -146,7 +152,7 @@ func NewCatalog(mutating []admissionregistrationv1.MutatingWebhookConfiguration,
 }
 
 func configuration(m metav1.ObjectMeta) Configuration {
-	return Configuration{Name: m.Name, Observer: m.Labels[LabelObserver], Session: m.Labels["hookback.dev/session"]}
+	return Configuration{Name: m.Name, Observer: m.Labels[LabelObserver], Session: m.Labels[registration.LabelSession]}
 }
 
 func policy(name string, mc *admissionregistrationv1.MatchResources, reinv string, conds []admissionregistrationv1.MatchCondition) Policy {
@@ -157,15 +163,20 @@ func policy(name string, mc *admissionregistrationv1.MatchResources, reinv strin
 	return p
 }
 
-func urlPath(u *string) string {
-	if u == nil {
-		return ""
+// clientPath is the path a clientConfig sends reviews to: its URL's, or
+// its Service's.
+func clientPath(cc admissionregistrationv1.WebhookClientConfig) string {
+	switch {
+	case cc.URL != nil:
+		p, err := url.Parse(*cc.URL)
+		if err != nil {
+			return ""
+		}
+		return p.Path
+	case cc.Service != nil && cc.Service.Path != nil:
+		return *cc.Service.Path
 	}
-	p, err := url.Parse(*u)
-	if err != nil {
-		return ""
-	}
-	return p.Path
+	return ""
 }
 
 // Matches reports whether the webhook could be called for r: its rules

@@ -9,13 +9,16 @@ import (
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 )
 
-// Explain tells c as a View, attributing each change with cat. rec, when
-// not nil, is the apiserver's audit record of the request: its webhook
-// patch annotations name the webhook of each change they cover, and the
-// object as the client sent it shows what the policies' first round (and
+// Explain tells c as a View, attributing each change with cat. yours is
+// what this session registered: the configuration of cat that is one of
+// yours calls your webhook, and any other (another session's registered
+// from the same manifests included) is a part of the chain. rec, when not
+// nil, is the apiserver's audit record of the request: its webhook patch
+// annotations name the webhook of each change they cover, and the object
+// as the client sent it shows what the policies' first round (and
 // defaulting) changed. nsLabels are the request's namespace labels, nil
 // when unknown.
-func Explain(c *Chain, cat Catalog, nsLabels map[string]string, rec *Record) (View, error) {
+func Explain(c *Chain, cat Catalog, yours Registered, nsLabels map[string]string, rec *Record) (View, error) {
 	if len(c.Yours) == 0 {
 		return View{}, fmt.Errorf("chain: %s: your webhook saw no call of this request", c.Identity)
 	}
@@ -27,7 +30,7 @@ func Explain(c *Chain, cat Catalog, nsLabels map[string]string, rec *Record) (Vi
 	e := explainer{c: c, cat: cat, exact: exact, rec: rec, req: Request{Identity: c.Identity, Namespaced: c.Identity.Namespace != "", NamespaceLabels: nsLabels}}
 	e.req.Labels = e.labels()
 	e.req.Views = views(c)
-	e.yourConf, e.yourHook = e.findYours(c.Yours[0].Path)
+	e.yourConf, e.yourHook = yourConfiguration(cat, yours, c.Yours[0].Path)
 	for i, y := range c.Yours {
 		v.Yours = append(v.Yours, YourCall{Round: i, Webhook: y.Webhook, Configuration: e.yourConf, Reinvocation: e.yourHook.Reinvocation,
 			UID: y.UID, Allowed: y.Allowed, Message: y.Message, Patch: y.Patch, Saw: y.Object})
@@ -66,26 +69,6 @@ type explainer struct {
 	req         Request
 	yourConf    string
 	yourHook    Webhook
-}
-
-// findYours is the configuration (name) and webhook that call your
-// webhook at path, among the session's configurations.
-func (e *explainer) findYours(path string) (string, Webhook) {
-	return yourConfiguration(e.cat, path)
-}
-
-func yourConfiguration(cat Catalog, path string) (string, Webhook) {
-	for _, conf := range cat.Mutating {
-		if conf.Observer != "" || conf.Session == "" {
-			continue
-		}
-		for _, w := range conf.Webhooks {
-			if w.Path == path && path != "" {
-				return conf.Name, w
-			}
-		}
-	}
-	return "", Webhook{}
 }
 
 // labels are the object's labels at every view: a selector matching any

@@ -14,8 +14,10 @@ import (
 // explainCase is one testdata/*.json file: a joined chain, the cluster's
 // configurations and policies, and the view expected of them.
 type explainCase struct {
-	Chain   Chain `json:"chain"`
-	Catalog struct {
+	// Registered is what the session registered for your webhooks.
+	Registered Registered `json:"registered"`
+	Chain      Chain      `json:"chain"`
+	Catalog    struct {
 		Mutating           []admissionregistrationv1.MutatingWebhookConfiguration     `json:"mutating"`
 		Validating         []admissionregistrationv1.ValidatingWebhookConfiguration   `json:"validating"`
 		MutatingPolicies   []admissionregistrationv1.MutatingAdmissionPolicy          `json:"mutatingPolicies"`
@@ -27,7 +29,9 @@ type explainCase struct {
 	// Requested is the audit event's requestObject.
 	Requested json.RawMessage `json:"requested"`
 	Want      struct {
-		Steps []struct {
+		// YourConfiguration is the configuration taken for yours.
+		YourConfiguration string `json:"yourConfiguration"`
+		Steps             []struct {
 			Name    string `json:"name"`
 			Round   int    `json:"round"`
 			Changes []struct {
@@ -70,9 +74,14 @@ func TestExplain(t *testing.T) {
 			if exact != nil || tc.Requested != nil {
 				rec = &Record{Exact: exact, Requested: tc.Requested}
 			}
-			v, err := Explain(&tc.Chain, cat, nil, rec)
+			v, err := Explain(&tc.Chain, cat, tc.Registered, nil, rec)
 			if err != nil {
 				t.Fatal(err)
+			}
+			for _, y := range v.Yours {
+				if y.Configuration != tc.Want.YourConfiguration {
+					t.Errorf("your call in round %d is taken as configuration %q's, want %q", y.Round, y.Configuration, tc.Want.YourConfiguration)
+				}
 			}
 			var got []string
 			for _, st := range v.Steps {
@@ -92,6 +101,11 @@ func TestExplain(t *testing.T) {
 				got = append(got, w.Kind+" "+w.Path)
 				if w.Message == "" {
 					t.Errorf("warning %s %s has no message", w.Kind, w.Path)
+				}
+				// The cases' configurations of yours have one webhook: a
+				// warning naming one blames you for your own patch.
+				if strings.Contains(w.Message, KindMutatingConfiguration+" "+tc.Want.YourConfiguration+" ") {
+					t.Errorf("warning %s %s names your own configuration: %s", w.Kind, w.Path, w.Message)
 				}
 			}
 			want = nil

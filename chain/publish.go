@@ -61,16 +61,23 @@ type Publisher struct {
 
 	queue   chan *Chain
 	dropped *atomic.Int64
+	// yours is what the session registered (SetRegistered).
+	yours *atomic.Pointer[Registered]
 }
 
 // NewPublisher returns a publisher with room for pending chains.
 func NewPublisher(p Publisher) *Publisher {
-	p.queue, p.dropped = make(chan *Chain, 256), new(atomic.Int64)
+	p.queue, p.dropped, p.yours = make(chan *Chain, 256), new(atomic.Int64), new(atomic.Pointer[Registered])
 	if p.Log == nil {
 		p.Log = slog.New(slog.DiscardHandler)
 	}
 	return &p
 }
+
+// SetRegistered says what the session registers for your webhooks, each
+// time it applies its configurations: the views take only those for
+// yours.
+func (p *Publisher) SetRegistered(r Registered) { p.yours.Store(&r) }
 
 // Done is the Joiner's Done: it never blocks; a chain that finds the queue
 // full is dropped and counted.
@@ -119,13 +126,17 @@ func (p *Publisher) explain(c *Chain) explained {
 	if p.NamespaceLabels != nil && c.Identity.Namespace != "" {
 		ns = p.NamespaceLabels(c.Identity.Namespace)
 	}
+	var yours Registered
+	if r := p.yours.Load(); r != nil {
+		yours = *r
+	}
 	var rec *Record
 	if p.Audit != nil {
-		if conf, _ := yourConfiguration(cat, c.Yours[0].Path); conf != "" {
+		if conf, _ := yourConfiguration(cat, yours, c.Yours[0].Path); conf != "" {
 			rec = p.Audit(c, conf)
 		}
 	}
-	v, err := Explain(c, cat, ns, rec)
+	v, err := Explain(c, cat, yours, ns, rec)
 	if err != nil {
 		p.Log.Warn("chain view not made", "request", c.Identity.String(), "error", err)
 		return explained{err: err}

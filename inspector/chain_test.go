@@ -21,7 +21,9 @@ func TestChainView(t *testing.T) {
 	f := newFixture(t, StoreOptions{})
 	f.admit(podReview("u-chain", "demo", "web"))
 	id := f.lastID()
-	view := chainViewOf(t)
+	yours := chain.Registered{Session: "s", Webhooks: []chain.RegisteredWebhook{
+		{Configuration: "mine-s", Webhook: "mine", Endpoint: "https://127.0.0.1:8643/mutate-mine"}}}
+	view := chainViewOf(t, yours)
 	for _, tc := range []struct {
 		name, webhook, uid string
 		view               []byte
@@ -33,6 +35,9 @@ func TestChainView(t *testing.T) {
 			pageHas: []string{`id="chain"`, "before your webhook", "MutatingWebhookConfiguration crupstream (webhook mpod.cr.io)",
 				"<strong>overwritten</strong>", "reinvocation round", "ValidatingWebhookConfiguration check-pods",
 				"(configuration mine-s, reinvocationPolicy IfNeeded)"},
+			downloadHas: `"chain":`},
+		{name: "a view before the session's configurations are listed", webhook: testHook.Name, uid: "u-chain", view: chainViewOf(t, chain.Registered{}),
+			pageHas:     []string{"its configuration is not in the cluster's list yet"},
 			downloadHas: `"chain":`},
 		{name: "too big a view is a note", webhook: testHook.Name, uid: "u-chain", view: []byte(`{"pad":"` + strings.Repeat("x", maxChainBytes) + `"}`),
 			downloadHas: "more than the inspector keeps"},
@@ -63,8 +68,9 @@ func TestChainView(t *testing.T) {
 	}
 }
 
-// chainViewOf is the view of chain/testdata/overwrite.json.
-func chainViewOf(t *testing.T) []byte {
+// chainViewOf is the view of chain/testdata/overwrite.json, yours being
+// what the session registered.
+func chainViewOf(t *testing.T, yours chain.Registered) []byte {
 	t.Helper()
 	b, err := os.ReadFile("../chain/testdata/overwrite.json")
 	if err != nil {
@@ -79,10 +85,11 @@ func chainViewOf(t *testing.T) []byte {
 	cat := chain.Catalog{
 		Mutating: []chain.Configuration{{Name: "crupstream", Webhooks: []chain.Webhook{{Name: "mpod.cr.io", Rules: podRules(t)}}},
 			// Your configuration: the page names it with your reinvocationPolicy.
-			{Name: "mine-s", Session: "s", Webhooks: []chain.Webhook{{Name: "mine", Rules: podRules(t), Path: "/mutate-mine", Reinvocation: "IfNeeded"}}}},
+			{Name: "mine-s", Session: "s", Webhooks: []chain.Webhook{{Name: "mine", Rules: podRules(t), Path: "/mutate-mine",
+				Endpoint: "https://127.0.0.1:8643/mutate-mine", Reinvocation: "IfNeeded"}}}},
 		Validating: []chain.Configuration{{Name: "check-pods", Webhooks: []chain.Webhook{{Name: "check.example.com", Rules: podRules(t)}}}},
 	}
-	v, err := chain.Explain(&tc.Chain, cat, nil, nil)
+	v, err := chain.Explain(&tc.Chain, cat, yours, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

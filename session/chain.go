@@ -161,6 +161,21 @@ func (c *chainRun) observe(objs []*unstructured.Unstructured, t registration.Tar
 	return obs, nil
 }
 
+// learn tells the publisher what the session registers, objs being its
+// configurations as applied (named, scoped, pointed at a relay's Service):
+// the views take only those for yours, so that another session registered
+// from the same manifests is one more configuration of the chain.
+func (c *chainRun) learn(objs []*unstructured.Unstructured) {
+	if c == nil {
+		return
+	}
+	r, err := chain.RegisteredFrom(c.session, objs)
+	if err != nil {
+		c.log.Warn("chain: your configurations are not known: views name no configuration of yours", "error", err)
+	}
+	c.publisher.SetRegistered(r)
+}
+
 // chainObserve is Placement.Observe for what session registers without
 // running it (render): the same observers start --chain applies, with
 // nothing to collect; nil when on (--chain) is false.
