@@ -131,6 +131,7 @@ func commands(ext Extension) *commandSet {
 	s.add(cleanupCommand())
 	s.add(replayCommand())
 	s.add(auditCommand(ext))
+	s.add(loadCommand(ext))
 	s.add(testCommand(ext))
 	s.add(caCommand())
 	s.add(clusterCommand())

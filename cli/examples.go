@@ -29,6 +29,7 @@ func Examples() map[string][]Example {
 		"cleanup":   cleanupExamples,
 		"replay":    replayExamples,
 		"audit":     auditExamples,
+		"load":      loadExamples,
 		"test":      testExamples,
 		"ca":        caExamples,
 		"rbac":      rbacExamples,
