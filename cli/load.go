@@ -17,7 +17,7 @@ import (
 
 var loadExamples = []Example{
 	{Command: "hookback load -n default -f suite/pod-offensive.yaml --rate 20 --duration 1s", Comment: "20 dry-run pod creates a second for a second, through whatever webhooks are registered"},
-	{Command: "hookback load -n default --suite suite --rate 10..40 --steps 2 --step 1s --max-p99 2s -o json", Comment: "a ramp from a suite's CREATE cases, with a gate: exit 1 when a step's p99 passes 2s"},
+	{Command: "hookback load -n default --suite suite --rate 10..40 --steps 2 --step 1s --max-p99 5s -o json", Comment: "a ramp from a suite's CREATE cases, with a gate: exit 1 when a step's p99 passes 5s"},
 	{Command: "hookback load -n default -f suite/pod-offensive.yaml --rate 20 --duration 1s --plot load.svg -o junit > load.xml", Comment: "a JUnit report for CI, and latency against rate as an SVG"},
 	{Command: "hookback load --start --webhooks pod-name -n default -f suite/pod-offensive.yaml --rate 20 --duration 1s", Comment: "with start's registration for the run: the built-in pod-name denies every create, and the report shows its latency from hookback's side"},
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -27,6 +28,10 @@ const (
 
 // maxMetricsBytes bounds one /metrics answer (an apiserver's is a few MiB).
 const maxMetricsBytes = 256 << 20
+
+// scrapeTimeout bounds one reading: an apiserver too busy to answer its
+// /metrics in that time gets a note, and the run goes on without them.
+const scrapeTimeout = 15 * time.Second
 
 // histogram is a cumulative Prometheus histogram: counts[i] observations
 // at or below bounds[i] (the last bound is +Inf).
@@ -55,6 +60,8 @@ var (
 // scrape reads url's metrics through client. The series of one key are
 // summed (the apiserver's are split by type and rejected).
 func scrape(ctx context.Context, client *http.Client, url string, spec scrapeSpec) (snapshot, error) {
+	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
