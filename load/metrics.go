@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -28,6 +29,9 @@ const (
 
 // maxMetricsBytes bounds one /metrics answer (an apiserver's is a few MiB).
 const maxMetricsBytes = 256 << 20
+
+// errForbidden: the credentials may not read the metrics.
+var errForbidden = errors.New("not allowed")
 
 // scrapeTimeout bounds one reading: an apiserver too busy to answer its
 // /metrics in that time gets a note, and the run goes on without them.
@@ -72,7 +76,11 @@ func scrape(ctx context.Context, client *http.Client, url string, spec scrapeSpe
 		return nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusForbidden, http.StatusUnauthorized:
+		return nil, fmt.Errorf("%w: %s", errForbidden, resp.Status)
+	default:
 		return nil, fmt.Errorf("%s", resp.Status)
 	}
 	text, err := keepFamilies(io.LimitReader(resp.Body, maxMetricsBytes), spec.families)

@@ -190,6 +190,9 @@ func (r *run) scrapeAll(ctx context.Context) map[string]snapshot {
 		}
 		s, err := scrape(ctx, client, *u, spec)
 		if err != nil {
+			if !errors.Is(err, errForbidden) {
+				advice = ""
+			}
 			r.notes = append(r.notes, fmt.Sprintf("%s's metrics (%s) not read: %v%s", name, *u, err, advice))
 			*u = ""
 			return
