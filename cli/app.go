@@ -132,6 +132,7 @@ func commands(ext Extension) *commandSet {
 	s.add(replayCommand())
 	s.add(auditCommand(ext))
 	s.add(lintCommand())
+	s.add(loadCommand(ext))
 	s.add(testCommand(ext))
 	s.add(validateCommand())
 	s.add(caCommand())

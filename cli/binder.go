@@ -20,6 +20,7 @@ const (
 	catInspector = "inspector"
 	catTunnel    = "tunnel"
 	catInCluster = "in cluster"
+	catLoad      = "load"
 	catOutput    = "output"
 	catCRD       = "CRDs"
 )

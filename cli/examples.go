@@ -30,6 +30,7 @@ func Examples() map[string][]Example {
 		"replay":    replayExamples,
 		"audit":     auditExamples,
 		"lint":      lintExamples,
+		"load":      loadExamples,
 		"test":      testExamples,
 		"validate":  validateExamples,
 		"ca":        caExamples,

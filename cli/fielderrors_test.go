@@ -28,6 +28,7 @@ import (
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/lint"
+	"github.com/hookback/hookback/load"
 	"github.com/hookback/hookback/localcluster"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/session"
@@ -45,6 +46,7 @@ var libraryTypes = []any{
 	audit.Options{}, kubeconfig.Options{}, advertise.Input{}, inspector.Options{}, session.PolicyInput{}, session.PolicyEnforce{}, upstream.ServiceRef{},
 	registration.Heartbeat{}, suite.ExecOptions{}, localcluster.BinaryOptions{}, roundtrip.Options{}, lint.Options{},
 	crdvalidate.Options{},
+	load.Options{}, load.Inputs{}, load.Gates{},
 }
 
 // goField finds the Go field a field.Error names, pkg.Type.Field[.Field...].
@@ -138,6 +140,11 @@ func invalidLibraryCalls(t *testing.T) []struct {
 		{"upstream: a CA file without PEM", func() error {
 			return upstream.Options{Base: https, CAFile: "fielderrors_test.go"}.Validate()
 		}},
+		{"load: every option", func() error {
+			return load.Options{Rate: "1..300", Steps: 1, Step: -time.Second, Duration: -time.Second, Count: -1, Timeout: time.Hour}.Validate()
+		}},
+		{"load: gates", func() error { return load.Gates{MaxP99: -time.Second, MaxErrorRate: "2"}.Validate() }},
+		{"load: nothing to send", func() error { _, err := load.Inputs{}.Read(); return err }},
 		{"acme: CA", acme(func(o *certs.ACMEOptions) { o.CA = "http://x" })},
 		{"acme: email", acme(func(o *certs.ACMEOptions) { o.Email = "Ops <ops@example.com>" })},
 		{"acme: profile", acme(func(o *certs.ACMEOptions) { o.Profile = "short lived" })},

@@ -17,6 +17,15 @@ type Observer interface {
 	Observe(webhook, decision string, took time.Duration)
 }
 
+// UpstreamObserver is an Observer that also wants, for a webhook that
+// waited on another server (your own, forwarded to --upstream), that wait
+// and hookback's own share of the rest, so that `hookback load` can tell
+// the user's server's latency from what hookback adds. Its contract is
+// Observe's.
+type UpstreamObserver interface {
+	ObserveUpstream(webhook string, waited, own time.Duration)
+}
+
 // Recorder keeps reviews and answers (hookback start --record-dir).
 //
 // Contract: Record runs after the answer was written (on the request's

@@ -68,6 +68,7 @@ type admissionHTTP struct {
 	handler admission.Handler
 	log     *slog.Logger
 	obs     Observer
+	upObs   UpstreamObserver
 	rec     Recorder
 	served  ServedRecorder
 	after   *Afterwards
@@ -87,6 +88,7 @@ func NewHandler(w admission.Webhook, opts Options) http.Handler {
 		a.maxBody = DefaultMaxBodyBytes
 	}
 	a.served, _ = a.rec.(ServedRecorder)
+	a.upObs, _ = a.obs.(UpstreamObserver)
 	return a
 }
 
@@ -244,6 +246,11 @@ func (a *admissionHTTP) logAdmission(req admission.Request, resp admission.Respo
 		}
 	}
 	a.observe(decision, took)
+	if waited > 0 && a.upObs != nil {
+		// A handler reports its wait itself: never more than it took, but
+		// a histogram must not be handed a negative share if it does.
+		a.upObs.ObserveUpstream(a.name, waited, max(took-waited, 0))
+	}
 	res := req.Resource.Resource
 	if req.SubResource != "" {
 		res += "/" + req.SubResource

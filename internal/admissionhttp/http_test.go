@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -293,6 +294,57 @@ func TestIsJSON(t *testing.T) {
 		t.Run(tc.contentType, func(t *testing.T) {
 			if got := isJSON(tc.contentType); got != tc.want {
 				t.Errorf("isJSON(%q) = %v, want %v", tc.contentType, got, tc.want)
+			}
+		})
+	}
+}
+
+type upstreamObserver struct {
+	observed []string
+	waited   []time.Duration
+	own      []time.Duration
+}
+
+func (o *upstreamObserver) Observe(webhook, decision string, _ time.Duration) {
+	o.observed = append(o.observed, webhook+" "+decision)
+}
+
+func (o *upstreamObserver) ObserveUpstream(_ string, waited, own time.Duration) {
+	o.waited, o.own = append(o.waited, waited), append(o.own, own)
+}
+
+// An UpstreamObserver is told the wait on another server and hookback's
+// own share, only for a webhook that waited on one.
+func TestAdmissionHTTPUpstreamObserver(t *testing.T) {
+	tests := []struct {
+		name       string
+		wait       time.Duration
+		wantWaited []time.Duration
+	}{
+		{name: "forwarded", wait: 4 * time.Millisecond, wantWaited: []time.Duration{4 * time.Millisecond}},
+		{name: "answered here", wait: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obs := &upstreamObserver{}
+			h := admission.HandlerFunc(func(ctx context.Context, _ admission.Request) admission.Response {
+				if tt.wait > 0 {
+					admission.ReportWait(ctx, tt.wait)
+				}
+				return admission.Allowed("")
+			})
+			srv := NewHandler(admission.Webhook{Name: "w", Handler: h}, Options{Observer: obs})
+			req := httptest.NewRequest(http.MethodPost, "/w", bytes.NewReader(fixture(t, "pod-create.v1.json")))
+			req.Header.Set("Content-Type", "application/json")
+			srv.ServeHTTP(httptest.NewRecorder(), req)
+			if len(obs.observed) != 1 || obs.observed[0] != "w allowed" {
+				t.Errorf("observed %v, want [w allowed]", obs.observed)
+			}
+			if !slices.Equal(obs.waited, tt.wantWaited) {
+				t.Errorf("waited %v, want %v", obs.waited, tt.wantWaited)
+			}
+			if len(obs.own) != len(tt.wantWaited) || (len(obs.own) == 1 && obs.own[0] < 0) {
+				t.Errorf("own %v: want one share, not negative (the handler reported more wait than it took), per forwarded review", obs.own)
 			}
 		})
 	}
