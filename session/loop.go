@@ -28,6 +28,7 @@ func (r *run) render(bundle string) (*Objects, error) {
 	}
 	r.scopeNotes = objs.Notes
 	r.config.policies.learn(objs.Configurations.Objects)
+	r.kinds.learn(objs.Configurations.Objects)
 	return objs, nil
 }
 

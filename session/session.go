@@ -123,7 +123,7 @@ func runOn(ctx context.Context, c *Config, cl *kubeconfig.Cluster, started time.
 	r.user, r.inspector, r.tunnel, r.metrics, r.upstreamPair, r.conversions = y.user, page, tun, a.Metrics.Registry, pair, y.conversions
 	r.drift = newDrift(cfg.Session, cfg.Certs.StateDir, cfg.Log, cl, r.registrar, r.kubectl())
 	r.registrar.Wrote = r.drift.Wrote
-	r.chain = y.chain
+	r.chain, r.kinds = y.chain, y.kinds
 	return r.run(ctx, started)
 }
 
@@ -143,7 +143,7 @@ func loadYours(c *Config, spec UserWebhooks, scope registration.Scope) (*yours, 
 	// warning is wanted.
 	scopeConversions(cfg.RedirectConversion, scope, cfg.Log, conv)
 	return &yours{log: cfg.Log, inspector: cfg.Inspector, recordDir: cfg.RecordDir, builtins: cfg.Webhooks,
-		builtinOpts: cfg.WebhookOptions, user: user, conversions: conv}, nil
+		builtinOpts: cfg.WebhookOptions, user: user, conversions: conv, kinds: &pathKinds{}}, nil
 }
 
 // listenHost is the host the webhook server binds: --bind-address; else,
@@ -192,6 +192,9 @@ type run struct {
 	inspector   *inspector.Server
 	// chain is start --chain's part; nil without.
 	chain *chainRun
+	// kinds learns the configuration kind of each served path at each
+	// render, for the recordings.
+	kinds *pathKinds
 	// tunnel is the session's relay, with --tunnel; metrics gets its gauges.
 	tunnel    *tunnel.Session
 	metrics   prometheus.Registerer
