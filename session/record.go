@@ -88,7 +88,7 @@ func (k *pathKinds) of(path string) string {
 // newRecorder composes what keeps reviews and answers: files in the record
 // directory and the inspector's store. It returns nil when neither is on.
 func newRecorder(s sinks) (admissionhttp.Recorder, error) {
-	rec := sessionRecorder{}
+	rec := sessionRecorder{kinds: s.kinds}
 	store := s.store
 	dir, err := s.dir()
 	if err != nil {
@@ -112,6 +112,9 @@ func newRecorder(s sinks) (admissionhttp.Recorder, error) {
 type sessionRecorder struct {
 	dir   admissionhttp.Recorder
 	store admissionhttp.ServedRecorder
+	// kinds name the configuration kind of each path, for the inspector's
+	// downloads (the record directory's recorder has them too).
+	kinds *pathKinds
 }
 
 var (
@@ -133,6 +136,9 @@ func (s sessionRecorder) RecordServed(x admissionhttp.Served) {
 		s.dir.Record(x.Webhook, x.Path, x.Review, x.Answer)
 	}
 	if s.store != nil {
+		if x.ConfigurationKind == "" {
+			x.ConfigurationKind = s.kinds.of(x.Path)
+		}
 		s.store.RecordServed(x)
 	}
 }

@@ -99,3 +99,20 @@ func TestPathKinds(t *testing.T) {
 		t.Errorf("no kinds: %q", got)
 	}
 }
+
+type kindStore struct{ got []string }
+
+func (k *kindStore) RecordServed(x admissionhttp.Served) { k.got = append(k.got, x.ConfigurationKind) }
+
+// TestSessionRecorderTellsTheInspectorTheKind: the inspector's store gets
+// the configuration kind of each review's path, for its case downloads.
+func TestSessionRecorderTellsTheInspectorTheKind(t *testing.T) {
+	k := &pathKinds{}
+	k.learn([]*unstructured.Unstructured{{Object: map[string]any{"kind": registration.KindValidatingHook,
+		"webhooks": []any{map[string]any{"name": "same", "clientConfig": map[string]any{"url": "https://h/v"}}}}}})
+	store := &kindStore{}
+	sessionRecorder{store: store, kinds: k}.RecordServed(admissionhttp.Served{Webhook: "same", Path: "/v", Answer: []byte("{}")})
+	if len(store.got) != 1 || store.got[0] != registration.KindValidatingHook {
+		t.Errorf("the store got kinds %q, want %s", store.got, registration.KindValidatingHook)
+	}
+}
