@@ -17,7 +17,7 @@ func answering(t *testing.T, name string) string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var review struct {
-			APIVersion string `json:"apiVersion"`
+			APIVersion string               `json:"apiVersion"`
 			Request    struct{ UID string } `json:"request"`
 		}
 		_ = json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&review)
