@@ -92,6 +92,25 @@ func usage(err error) error {
 	return cli.Exit(withFlagNames(err).Error(), exitUsage)
 }
 
+// exit ends a command with err and an exit code. It keeps err itself,
+// where cli.Exit(err.Error(), code) would keep only its text: Run then
+// still finds the library's field errors in it and shows them with flag
+// names (TestNoErrorLosesItsFields), and errors.Is still sees it.
+func exit(err error, code int) error {
+	return &exitError{err: err, code: code}
+}
+
+type exitError struct {
+	err  error
+	code int
+}
+
+var _ cli.ExitCoder = (*exitError)(nil)
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+func (e *exitError) ExitCode() int { return e.code }
+
 func versionCommand() (*cli.Command, *binder) {
 	cmd := &cli.Command{
 		Name:  "version",

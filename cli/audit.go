@@ -143,14 +143,14 @@ func runAudit(c *cli.Context, ext Extension, o AuditOptions) error {
 	opts.Controllers = nil
 	cfg, err := session.Complete(opts)
 	if err != nil {
-		return cli.Exit(err.Error(), exitUsage)
+		return exit(err, exitUsage)
 	}
 	progress, done := newProgress(c.App.ErrWriter, progressEvery)
 	results, err := session.Audit(c.Context, cfg, session.AuditConfig{Operation: o.operation(), Concurrency: o.Concurrency, Progress: progress,
 		Policies: session.PolicyInput{Paths: o.Policy, Stdin: c.App.Reader}})
 	done()
 	if err != nil {
-		return cli.Exit(err.Error(), exitUsage)
+		return exit(err, exitUsage)
 	}
 	compared := audit.Compare(results)
 	if err := report.Write(c.App.Writer, o.Output, audit.Report{Results: results, Comparisons: compared, FailPatched: o.FailOn == "patched"}); err != nil {

@@ -25,11 +25,11 @@ func runCRDAudit(c *cli.Context, o AuditOptions) error {
 	}
 	cfg, err := kubeconfig.Load(o.Serve.GlobalOptions.kubeconfig())
 	if err != nil {
-		return cli.Exit(err.Error(), exitUsage)
+		return exit(err, exitUsage)
 	}
 	client, err := cfg.Dynamic(30 * time.Second)
 	if err != nil {
-		return cli.Exit(err.Error(), exitUsage)
+		return exit(err, exitUsage)
 	}
 	var rep crdvalidate.StoredReport
 	for _, d := range docs {
@@ -38,11 +38,11 @@ func runCRDAudit(c *cli.Context, o AuditOptions) error {
 		}
 		crd, err := crdvalidate.Compile(d.Object, d.Location())
 		if err != nil {
-			return cli.Exit(err.Error(), exitUsage)
+			return exit(err, exitUsage)
 		}
 		r, err := crdvalidate.AuditStored(c.Context, client, crd)
 		if err != nil {
-			return cli.Exit(kubeconfig.Explain(err).Error(), exitUsage)
+			return exit(kubeconfig.Explain(err), exitUsage)
 		}
 		rep = append(rep, r...)
 	}

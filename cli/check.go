@@ -135,7 +135,7 @@ func runCheck(c *cli.Context, o CheckOptions) error {
 		return err
 	}
 	if missing := kubeconfig.Missing(results); len(missing) > 0 {
-		return cli.Exit(kubeconfig.MissingError(who.Username, missing).Error(), exitUsage)
+		return exit(kubeconfig.MissingError(who.Username, missing), exitUsage)
 	}
 	fmt.Fprintf(out, "\nall %d permissions granted\n", len(results))
 	return errors.Join(adErr, checkUpstreams(c, o.Serve))

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"go/ast"
+	"go/parser"
 	"go/scanner"
 	"go/token"
 	"io/fs"
@@ -65,6 +67,66 @@ func TestEveryFieldTheLibraryNamesIsBound(t *testing.T) {
 	if found < 20 {
 		t.Fatalf("found %d field names in the library's sources, want at least 20: is the walk reading them?", found)
 	}
+}
+
+// TestNoErrorLosesItsFields: no command ends with cli.Exit(err.Error(),
+// code), which keeps only the error's text: Run could then not find the
+// library's field errors in it, and the user would read a Go field name
+// ("session.UserWebhooks.Upstream needs session.UserWebhooks.Manifests",
+// as test did) where a flag belongs. TestEveryLibraryFieldErrorNamesABoundFlag
+// proves each field has a flag; this proves every path out of a command
+// keeps the error that names it (exit, usage).
+func TestNoErrorLosesItsFields(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || !isSelector(call.Fun, "cli", "Exit") || len(call.Args) == 0 {
+				return true
+			}
+			checked++
+			ast.Inspect(call.Args[0], func(n ast.Node) bool {
+				text, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				sel, ok := text.Fun.(*ast.SelectorExpr)
+				if !ok || sel.Sel.Name != "Error" {
+					return true
+				}
+				if inner, ok := sel.X.(*ast.CallExpr); ok && isIdent(inner.Fun, "withFlagNames") {
+					return false
+				}
+				t.Errorf("%s: cli.Exit of an error's text loses its field errors: return exit(err, code)", path)
+				return false
+			})
+			return true
+		})
+	}
+	if checked == 0 {
+		t.Fatal("found no cli.Exit call: is the scan reading the sources?")
+	}
+}
+
+func isSelector(e ast.Expr, pkg, name string) bool {
+	sel, ok := e.(*ast.SelectorExpr)
+	return ok && sel.Sel.Name == name && isIdent(sel.X, pkg)
+}
+
+func isIdent(e ast.Expr, name string) bool {
+	id, ok := e.(*ast.Ident)
+	return ok && id.Name == name
 }
 
 // stringLiterals are the string literals of a Go source file, as written.

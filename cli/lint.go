@@ -134,7 +134,7 @@ func lintInput(c *cli.Context, o LintOptions) (*lint.Input, error) {
 	var docs []manifests.Document
 	if len(paths) > 0 {
 		if docs, err = manifests.Load(paths, c.App.Reader); err != nil {
-			return nil, cli.Exit(err.Error(), exitUsage)
+			return nil, exit(err, exitUsage)
 		}
 	}
 	var live *lint.Live
@@ -158,7 +158,7 @@ func lintInput(c *cli.Context, o LintOptions) (*lint.Input, error) {
 	}
 	in, err := lint.Read(docs)
 	if err != nil {
-		return nil, cli.Exit(err.Error(), exitUsage)
+		return nil, exit(err, exitUsage)
 	}
 	in.Live = live
 	if len(in.Hooks) == 0 && !o.Cluster {

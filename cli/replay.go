@@ -193,7 +193,7 @@ func replayUpstream(c *cli.Context, o ReplayOptions) error {
 	changed, err := record.Replay(c.Context, entries, target, c.App.Writer)
 	switch {
 	case err != nil:
-		return cli.Exit(err.Error(), exitUsage)
+		return exit(err, exitUsage)
 	case changed > 0:
 		return cli.Exit(fmt.Sprintf("%d of %d answers changed", changed, len(entries)), exitChanged)
 	}

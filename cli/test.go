@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"time"
@@ -95,7 +96,9 @@ would call for it (rules, namespace and object selectors, matchConditions, evalu
 the apiserver's own code), and compares the answers with the case's expectations. Webhooks
 as start takes them: built-ins (--webhooks), your --webhook-config with --upstream (start's
 answer checks apply), --exec to start your server first, or a kubebuilder/Operator SDK
-project (no flag at all). Conversion cases go to the CRDs' conversion webhooks.
+project (no flag at all). A recorded case (test init's) goes to the webhook it was recorded
+from, and needs no manifests: with --upstream alone it is sent to your server at the path it
+was recorded at. Conversion cases go to the CRDs' conversion webhooks.
 The format, with its JSON Schema, and a CI recipe: docs/testing.md.
 
 Exit status: 0 when every case passes, 1 when any fails, 2 on an error: a bad suite file
@@ -116,7 +119,7 @@ func runTest(c *cli.Context, ext Extension, o TestOptions) error {
 		o.Exec = o.Serve.project.Run
 	}
 	if err := o.Validate(); err != nil {
-		return usage(errors.Join(err, o.Serve.config(ext, discardLog).Validate()))
+		return usage(errors.Join(err, o.config(ext, discardLog).Validate()))
 	}
 	paths := c.Args().Slice()
 	if len(paths) == 0 && o.Serve.project != nil {
@@ -130,8 +133,7 @@ func runTest(c *cli.Context, ext Extension, o TestOptions) error {
 		return usage(err)
 	}
 	log := o.Serve.logger(c.App.ErrWriter)
-	cfg := o.Serve.config(ext, log)
-	cfg.Controllers = nil
+	cfg := o.config(ext, log)
 	if o.Exec != "" {
 		cfg.User.CertDir = o.UpstreamCertDir
 		if cfg.User.CertDir == "" {
@@ -140,13 +142,18 @@ func runTest(c *cli.Context, ext Extension, o TestOptions) error {
 	}
 	completed, err := session.Complete(cfg)
 	if err != nil {
-		return cli.Exit(err.Error(), exitUsage)
+		return exit(err, exitUsage)
 	}
 	setup, err := session.TestTargets(completed)
 	if err != nil {
-		return cli.Exit(err.Error(), exitUsage)
+		return exit(err, exitUsage)
 	}
-	opts := suite.Options{Concurrency: o.Concurrency, Log: log, Webhooks: testWebhooks(setup)}
+	opts := suite.Options{Concurrency: o.Concurrency, Log: log, Webhooks: testWebhooks(setup), Recorded: setup.Recorded}
+	if setup.Unmatched != nil {
+		// The suite's rows are text: the advice is shown with the flag
+		// here, where the field it names is known as one.
+		opts.Unmatched = withFlagNames(setup.Unmatched).Error()
+	}
 	if len(o.Policy) > 0 {
 		hooks, err := testPolicyWebhooks(c.Context, o.Policy, c.App.Reader)
 		if err != nil {
@@ -167,12 +174,12 @@ func runTest(c *cli.Context, ext Extension, o TestOptions) error {
 	if o.Exec != "" {
 		srv, err := startExec(c.Context, o, setup)
 		if err != nil {
-			return cli.Exit(err.Error(), exitUsage)
+			return exit(err, exitUsage)
 		}
 		defer srv.Stop()
 		opts.Server = srv.Output()
 	} else if err := setup.Probe(c.Context); err != nil {
-		return cli.Exit(err.Error(), exitUsage)
+		return exit(err, exitUsage)
 	}
 	rows := suite.Run(c.Context, files, opts)
 	if o.Fuzz.N > 0 {
@@ -182,11 +189,21 @@ func runTest(c *cli.Context, ext Extension, o TestOptions) error {
 		}
 		fuzzed, err := runFuzz(c.Context, o.Fuzz, o.Serve.GlobalOptions, setup, files, samples, fuzzCaseDir(paths), c.App.ErrWriter, log)
 		if err != nil {
-			return cli.Exit(err.Error(), exitUsage)
+			return exit(err, exitUsage)
 		}
 		rows = append(rows, fuzzed...)
 	}
 	return reportTest(c, o, rows)
+}
+
+// config is the session's Config of test: no controllers, and your
+// upstreams answer recorded cases without your manifests, at the path
+// each case was recorded at (session.UserWebhooks.RecordedPaths).
+func (o TestOptions) config(ext Extension, log *slog.Logger) session.Options {
+	cfg := o.Serve.config(ext, log)
+	cfg.Controllers = nil
+	cfg.User.RecordedPaths = true
+	return cfg
 }
 
 // startExec starts --exec's server where the project (or the current
@@ -216,7 +233,7 @@ func reportTest(c *cli.Context, o TestOptions, rows []suite.Row) error {
 	if o.Update && n.Passed < n.Rows {
 		updated, err := suite.Update(rows, c.App.ErrWriter)
 		if err != nil {
-			return cli.Exit(err.Error(), exitUsage)
+			return exit(err, exitUsage)
 		}
 		fmt.Fprintf(c.App.ErrWriter, "%s; %d cases updated\n", summary, updated)
 		return nil
@@ -260,7 +277,7 @@ expecting the recorded answer. Secrets' data stays redacted as it was recorded.`
 			}
 			rep, err := suite.Init(entries, o.Out, c.App.Writer)
 			if err != nil {
-				return cli.Exit(err.Error(), exitUsage)
+				return exit(err, exitUsage)
 			}
 			for _, s := range rep.Skipped {
 				fmt.Fprintf(c.App.ErrWriter, "skipped %s\n", s)

@@ -125,7 +125,7 @@ func runCRDCost(c *cli.Context, format string, paths []string) error {
 	}
 	costs, err := crdvalidate.ReadCosts(paths, c.App.Reader)
 	if err != nil {
-		return cli.Exit(err.Error(), exitUsage)
+		return exit(err, exitUsage)
 	}
 	if err := report.Write(c.App.Writer, format, crdvalidate.CostReport(costs)); err != nil {
 		return err

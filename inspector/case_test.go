@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
+	"github.com/hookback/hookback/internal/admissionhttp"
 	"github.com/hookback/hookback/suite"
 )
 
@@ -46,5 +48,25 @@ func TestDownloadAsCaseIsWhatTestRuns(t *testing.T) {
 	rows := suite.Run(context.Background(), files, suite.Options{Webhooks: []*suite.Webhook{w}})
 	if len(rows) != 1 || rows[0].Status != suite.Pass {
 		t.Errorf("rows %+v\n%s", rows, body)
+	}
+}
+
+// TestDownloadedCaseNamesItsKind: a review served for a validating
+// webhook downloads as a case that names that kind and the path, as test
+// init writes it, so it runs that webhook and not a mutating one of the
+// same name.
+func TestDownloadedCaseNamesItsKind(t *testing.T) {
+	f := newFixture(t, StoreOptions{})
+	answer := []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"u-1","allowed":true}}`)
+	f.store.RecordServed(admissionhttp.Served{Webhook: "same.example.com", Path: "/v", ConfigurationKind: suite.ValidatingWebhookConfiguration,
+		Review: podReview("u-1", "team-a", "p"), Answer: answer, Start: time.Now()})
+	code, body := f.get("/reviews/1/case.yaml")
+	if code != http.StatusOK {
+		t.Fatalf("case.yaml: %d\n%s", code, body)
+	}
+	for _, want := range []string{"webhooks:\n- same.example.com\nconfigurationKind: ValidatingWebhookConfiguration\npath: /v\n"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the case lacks %q:\n%s", want, body)
+		}
 	}
 }

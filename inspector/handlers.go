@@ -269,7 +269,7 @@ func (s *Server) detail(w http.ResponseWriter, r *http.Request) {
 // body is not kept.
 func recordEntry(e *entry) (record.Entry, bool) {
 	review, answer := e.bodies()
-	return record.Entry{Webhook: e.webhook, Path: e.path, Review: review, Answer: answer, Chain: e.chainView(), Policy: e.policyJSON()}, review != nil
+	return record.Entry{Webhook: e.webhook, Path: e.path, ConfigurationKind: e.kind, Review: review, Answer: answer, Chain: e.chainView(), Policy: e.policyJSON()}, review != nil
 }
 
 func (s *Server) download(w http.ResponseWriter, r *http.Request) {

@@ -129,7 +129,7 @@ func (s *Store) RecordServed(x admissionhttp.Served) {
 		s.log.Warn("inspector keeps no body of a review it cannot redact", "webhook", x.Webhook, "error", err)
 		review, answer = nil, nil
 	}
-	e := &entry{store: s, webhook: x.Webhook, path: x.Path, uid: x.UID, failure: x.Failure, late: x.Late, shadow: shadow, start: x.Start, took: x.Took, upstream: x.Upstream,
+	e := &entry{store: s, webhook: x.Webhook, path: x.Path, kind: x.ConfigurationKind, uid: x.UID, failure: x.Failure, late: x.Late, shadow: shadow, start: x.Start, took: x.Took, upstream: x.Upstream,
 		hasReview: review != nil, hasAnswer: answer != nil, unredactable: err != nil}
 	s.mu.Lock()
 	if len(s.pending) > 0 {
@@ -336,9 +336,11 @@ func (s *Store) Keep() int { return s.keep }
 // those guarded by store.mu); the summary is parsed once, when first asked
 // for.
 type entry struct {
-	store          *Store
-	id             uint64
-	webhook, path  string
+	store         *Store
+	id            uint64
+	webhook, path string
+	// kind is the configuration kind of the webhook, when known.
+	kind           string
 	uid            string
 	failure        string
 	late           string

@@ -26,9 +26,16 @@ const Redacted = "<redacted by hookback>"
 // Entry is one recorded file.
 type Entry struct {
 	// Webhook and Path are the webhook that answered and where it is served.
-	Webhook string          `json:"webhook"`
-	Path    string          `json:"path"`
-	Review  json.RawMessage `json:"review"`
+	Webhook string `json:"webhook"`
+	Path    string `json:"path"`
+	// ConfigurationKind is the kind of the configuration that declares
+	// the webhook served at Path, MutatingWebhookConfiguration or
+	// ValidatingWebhookConfiguration: a webhook's name is unique only
+	// within its configuration, and a mutating and a validating one may
+	// share it. Empty in recordings made before it was kept, and where
+	// webhooks of both kinds are served at one path.
+	ConfigurationKind string          `json:"configurationKind,omitempty"`
+	Review            json.RawMessage `json:"review"`
 	// Answer is absent when none came: a late review hookback stopped
 	// before its answer.
 	Answer json.RawMessage `json:"answer,omitempty"`
@@ -51,6 +58,8 @@ type Recorder struct {
 	dir string
 	log *slog.Logger
 	seq atomic.Uint64
+	// kindOf, when set, names the configuration kind of a served path.
+	kindOf func(path string) string
 }
 
 var _ admissionhttp.Recorder = (*Recorder)(nil)
@@ -64,6 +73,14 @@ func NewRecorder(dir string, log *slog.Logger) (*Recorder, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Recorder{dir: dir, log: log}, nil
+}
+
+// WithKinds makes r record, with each review, the configuration kind of
+// the path it was served at (Entry.ConfigurationKind), as kindOf says
+// ("" for unknown).
+func (r *Recorder) WithKinds(kindOf func(path string) string) *Recorder {
+	r.kindOf = kindOf
+	return r
 }
 
 // Record implements admissionhttp.Recorder: the review and the answer, both
@@ -90,6 +107,9 @@ func (r *Recorder) RecordShadow(webhook, path string, review, answer []byte, dif
 
 func (r *Recorder) record(e Entry, review, answer []byte) {
 	webhook := e.Webhook
+	if r.kindOf != nil {
+		e.ConfigurationKind = r.kindOf(e.Path)
+	}
 	red, answer, err := RedactExchange(review, answer)
 	if err != nil {
 		r.log.Warn("review not recorded: cannot redact it", "webhook", webhook, "error", err)

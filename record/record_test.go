@@ -149,3 +149,49 @@ func TestRecordRedactsSecretPatches(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordsConfigurationKind: every recording (answered, late, shadow)
+// names the kind of the configuration its path is served for, so that a
+// mutating and a validating webhook of one name stay apart; a recording
+// made before the kind was kept still reads, with none.
+func TestRecordsConfigurationKind(t *testing.T) {
+	kinds := map[string]string{"/m": "MutatingWebhookConfiguration", "/v": "ValidatingWebhookConfiguration"}
+	review := []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"U-4","operation":"CREATE","name":"p"}}`)
+	answer := []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"U-4","allowed":true}}`)
+	tests := []struct {
+		name, path, want string
+		record           func(r *Recorder, path string)
+	}{
+		{name: "answered, mutating", path: "/m", want: "MutatingWebhookConfiguration",
+			record: func(r *Recorder, path string) { r.Record("same.example.com", path, review, answer) }},
+		{name: "late, validating", path: "/v", want: "ValidatingWebhookConfiguration",
+			record: func(r *Recorder, path string) { r.RecordLate("same.example.com", path, review, answer, "allowed") }},
+		{name: "shadow, validating", path: "/v", want: "ValidatingWebhookConfiguration",
+			record: func(r *Recorder, path string) { r.RecordShadow("same.example.com", path, review, answer, "allowed") }},
+		{name: "a path of no known kind", path: "/other", want: "",
+			record: func(r *Recorder, path string) { r.Record("other", path, review, answer) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			r, err := NewRecorder(dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.record(r.WithKinds(func(path string) string { return kinds[path] }), tt.path)
+			entries, err := ReadEntries([]string{dir})
+			if err != nil || len(entries) != 1 {
+				t.Fatalf("ReadEntries = %+v, %v", entries, err)
+			}
+			if e := entries[0]; e.ConfigurationKind != tt.want || e.Path != tt.path {
+				t.Errorf("recorded kind %q at %q, want %q at %q", e.ConfigurationKind, e.Path, tt.want, tt.path)
+			}
+		})
+	}
+	t.Run("recorded before kinds were kept", func(t *testing.T) {
+		entries, err := ReadEntries([]string{filepath.Join("testdata", "before-kinds.json")})
+		if err != nil || len(entries) != 1 || entries[0].ConfigurationKind != "" || entries[0].Webhook != "vpod.example.com" {
+			t.Fatalf("ReadEntries = %+v, %v", entries, err)
+		}
+	})
+}

@@ -1,6 +1,10 @@
 package registration
 
-import "strings"
+import (
+	"net/url"
+	"strconv"
+	"strings"
+)
 
 // UpstreamPathOf is the original target path of a route path (see Route):
 // what `hookback replay --upstream` sends a recorded review to. Any other
@@ -21,6 +25,34 @@ func UpstreamPathOf(routePath string) string {
 		}
 	}
 	return routePath
+}
+
+// ServiceOf is the Service a route path stands for (see Route), false
+// for a url target or a path that is no route's: what `hookback test`
+// reads from a recorded path to pick the upstream mapped to that Service
+// (--upstream NAMESPACE/SERVICE=URL) with no manifests at hand.
+func ServiceOf(routePath string) (ServiceRef, bool) {
+	rest, ok := strings.CutPrefix(routePath, RoutePrefixService)
+	if !ok {
+		return ServiceRef{}, false
+	}
+	parts := strings.SplitN(rest, "/", 4)
+	if len(parts) < 3 {
+		return ServiceRef{}, false
+	}
+	ns, err1 := url.PathUnescape(parts[0])
+	name, err2 := url.PathUnescape(parts[1])
+	port, err3 := strconv.ParseInt(parts[2], 10, 32)
+	if err1 != nil || err2 != nil || err3 != nil || ns == "" || name == "" {
+		return ServiceRef{}, false
+	}
+	path := "/"
+	if len(parts) == 4 {
+		if p, err := url.PathUnescape("/" + parts[3]); err == nil {
+			path = p
+		}
+	}
+	return ServiceRef{Namespace: ns, Name: name, Port: int32(port), Path: path}, true
 }
 
 // Route path prefixes. A route path encodes the whole in-cluster target, so

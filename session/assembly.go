@@ -36,6 +36,9 @@ type yours struct {
 	policies *livePolicies
 	// store is the inspector's, nil when it is off; set by Attach.
 	store *inspector.Store
+	// kinds are the configuration kinds of the served paths, which the
+	// run learns at each render and the recordings keep.
+	kinds *pathKinds
 }
 
 var _ assembly.Additions = (*yours)(nil)
@@ -91,5 +94,5 @@ func (y *yours) Serve(builtins []admission.Webhook, reg prometheus.Registerer) (
 
 // sinks are where the run's reports go.
 func (y *yours) sinks() sinks {
-	return sinks{log: y.log, recordDir: y.recordDir, store: y.store}
+	return sinks{log: y.log, recordDir: y.recordDir, store: y.store, kinds: y.kinds}
 }

@@ -48,6 +48,9 @@ func TestConfigValidate(t *testing.T) {
 		{name: "upstream without manifests, a timeout beyond the apiserver's", change: func(c *Options) {
 			c.User = UserWebhooks{Upstreams: []Upstream{{URL: "https://127.0.0.1:9443"}}, Timeout: time.Minute}
 		}, want: []string{"session.UserWebhooks.Upstream needs session.UserWebhooks.Manifests", "session.UserWebhooks.Timeout 1m0s: want 1s to 30s"}},
+		{name: "upstream and cert dir without manifests, for recorded cases (test)", change: func(c *Options) {
+			c.User = UserWebhooks{Upstreams: []Upstream{{URL: "https://127.0.0.1:9443"}}, CertDir: "d", RecordedPaths: true}
+		}},
 		{name: "manifests without upstream", change: func(c *Options) {
 			c.User = UserWebhooks{Manifests: []string{"m.yaml"}}
 		}, want: []string{"session.UserWebhooks.Manifests needs session.UserWebhooks.Upstream"}},

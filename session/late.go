@@ -60,14 +60,9 @@ func newLateReport(log *slog.Logger, timeout time.Duration) *lateReport {
 // they exist; either may be nil.
 func (l *lateReport) attach(s sinks) error {
 	l.store = s.store
-	if s.recordDir != "" {
-		dir, err := record.NewRecorder(s.recordDir, s.log)
-		if err != nil {
-			return err
-		}
-		l.dir = dir
-	}
-	return nil
+	dir, err := s.dir()
+	l.dir = dir
+	return err
 }
 
 // forward sets opts to read and report one route's late answers.

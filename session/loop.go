@@ -30,6 +30,7 @@ func (r *run) render(bundle string) (*Objects, error) {
 	r.takeOver.split(objs, r.cfg.Session)
 	r.config.policies.learn(objs.Configurations.Objects)
 	r.chain.learn(objs.Configurations.Objects)
+	r.kinds.learn(objs.Configurations.Objects)
 	return objs, nil
 }
 

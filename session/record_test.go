@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/hookback/hookback/internal/admissionhttp"
 	"github.com/hookback/hookback/registration"
 )
@@ -62,5 +64,55 @@ func TestInspectorConfigValidate(t *testing.T) {
 				t.Errorf("validate = %v, want %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestPathKinds: the recordings learn which kind of configuration each
+// served path answers for, from what the session registers; a mutating
+// and a validating webhook of one name stay apart by their paths, and a
+// path served for both kinds has none.
+func TestPathKinds(t *testing.T) {
+	hook := func(name, url string) any {
+		return map[string]any{"name": name, "clientConfig": map[string]any{"url": url}}
+	}
+	config := func(kind, name string, hooks ...any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+			"metadata": map[string]any{"name": name}, "webhooks": hooks}}
+	}
+	var k pathKinds
+	if got := k.of("/m"); got != "" {
+		t.Errorf("before the first render: %q, want none", got)
+	}
+	k.learn([]*unstructured.Unstructured{
+		config(registration.KindMutatingHook, "m-dev", hook("same.example.com", "https://h:8443/m"), hook("both", "https://h:8443/both")),
+		config(registration.KindValidatingHook, "v-dev", hook("same.example.com", "https://h:8443/v"), hook("both", "https://h:8443/both")),
+		config("Lease", "other"),
+	})
+	for path, want := range map[string]string{"/m": registration.KindMutatingHook, "/v": registration.KindValidatingHook, "/both": "", "/none": ""} {
+		if got := k.of(path); got != want {
+			t.Errorf("%s: %q, want %q", path, got, want)
+		}
+	}
+	var none *pathKinds
+	none.learn(nil)
+	if got := none.of("/m"); got != "" {
+		t.Errorf("no kinds: %q", got)
+	}
+}
+
+type kindStore struct{ got []string }
+
+func (k *kindStore) RecordServed(x admissionhttp.Served) { k.got = append(k.got, x.ConfigurationKind) }
+
+// TestSessionRecorderTellsTheInspectorTheKind: the inspector's store gets
+// the configuration kind of each review's path, for its case downloads.
+func TestSessionRecorderTellsTheInspectorTheKind(t *testing.T) {
+	k := &pathKinds{}
+	k.learn([]*unstructured.Unstructured{{Object: map[string]any{"kind": registration.KindValidatingHook,
+		"webhooks": []any{map[string]any{"name": "same", "clientConfig": map[string]any{"url": "https://h/v"}}}}}})
+	store := &kindStore{}
+	sessionRecorder{store: store, kinds: k}.RecordServed(admissionhttp.Served{Webhook: "same", Path: "/v", Answer: []byte("{}")})
+	if len(store.got) != 1 || store.got[0] != registration.KindValidatingHook {
+		t.Errorf("the store got kinds %q, want %s", store.got, registration.KindValidatingHook)
 	}
 }

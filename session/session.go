@@ -128,7 +128,7 @@ func runOn(ctx context.Context, c *Config, cl *kubeconfig.Cluster, started time.
 	r.user, r.inspector, r.tunnel, r.metrics, r.upstreamPair, r.conversions = y.user, page, tun, a.Metrics.Registry, pair, y.conversions
 	r.drift = newDrift(cfg.Session, cfg.Certs.StateDir, cfg.Log, cl, r.registrar, r.kubectl())
 	r.registrar.Wrote = r.drift.Wrote
-	r.chain = y.chain
+	r.chain, r.kinds = y.chain, y.kinds
 	r.takeOver = takeOver
 	return r.run(ctx, started)
 }
@@ -149,7 +149,7 @@ func loadYours(c *Config, spec UserWebhooks, scope registration.Scope) (*yours, 
 	// warning is wanted.
 	scopeConversions(cfg.RedirectConversion, scope, cfg.Log, conv)
 	return &yours{log: cfg.Log, inspector: cfg.Inspector, recordDir: cfg.RecordDir, builtins: cfg.Webhooks,
-		builtinOpts: cfg.WebhookOptions, user: user, conversions: conv}, nil
+		builtinOpts: cfg.WebhookOptions, user: user, conversions: conv, kinds: &pathKinds{}}, nil
 }
 
 // listenHost is the host the webhook server binds: --bind-address; else,
@@ -200,6 +200,9 @@ type run struct {
 	chain *chainRun
 	// takeOver is start --take-over's part; nil without.
 	takeOver *takeOverRun
+	// kinds learns the configuration kind of each served path at each
+	// render, for the recordings.
+	kinds *pathKinds
 	// tunnel is the session's relay, with --tunnel; metrics gets its gauges.
 	tunnel    *tunnel.Session
 	metrics   prometheus.Registerer

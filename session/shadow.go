@@ -178,14 +178,9 @@ func (r *shadowReport) attach(s sinks) error {
 	if s.store != nil {
 		s.store.ShadowWebhooks(r.names...)
 	}
-	if s.recordDir != "" {
-		dir, err := record.NewRecorder(s.recordDir, s.log)
-		if err != nil {
-			return err
-		}
-		r.dir = dir
-	}
-	return nil
+	dir, err := s.dir()
+	r.dir = dir
+	return err
 }
 
 // add reports one comparison: to the log and --record-dir when the

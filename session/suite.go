@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,7 +16,9 @@ import (
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/conversion"
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/registration"
+	"github.com/hookback/hookback/upstream"
 )
 
 // TestWebhook is one webhook a run of cfg would register, exactly as its
@@ -91,6 +95,11 @@ func TestTargets(c *Config) (*TestSetup, error) {
 		out = append(out, hooks...)
 	}
 	setup := &TestSetup{Webhooks: out, Conversions: convs.hooks, user: user}
+	if len(user.Manifests) == 0 && len(user.Upstreams) > 0 {
+		setup.Recorded = user.recorded(cfg.Log)
+		setup.Unmatched = field.Advise("session.UserWebhooks.Manifests",
+			"which of your webhooks it goes to is decided by their configurations, and none were given: pass {session.UserWebhooks.Manifests} (a recorded case needs none)")
+	}
 	for _, c := range convs.crds {
 		if c.Conversion != nil {
 			setup.CRDs = append(setup.CRDs, c.Object)
@@ -106,7 +115,47 @@ type TestSetup struct {
 	// CRDs are the manifests' CRDs whose conversion is a webhook, in the
 	// order of Conversions: what the conversion fuzzer reads the schemas of.
 	CRDs []*unstructured.Unstructured
-	user UserWebhooks
+	// Recorded, set when upstreams are given without manifests
+	// (UserWebhooks.RecordedPaths), answers a recorded case at the path it
+	// was recorded at: the upstream mapped to the Service the path names,
+	// else the default one, with start's answer checks. Unmatched is then
+	// why a case that must be matched against your configurations cannot
+	// run.
+	Recorded  func(path string) (admission.Handler, error)
+	Unmatched error
+	user      UserWebhooks
+}
+
+// recorded forwards to u's upstreams by recorded path, one forwarder per
+// path.
+func (u UserWebhooks) recorded(log *slog.Logger) func(path string) (admission.Handler, error) {
+	var mu sync.Mutex
+	made := map[string]admission.Handler{}
+	return func(path string) (admission.Handler, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if h, ok := made[path]; ok {
+			return h, nil
+		}
+		r := registration.Route{Path: path, URL: path, Webhooks: []string{"recorded at " + path}}
+		if svc, ok := registration.ServiceOf(path); ok {
+			r.Service = &svc
+		} else if !strings.HasPrefix(path, registration.RoutePrefixURL) {
+			return nil, fmt.Errorf("path %s is no webhook of yours that hookback forwarded (one of hookback's own?)", path)
+		}
+		up, err := u.upstreamFor(r)
+		if err != nil {
+			return nil, err
+		}
+		opts := u.options(up)
+		opts.Log = log
+		h, err := upstream.New(opts, registration.UpstreamPathOf(path))
+		if err != nil {
+			return nil, err
+		}
+		made[path] = h
+		return h, nil
+	}
 }
 
 // Probe reports every upstream that does not accept connections (a TLS

@@ -59,6 +59,10 @@ type UserWebhooks struct {
 	// Upstreams; commands that complete no Config call ParseUpstreams.
 	Upstream  []string
 	Upstreams []Upstream
+	// RecordedPaths lets the upstreams stand without Manifests (`hookback
+	// test`): a recorded case then goes to the upstream at the path it was
+	// recorded at (TestSetup.Recorded).
+	RecordedPaths bool
 	// UpstreamCA trusts the upstreams' certificates; UpstreamInsecure skips
 	// verification (loopback upstreams only).
 	UpstreamCA       string
@@ -122,10 +126,10 @@ func (u UserWebhooks) Validate() error {
 	if len(u.Manifests) > 0 && len(u.Upstreams) == 0 {
 		errs = append(errs, field.Clause("session.UserWebhooks.Manifests", "", "needs {session.UserWebhooks.Upstream}: the URL of your webhook server, such as https://127.0.0.1:9443"))
 	}
-	if len(u.Manifests) == 0 && len(u.Upstreams) > 0 {
+	if len(u.Manifests) == 0 && len(u.Upstreams) > 0 && !u.RecordedPaths {
 		errs = append(errs, field.Clause("session.UserWebhooks.Upstream", "", "needs {session.UserWebhooks.Manifests}: the manifests that say which requests go to it"))
 	}
-	if u.CertDir != "" && len(u.Manifests) == 0 {
+	if u.CertDir != "" && len(u.Manifests) == 0 && !u.RecordedPaths {
 		errs = append(errs, field.Clause("session.UserWebhooks.CertDir", "", "needs {session.UserWebhooks.Manifests} (or a project): the certificate is for your webhook server"))
 	}
 	if u.Timeout != 0 && (u.Timeout < time.Second || u.Timeout > 30*time.Second) {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -71,10 +72,17 @@ func chainRows(ctx context.Context, m *matcher, l *Loaded, in *input, hooks []pi
 }
 
 // candidates are the webhooks a case may go to: those it names (by name
-// or path), else every one, each matched in its turn (matchNow).
-func candidates(ctx context.Context, m *matcher, l *Loaded, in *input, hooks []*Webhook) ([]picked, error) {
-	if len(l.Webhooks) > 0 {
-		return pick(ctx, m, l, in, hooks)
+// or path, see named), else every one, each matched in its turn
+// (matchNow).
+func candidates(l *Loaded, in *input, opts Options) ([]picked, error) {
+	hooks := opts.Webhooks
+	if t := targetOf(l, in); len(t.names) > 0 {
+		return named(t, hooks, opts)
+	}
+	if opts.Recorded != nil {
+		// Your webhooks' configurations are not at hand: matching against
+		// the others alone would leave your server out unseen.
+		return nil, errors.New(unmatched(opts))
 	}
 	out := make([]picked, 0, len(hooks))
 	for _, w := range hooks {

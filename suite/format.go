@@ -47,6 +47,18 @@ type Case struct {
 	// Webhooks are the webhooks (names, or hookback paths) the case is
 	// sent to; empty: every webhook the apiserver would call for it.
 	Webhooks []string `json:"webhooks,omitempty"`
+	// ConfigurationKind narrows Webhooks to those declared in
+	// configurations of this kind (MutatingWebhookConfiguration,
+	// ValidatingWebhookConfiguration; for --policy MutatingAdmissionPolicy
+	// or ValidatingAdmissionPolicy): a webhook's name is unique only within
+	// its configuration, and a name that webhooks of two kinds share is an
+	// error without it. test init writes the kind it recorded.
+	ConfigurationKind string `json:"configurationKind,omitempty"`
+	// Path is where hookback served the webhook a recorded case came from
+	// (test init writes it): among the webhooks named, those served there
+	// when any is; with your server but not its manifests (--upstream
+	// alone), the case goes to your server at that path.
+	Path string `json:"path,omitempty"`
 
 	// Review is an AdmissionReview (or ConversionReview) request, sent as
 	// it is with a fresh uid.

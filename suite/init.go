@@ -56,13 +56,13 @@ func CaseFromEntry(e record.Entry) (CaseFile, error) {
 	fileName := strings.Join([]string{part(e.Webhook), part(resource), part(name), part(op)}, "_")
 	c := Case{Name: fileName, Review: withoutUID(e.Review), Expect: ExpectOf(got)}
 	if !conv {
-		c.Webhooks = []string{e.Webhook}
+		c.Webhooks, c.ConfigurationKind, c.Path = []string{e.Webhook}, e.ConfigurationKind, e.Path
 	}
 	body, err := caseYAML(c)
 	if err != nil {
 		return CaseFile{}, err
 	}
-	sum := sha256.Sum256(append([]byte(e.Webhook+"\x00"), c.Review...))
+	sum := sha256.Sum256(append([]byte(e.Webhook+"\x00"+e.ConfigurationKind+"\x00"+e.Path+"\x00"), c.Review...))
 	return CaseFile{Name: fileName + ".yaml", Body: body, key: fmt.Sprintf("%x", sum)}, nil
 }
 
@@ -114,7 +114,8 @@ func caseYAML(c Case) ([]byte, error) {
 		key string
 		v   any
 		set bool
-	}{{"webhooks", c.Webhooks, len(c.Webhooks) > 0}, {"review", c.Review, true}, {"expect", c.Expect, true}} {
+	}{{"webhooks", c.Webhooks, len(c.Webhooks) > 0}, {"configurationKind", c.ConfigurationKind, c.ConfigurationKind != ""},
+		{"path", c.Path, c.Path != ""}, {"review", c.Review, true}, {"expect", c.Expect, true}} {
 		if !f.set {
 			continue
 		}

@@ -31,9 +31,10 @@ type input struct {
 	review []byte
 	// recorded is the recording's answer, for asRecorded.
 	recorded []byte
-	// recordedWebhook is the webhook a recording names.
-	recordedWebhook string
-	nsLabels        map[string]string
+	// recordedWebhook is the webhook a recording names, with the kind of
+	// its configuration and the path it was served at.
+	recordedWebhook, recordedKind, recordedPath string
+	nsLabels                                    map[string]string
 	// conversion, when set, makes this a conversion case.
 	conversion *conversionInput
 }
@@ -63,7 +64,8 @@ func readInput(l *Loaded) (*input, error) {
 		if err := json.Unmarshal(b, &e); err != nil || len(e.Review) == 0 {
 			return nil, fmt.Errorf("record %s is not a hookback recording (webhook, path, review, answer)", c.Record)
 		}
-		in.review, in.recorded, in.recordedWebhook = e.Review, e.Answer, e.Webhook
+		in.review, in.recorded = e.Review, e.Answer
+		in.recordedWebhook, in.recordedKind, in.recordedPath = e.Webhook, e.ConfigurationKind, e.Path
 	case len(c.Review) > 0:
 		in.review = c.Review
 	default:

@@ -16,6 +16,8 @@ func TestLoadNamesFileAndLine(t *testing.T) {
 		{"bad-result.yaml", `bad-result.yaml:6: expect.result "permitted": want one of allowed, denied`},
 		{"wrong-type.yaml", "wrong-type.yaml:9: expect.code: want int32, not string"},
 		{"two-inputs.yaml", "two-inputs.yaml:1: case \"two-inputs\" has more than one input"},
+		{"bad-kind.yaml", `bad-kind.yaml:6: configurationKind "Mutating": want one of MutatingWebhookConfiguration, ValidatingWebhookConfiguration`},
+		{"kind-without-webhooks.yaml", `kind-without-webhooks.yaml:4: case "kind-alone": configurationKind and path say which of the webhooks it names it means: give webhooks too`},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			_, err := Load([]string{filepath.Join("testdata", "bad", tc.file)})

@@ -48,6 +48,13 @@ type Output interface {
 type Options struct {
 	Webhooks    []*Webhook
 	Conversions []ConversionWebhook
+	// Recorded, when set (your server without its manifests), answers a
+	// recorded case whose webhook is not among Webhooks: the handler of
+	// your server at the path the case was recorded at. Unmatched is then
+	// what a case that must be matched against your configurations shows,
+	// as it cannot run.
+	Recorded  func(path string) (admission.Handler, error)
+	Unmatched string
 	// Concurrency bounds the cases in flight; zero means 8.
 	Concurrency int
 	// Server, when set, is the --exec server's output: a failing case
@@ -123,7 +130,7 @@ func caseRows(ctx context.Context, m *matcher, l *Loaded, opts Options) []Row {
 	if in.conversion != nil {
 		return conversionRows(ctx, l, in, opts)
 	}
-	hooks, err := candidates(ctx, m, l, in, opts.Webhooks)
+	hooks, err := candidates(l, in, opts)
 	if err != nil {
 		return []Row{{Webhook: "-", Status: Erred, Detail: err.Error()}}
 	}
@@ -162,25 +169,13 @@ type picked struct {
 	pending bool
 }
 
-// pick chooses the webhooks of a case: those it names (by name or path),
-// or every one the apiserver would call.
+// pick chooses the webhooks of a case: those it names (by name or path,
+// see named), or every one the apiserver would call.
 func pick(ctx context.Context, m *matcher, l *Loaded, in *input, hooks []*Webhook) ([]picked, error) {
-	var out []picked
-	if len(l.Webhooks) > 0 {
-		for _, name := range l.Webhooks {
-			if !slices.ContainsFunc(hooks, func(w *Webhook) bool { return w.Name() == name || w.Path == name }) {
-				return nil, fmt.Errorf("no webhook %q among: %s", name, strings.Join(webhookNames(hooks), ", "))
-			}
-		}
-		// In the order of their configurations, as the apiserver calls
-		// them, whatever the order they are named in.
-		for _, w := range hooks {
-			if slices.ContainsFunc(l.Webhooks, func(name string) bool { return w.Name() == name || w.Path == name }) {
-				out = append(out, picked{w: w})
-			}
-		}
-		return out, nil
+	if t := targetOf(l, in); len(t.names) > 0 {
+		return named(t, hooks, Options{})
 	}
+	var out []picked
 	for _, w := range hooks {
 		ok, eq, err := m.calls(ctx, w, in)
 		switch {
@@ -191,17 +186,6 @@ func pick(ctx context.Context, m *matcher, l *Loaded, in *input, hooks []*Webhoo
 		}
 	}
 	return out, nil
-}
-
-func webhookNames(hooks []*Webhook) []string {
-	out := make([]string, 0, len(hooks))
-	for _, w := range hooks {
-		out = append(out, w.Name())
-	}
-	if len(out) == 0 {
-		return []string{"none"}
-	}
-	return out
 }
 
 // call sends the case's review to one webhook's handler, bounded by the

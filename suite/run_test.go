@@ -211,7 +211,8 @@ func TestCaseFromEntry(t *testing.T) {
 	answer, _ := json.Marshal(map[string]any{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": map[string]any{
 		"uid": req.UID, "allowed": true, "patchType": "JSONPatch",
 		"patch": []byte(`[{"op":"add","path":"/metadata/labels/seen","value":"yes"}]`)}})
-	cf, err := CaseFromEntry(record.Entry{Webhook: "pod-lifespan.hookback.dev", Path: "/mutate-pod-lifespan", Review: review, Answer: answer})
+	cf, err := CaseFromEntry(record.Entry{Webhook: "pod-lifespan.hookback.dev", Path: "/mutate-pod-lifespan",
+		ConfigurationKind: MutatingWebhookConfiguration, Review: review, Answer: answer})
 	if err != nil {
 		t.Fatal(err)
 	}

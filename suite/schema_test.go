@@ -63,7 +63,7 @@ func TestExampleSuitesMatchTheSchema(t *testing.T) {
 			}
 		})
 	}
-	for _, p := range []string{"unknown-field.yaml", "bad-result.yaml", "wrong-type.yaml"} {
+	for _, p := range []string{"unknown-field.yaml", "bad-result.yaml", "wrong-type.yaml", "bad-kind.yaml"} {
 		t.Run("refuses "+p, func(t *testing.T) {
 			if err := validateYAML(t, s, filepath.Join("testdata", "bad", p)); err == nil {
 				t.Errorf("%s passes the schema", p)

@@ -58,6 +58,15 @@ func validate(l *Loaded, n *yaml.Node) []error {
 			bad("conversion", "conversion needs desiredAPIVersion, such as batch.tutorial.kubebuilder.io/v2")
 		}
 	}
+	if k := c.ConfigurationKind; k != "" && !slices.Contains(ConfigurationKinds, k) {
+		bad("configurationKind", "configurationKind %q: want one of %s", k, strings.Join(ConfigurationKinds, ", "))
+	}
+	if c.Path != "" && !strings.HasPrefix(c.Path, "/") {
+		bad("path", "path %q: want hookback's path of the webhook, such as /upstream/svc/system/webhook-service/443/validate", c.Path)
+	}
+	if (c.ConfigurationKind != "" || c.Path != "") && len(c.Webhooks) == 0 && c.Record == "" {
+		bad("name", "case %q: configurationKind and path say which of the webhooks it names it means: give webhooks too", c.Name)
+	}
 	errs = append(errs, validateExpect(l, n)...)
 	for _, p := range c.Ignore {
 		if !strings.HasPrefix(p, "/") {

@@ -42,6 +42,10 @@ type Recorder interface {
 type Served struct {
 	// Webhook and Path are the webhook that answered and where it is served.
 	Webhook, Path string
+	// ConfigurationKind, when known, is the kind of the configuration that
+	// declares the webhook served at Path (the session knows it from what
+	// it registered; the transport does not).
+	ConfigurationKind string
 	// Review is the AdmissionReview as received.
 	Review []byte
 	// Answer is the AdmissionReview sent back; nil when the call failed.
