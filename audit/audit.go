@@ -21,6 +21,7 @@ import (
 
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/field"
+	"github.com/hookback/hookback/internal/jsondiff"
 )
 
 // Webhook is one webhook of a configuration, as registered, with the
@@ -167,7 +168,7 @@ type Result struct {
 	Patch     []PatchOperation `json:"patch,omitempty"`
 	Warnings  []string         `json:"warnings,omitempty"`
 	// Fields are what a lost round trip lost or changed.
-	Fields []FieldChange `json:"fields,omitempty"`
+	Fields []jsondiff.FieldChange `json:"fields,omitempty"`
 	// Policy: the row is an admission policy's, not a webhook's.
 	Policy bool `json:"policy,omitempty"`
 	// object is the object sent, for Compare to apply patches to.

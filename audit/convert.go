@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/hookback/hookback/conversion"
+	"github.com/hookback/hookback/internal/jsondiff"
 )
 
 // OperationConvert starts the operation of a round-trip row:
@@ -163,12 +164,12 @@ func compare(res Result, before, after []byte) Result {
 		res.Result, res.Message = Error, fmt.Sprintf("read the converted object: %v", err)
 		return res
 	}
-	res.Fields = Diff(a, b)
+	res.Fields = jsondiff.Fields(a, b)
 	if len(res.Fields) == 0 {
 		res.Result = Kept
 		return res
 	}
-	res.Result, res.Message = Lost, changesText(res.Fields)
+	res.Result, res.Message = Lost, jsondiff.Text(res.Fields)
 	return res
 }
 

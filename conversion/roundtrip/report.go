@@ -4,11 +4,10 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"regexp"
 	"slices"
 	"strings"
 
-	"github.com/hookback/hookback/audit"
+	"github.com/hookback/hookback/internal/jsondiff"
 )
 
 // report sums the results in the order the objects were made, so that a
@@ -63,7 +62,7 @@ func (r *runner) report(ctx context.Context, objs []made, results []objectResult
 
 // count adds f, changed by a round trip of m through via, to ls: a new
 // Loss, or one more count of the one at index[from, via, path].
-func count(ls []Loss, index map[[3]string]int, m made, via string, f audit.FieldChange) []Loss {
+func count(ls []Loss, index map[[3]string]int, m made, via string, f jsondiff.FieldChange) []Loss {
 	k := [3]string{m.version, via, f.Path}
 	if j, ok := index[k]; ok {
 		ls[j].Count++
@@ -138,7 +137,7 @@ func (r *runner) reproduces(ctx context.Context, l Loss, obj map[string]any) boo
 		return false
 	}
 	c, fail := r.trip(ctx, made{version: l.From, obj: obj}, raw, l.Via)
-	return fail == nil && slices.ContainsFunc(c.lost, func(f audit.FieldChange) bool { return f.Path == l.Path })
+	return fail == nil && slices.ContainsFunc(c.lost, func(f jsondiff.FieldChange) bool { return f.Path == l.Path })
 }
 
 // candidates are the keys of the object at path (the root's but
@@ -175,14 +174,12 @@ func onPath(lost, p string) bool {
 	return lost == p || strings.HasPrefix(lost, p+".") || strings.HasPrefix(lost, p+"[")
 }
 
-var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
-
-// auditPath writes a path as audit.Diff does: spec.color,
+// auditPath writes a path as jsondiff.Fields does: spec.color,
 // metadata.labels["example.com/x"].
 func auditPath(path []string) string {
 	s := ""
 	for _, k := range path {
-		s = appendKey(s, k)
+		s = jsondiff.FieldPath(s, k)
 	}
 	return s
 }

@@ -24,9 +24,9 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 
-	"github.com/hookback/hookback/audit"
 	"github.com/hookback/hookback/conversion"
 	fielderr "github.com/hookback/hookback/field" // aliased: this package has a type named field
+	"github.com/hookback/hookback/internal/jsondiff"
 )
 
 // Admitter asks a validating webhook whether it admits obj, a CREATE of
@@ -135,7 +135,7 @@ type Loss struct {
 	From string `json:"from"`
 	Via  string `json:"via"`
 	// Path is the field (spec.color, metadata.labels["x"]); Before and
-	// After its values in short JSON, audit.Missing when absent.
+	// After its values in short JSON, jsondiff.Missing when absent.
 	Path   string `json:"path"`
 	Before string `json:"before"`
 	After  string `json:"after"`
@@ -231,7 +231,7 @@ type objectResult struct {
 // tripLoss is one round trip's lost fields and those that came back empty.
 type tripLoss struct {
 	via             string
-	fields, emptied []audit.FieldChange
+	fields, emptied []jsondiff.FieldChange
 }
 
 // runner holds one run's state.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookback/hookback/audit"
+	"github.com/hookback/hookback/internal/jsondiff"
 )
 
 func TestRunFindsWhatASpokeDrops(t *testing.T) {
@@ -38,8 +38,8 @@ func TestRunFindsWhatASpokeDrops(t *testing.T) {
 			var got []string
 			for _, l := range rep.Losses {
 				got = append(got, l.From+"->"+l.Via+" "+l.Path)
-				if l.Count < 1 || !strings.HasPrefix(l.Before, `"`) || l.After != audit.Missing {
-					t.Errorf("loss %+v: want a color before and %s after", l, audit.Missing)
+				if l.Count < 1 || !strings.HasPrefix(l.Before, `"`) || l.After != jsondiff.Missing {
+					t.Errorf("loss %+v: want a color before and %s after", l, jsondiff.Missing)
 				}
 			}
 			if !slices.Equal(got, tc.wantPaths) || len(rep.Failures) != 0 {

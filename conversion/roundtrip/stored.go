@@ -11,8 +11,8 @@ import (
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 
-	"github.com/hookback/hookback/audit"
 	fielderr "github.com/hookback/hookback/field"
+	"github.com/hookback/hookback/internal/jsondiff"
 )
 
 // structural reads a version's schema as the apiserver does, to store its
@@ -49,8 +49,8 @@ func asStored(obj map[string]any, s *structuralschema.Structural) {
 // is removed and not returned: it reads as the absent field it replaces
 // (meaningful). The paths are written as audit.Diff writes them; the
 // root's apiVersion, kind and metadata are not looked at.
-func splitEmptied(before, after map[string]any) []audit.FieldChange {
-	var out []audit.FieldChange
+func splitEmptied(before, after map[string]any) []jsondiff.FieldChange {
+	var out []jsondiff.FieldChange
 	var walk func(path string, b, a any)
 	walk = func(path string, b, a any) {
 		switch av := a.(type) {
@@ -63,7 +63,7 @@ func splitEmptied(before, after map[string]any) []audit.FieldChange {
 				if path == "" && (k == "apiVersion" || k == "kind" || k == "metadata") {
 					continue
 				}
-				p := appendKey(path, k)
+				p := jsondiff.FieldPath(path, k)
 				if _, had := bv[k]; had {
 					walk(p, bv[k], av[k])
 					continue
@@ -72,7 +72,7 @@ func splitEmptied(before, after map[string]any) []audit.FieldChange {
 					continue
 				}
 				if !zero(av[k]) {
-					out = append(out, audit.FieldChange{Path: p, Before: audit.Missing, After: short(av[k])})
+					out = append(out, jsondiff.FieldChange{Path: p, Before: jsondiff.Missing, After: short(av[k])})
 				}
 				delete(av, k)
 			}
@@ -123,19 +123,6 @@ func zero(v any) bool {
 		return !v
 	}
 	return false
-}
-
-// appendKey writes a path as audit.Diff does: spec.color,
-// metadata.labels["example.com/x"].
-func appendKey(path, k string) string {
-	if !plainKey.MatchString(k) {
-		q, _ := json.Marshal(k)
-		return path + "[" + string(q) + "]"
-	}
-	if path == "" {
-		return k
-	}
-	return path + "." + k
 }
 
 // maxShort bounds a value shown in a finding, as audit.Diff's.

@@ -9,8 +9,8 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
-	"github.com/hookback/hookback/audit"
 	fielderr "github.com/hookback/hookback/field"
+	"github.com/hookback/hookback/internal/jsondiff"
 )
 
 // TestRunLeadsWithLostValues fuzzes a Go-typed conversion of the
@@ -46,7 +46,7 @@ func TestRunLeadsWithLostValues(t *testing.T) {
 			}
 			losses, empties := pairPaths(rep.Losses), pairPaths(rep.Emptied)
 			for _, l := range rep.Emptied {
-				if l.Before != audit.Missing || !strings.HasPrefix(l.After, "{") || l.Count < 1 || l.Object == nil {
+				if l.Before != jsondiff.Missing || !strings.HasPrefix(l.After, "{") || l.Count < 1 || l.Object == nil {
 					t.Errorf("emptied %+v: want an absent field come back as an object", l)
 				}
 			}
@@ -129,7 +129,7 @@ func TestCompareAsStored(t *testing.T) {
 			asStored(before, s)
 			asStored(after, s)
 			emptied := changesText(splitEmptied(before, after))
-			lost := changesText(meaningful(audit.Diff(before, after)))
+			lost := changesText(meaningful(jsondiff.Fields(before, after)))
 			if !slices.Equal(lost, tc.wantLost) || !slices.Equal(emptied, tc.wantEmptied) {
 				t.Errorf("lost %q, emptied %q\nwant %q, %q", lost, emptied, tc.wantLost, tc.wantEmptied)
 			}
@@ -137,7 +137,7 @@ func TestCompareAsStored(t *testing.T) {
 	}
 }
 
-func changesText(cs []audit.FieldChange) []string {
+func changesText(cs []jsondiff.FieldChange) []string {
 	var out []string
 	for _, c := range cs {
 		out = append(out, c.Path+": "+c.Before+" -> "+c.After)

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/hookback/hookback/audit"
 	"github.com/hookback/hookback/conversion"
+	"github.com/hookback/hookback/internal/jsondiff"
 )
 
 // object asks the admitter about one object, then round-trips it through
@@ -52,7 +52,7 @@ func (r *runner) object(ctx context.Context, m made) (objectResult, error) {
 // changes are what a round trip changed: the set values lost or changed,
 // and the absent fields that came back as empty structures.
 type changes struct {
-	lost, emptied []audit.FieldChange
+	lost, emptied []jsondiff.FieldChange
 }
 
 // trip converts m to via and back and says what changed, or which
@@ -80,7 +80,7 @@ func (r *runner) trip(ctx context.Context, m made, raw []byte, via string) (chan
 		asStored(after, s)
 		c.emptied = splitEmptied(before, after)
 	}
-	c.lost = meaningful(audit.Diff(before, after))
+	c.lost = meaningful(jsondiff.Fields(before, after))
 	return c, nil
 }
 
@@ -88,11 +88,11 @@ func (r *runner) trip(ctx context.Context, m made, raw []byte, via string) (chan
 // ("", 0, false, {} or []): a converter in Go drops zero values with
 // omitempty and writes "spec": {} for a struct field whatever omitempty
 // says, and Kubernetes clients read a missing field as its zero value.
-func meaningful(cs []audit.FieldChange) []audit.FieldChange {
+func meaningful(cs []jsondiff.FieldChange) []jsondiff.FieldChange {
 	zeroJSON := func(s string) bool { return s == "{}" || s == "[]" || s == `""` || s == "0" || s == "false" }
 	out := cs[:0]
 	for _, c := range cs {
-		if (c.Before == audit.Missing && zeroJSON(c.After)) || (c.After == audit.Missing && zeroJSON(c.Before)) {
+		if (c.Before == jsondiff.Missing && zeroJSON(c.After)) || (c.After == jsondiff.Missing && zeroJSON(c.Before)) {
 			continue
 		}
 		out = append(out, c)

@@ -1,4 +1,10 @@
-package audit
+// Package jsondiff compares two JSON objects field by field and names each
+// difference by its field path as a person writes it (spec.color,
+// metadata.labels["example.com/x"]) with its value before and after, in
+// short JSON: what audit's conversion round trips and the conversion
+// fuzzer report. (The chain view's differ speaks JSON pointers and raw
+// values, for patches: it is package chain's.)
+package jsondiff
 
 import (
 	"encoding/json"
@@ -8,8 +14,9 @@ import (
 	"strings"
 )
 
-// FieldChange is one field a conversion round trip lost or changed, with
-// its value before and after (short JSON; Missing when absent).
+// FieldChange is one field that differs, with its value before and after
+// (short JSON; Missing when absent): one a conversion round trip lost or
+// changed.
 type FieldChange struct {
 	Path   string `json:"path"`
 	Before string `json:"before"`
@@ -22,20 +29,20 @@ const Missing = "<missing>"
 // maxValue bounds a value shown in a FieldChange.
 const maxValue = 40
 
-// Diff lists what differs between a stored object and its round trip:
+// Fields lists what differs between a stored object and its round trip:
 // every top-level field but apiVersion, kind and metadata, and of the
 // metadata the labels and annotations (the apiserver keeps the rest of the
 // stored metadata whatever a converter answers). Annotations the round trip
 // added whose key mentions conversion are a converter's bookkeeping (the
 // hub's data kept on the spoke) and not reported.
-func Diff(before, after map[string]any) []FieldChange {
+func Fields(before, after map[string]any) []FieldChange {
 	var out []FieldChange
 	keys := unionKeys(before, after)
 	for _, k := range keys {
 		if k == "apiVersion" || k == "kind" || k == "metadata" {
 			continue
 		}
-		diffValue(fieldPath("", k), before[k], after[k], hasKey(before, k), hasKey(after, k), &out)
+		diffValue(FieldPath("", k), before[k], after[k], hasKey(before, k), hasKey(after, k), &out)
 	}
 	mb, _ := before["metadata"].(map[string]any)
 	ma, _ := after["metadata"].(map[string]any)
@@ -46,7 +53,7 @@ func Diff(before, after map[string]any) []FieldChange {
 			a = withoutBookkeeping(b, a)
 		}
 		for _, key := range unionKeys(b, a) {
-			diffValue(fieldPath("metadata."+k, key), b[key], a[key], hasKey(b, key), hasKey(a, key), &out)
+			diffValue(FieldPath("metadata."+k, key), b[key], a[key], hasKey(b, key), hasKey(a, key), &out)
 		}
 	}
 	slices.SortFunc(out, func(x, y FieldChange) int { return strings.Compare(x.Path, y.Path) })
@@ -97,7 +104,7 @@ func diffValue(path string, a, b any, inA, inB bool, out *[]FieldChange) {
 	case map[string]any:
 		if bv, ok := b.(map[string]any); ok {
 			for _, k := range unionKeys(av, bv) {
-				diffValue(fieldPath(path, k), av[k], bv[k], hasKey(av, k), hasKey(bv, k), out)
+				diffValue(FieldPath(path, k), av[k], bv[k], hasKey(av, k), hasKey(bv, k), out)
 			}
 			return
 		}
@@ -129,9 +136,9 @@ func equalJSON(a, b any) bool {
 
 var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 
-// fieldPath appends key to path: spec.color, or
+// FieldPath appends key to path: spec.color, or
 // metadata.annotations["example.com/x"] for a key that is not a plain word.
-func fieldPath(path, key string) string {
+func FieldPath(path, key string) string {
 	if !plainKey.MatchString(key) {
 		b, _ := json.Marshal(key)
 		return path + "[" + string(b) + "]"
@@ -158,8 +165,8 @@ func shown(v any, present bool) string {
 	return s
 }
 
-// changesText is the changes in one line: path: before -> after; ...
-func changesText(fields []FieldChange) string {
+// Text is the changes in one line: path: before -> after; ...
+func Text(fields []FieldChange) string {
 	parts := make([]string, len(fields))
 	for i, f := range fields {
 		parts[i] = fmt.Sprintf("%s: %s -> %s", f.Path, f.Before, f.After)
