@@ -12,8 +12,8 @@ import (
 )
 
 var drillExamples = []Example{
-	{Command: "hookback drill --webhook-config my-webhooks.yaml --upstream http://127.0.0.1:8090 --keep-failure-policy -n default --fault timeout", Comment: "your webhooks as written, never answering: does a pod still start in default, in kube-system; do nodes still heartbeat?"},
-	{Command: "hookback drill --webhook-config my-webhooks.yaml --upstream http://127.0.0.1:8090 -n default --fault refuse --fault slow=2s -o junit > drill.xml", Comment: "each fault in turn, hookback's default failurePolicy Ignore; a JUnit report for CI"},
+	{Command: "hookback drill --webhook-config my-webhooks.yaml --upstream http://127.0.0.1:8090 -n default --fault timeout", Comment: "your webhooks never answering, with hookback's default failurePolicy Ignore: do pods still start in default and kube-system, do nodes still heartbeat? (--keep-failure-policy: as written)"},
+	{Command: "hookback drill --webhook-config my-webhooks.yaml --upstream http://127.0.0.1:8090 -n default --fault refuse --fault slow=1s -o junit > drill.xml", Comment: "each fault in turn, one session each; a JUnit report for CI, a failure per request that failed"},
 }
 
 func drillCommand(ext Extension) (*cli.Command, *binder) {
@@ -41,18 +41,20 @@ with the latency and message. It exits 1 when any of them failed (docs/safety.md
 // output.
 type DrillOptions struct {
 	ServeOptions
-	Faults []string
-	Output string
+	HealthAddress string
+	Faults        []string
+	Output        string
 }
 
 func defaultDrillOptions() DrillOptions {
-	o := DrillOptions{ServeOptions: defaultServeOptions(), Output: report.FormatTable}
+	o := DrillOptions{ServeOptions: defaultServeOptions(), HealthAddress: DefaultHealthAddress, Output: report.FormatTable}
 	o.Webhooks, o.Controllers = "none", "none"
 	return o
 }
 
 func (o *DrillOptions) bind(b *binder) {
 	o.ServeOptions.bind(b)
+	bind(b, &o.HealthAddress, "health-address", catServing, "host:port for /healthz, /readyz and /metrics while each fault's session runs", sets("session.Options.HealthAddress"))
 	bind(b, &o.Faults, "fault", catUser, "a fault to drill (repeatable, one session each, in order): refuse, timeout, error or slow=DUR")
 	bind(b, &o.Output, "output", catOutput, "table, json or junit (a testsuite per fault, a failure per request that failed)", alias("o"))
 }
@@ -85,7 +87,9 @@ func runDrill(c *cli.Context, ext Extension, o DrillOptions) error {
 		return usage(err)
 	}
 	log := o.logger(c.App.ErrWriter)
-	cfg, err := session.Complete(o.config(ext, log))
+	opts := o.config(ext, log)
+	opts.HealthAddress = o.HealthAddress
+	cfg, err := session.Complete(opts)
 	if err != nil {
 		return configUsage(err)
 	}

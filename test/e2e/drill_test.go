@@ -1,0 +1,61 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestDrill: `hookback drill --fault timeout` on a validating webhook that
+// covers every pod create (testdata/drill/pods-webhook.yaml), scoped to
+// the test's namespace, on the real apiserver. With the failurePolicy
+// kept (Fail), the pod create in the namespace fails after the 1 s timeout
+// and the drill exits 1; with hookback's default Ignore it is admitted and
+// the drill exits 0, hookback's admission log proving the webhook was
+// called. kube-system is outside the scope: admitted in both.
+func TestDrill(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name        string
+		keep        bool
+		wantOutcome string
+		wantCode    int
+	}{
+		{name: "fail", keep: true, wantOutcome: "timed out", wantCode: 1},
+		{name: "ignore", wantOutcome: "admitted", wantCode: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ns := namespace(t)
+			up := testUpstream(t, false)
+			args := []string{"drill", "--session", sessionFor(t), "--port", fmt.Sprint(freePort(t)),
+				"--health-address", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--state-dir", t.TempDir(),
+				"--webhook-config", repoPath("testdata", "drill", "pods-webhook.yaml"), "--upstream", up.URL,
+				"--timeout", "1s", "-n", ns, "--fault", "timeout", "-o", "json"}
+			if tc.keep {
+				args = append(args, "--keep-failure-policy")
+			}
+			out, errOut, code := hookback(t, env.kubeconfig, args...)
+			if code != tc.wantCode {
+				t.Fatalf("drill exit %d, want %d\n%s\n%s", code, tc.wantCode, out, errOut)
+			}
+			var rep struct {
+				Results []struct{ Fault, Request, Namespace, Outcome, Message string }
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatalf("drill -o json: %v\n%s", err, out)
+			}
+			got := map[string]string{}
+			for _, r := range rep.Results {
+				got[r.Request+" "+r.Namespace] = r.Outcome
+			}
+			if got["pod create "+ns] != tc.wantOutcome || got["pod create kube-system"] != "admitted" {
+				t.Errorf("outcomes %v: want pod create in %s %s, in kube-system admitted\n%s", got, ns, tc.wantOutcome, out)
+			}
+			if !strings.Contains(errOut, "namespace="+ns) {
+				t.Errorf("hookback's log shows no admission in %s: the webhook was not called\n%s", ns, errOut)
+			}
+		})
+	}
+}
