@@ -3,11 +3,15 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/hookback/hookback/fault"
 	"github.com/hookback/hookback/internal/report"
+	"github.com/hookback/hookback/lint"
+	"github.com/hookback/hookback/manifests"
 	"github.com/hookback/hookback/session"
 )
 
@@ -95,6 +99,7 @@ func runDrill(c *cli.Context, ext Extension, o DrillOptions) error {
 	}
 	rep, err := session.Drill(c.Context, cfg, faults)
 	if rep != nil {
+		rep.Predict(drillLint(o.WebhookConfig, log))
 		if werr := report.Write(c.App.Writer, o.Output, rep); werr != nil {
 			return werr
 		}
@@ -105,5 +110,22 @@ func runDrill(c *cli.Context, ext Extension, o DrillOptions) error {
 	if n := len(rep.Failing()); n > 0 {
 		return cli.Exit(fmt.Sprintf("drill: %d of %d requests failed", n, len(rep.Results)), exitFailure)
 	}
+	return nil
+}
+
+// drillLint is lint's findings on the manifests as written, for the
+// report's predictions; none for stdin, which the drill already read.
+func drillLint(paths []string, log *slog.Logger) []lint.Finding {
+	if len(paths) == 0 || slices.Contains(paths, "-") {
+		return nil
+	}
+	docs, err := manifests.Load(paths, nil)
+	if err == nil {
+		var in *lint.Input
+		if in, err = lint.Read(docs); err == nil {
+			return lint.Run(in, lint.Options{}).Findings
+		}
+	}
+	log.Warn("lint's predictions left out", "error", err)
 	return nil
 }

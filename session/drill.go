@@ -93,6 +93,12 @@ func (p drillProbe) send(ctx context.Context, cs kubernetes.Interface, f fault.F
 
 var dryRun = []string{metav1.DryRunAll}
 
+// The requests of the drill that are not pod creates.
+const (
+	drillNodeStatus = "node status update"
+	drillLease      = "lease renewal"
+)
+
 func drillProbes(namespaces []string) []drillProbe {
 	var probes []drillProbe
 	for _, ns := range append(append([]string{}, namespaces...), metav1.NamespaceSystem) {
@@ -102,8 +108,8 @@ func drillProbes(namespaces []string) []drillProbe {
 		}})
 	}
 	return append(probes,
-		drillProbe{name: "node status update", send1: nodeStatusUpdate},
-		drillProbe{name: "lease renewal", namespace: corev1.NamespaceNodeLease, send1: leaseRenewal})
+		drillProbe{name: drillNodeStatus, send1: nodeStatusUpdate},
+		drillProbe{name: drillLease, namespace: corev1.NamespaceNodeLease, send1: leaseRenewal})
 }
 
 func drillPod() *corev1.Pod {

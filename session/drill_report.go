@@ -30,6 +30,8 @@ type DrillResult struct {
 	Outcome   string `json:"outcome"`
 	Latency   string `json:"latency"`
 	Message   string `json:"message,omitempty"`
+	// Predicted are lint's findings that predict this request fails.
+	Predicted string `json:"predicted,omitempty"`
 }
 
 // Failing reports whether the request failed: each one the drill sends is
@@ -50,9 +52,9 @@ func (r *DrillReport) Failing() []DrillResult {
 // WriteTable prints one line per request.
 func (r *DrillReport) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "FAULT\tREQUEST\tNAMESPACE\tOUTCOME\tLATENCY\tMESSAGE")
+	fmt.Fprintln(tw, "FAULT\tREQUEST\tNAMESPACE\tOUTCOME\tLATENCY\tLINT PREDICTED\tMESSAGE")
 	for _, res := range r.Results {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", res.Fault, res.Request, orDash(res.Namespace), res.Outcome, res.Latency, orDash(res.Message))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", res.Fault, res.Request, orDash(res.Namespace), res.Outcome, res.Latency, orDash(res.Predicted), orDash(res.Message))
 	}
 	return tw.Flush()
 }

@@ -9,6 +9,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/hookback/hookback/lint"
 )
 
 func TestDrillOutcome(t *testing.T) {
@@ -52,5 +54,23 @@ func TestDrillReport(t *testing.T) {
 	j := rep.JUnit()
 	if j.Tests != 3 || j.Failures != 1 {
 		t.Errorf("junit: %d tests, %d failures; want 3, 1", j.Tests, j.Failures)
+	}
+}
+
+func TestDrillPredict(t *testing.T) {
+	rep := &DrillReport{Results: []DrillResult{
+		{Request: "pod create", Namespace: "kube-system"},
+		{Request: "pod create", Namespace: "team-a"},
+		{Request: drillLease, Namespace: "kube-node-lease"},
+	}}
+	rep.Predict([]lint.Finding{
+		{Rule: "control-plane-namespaces", Severity: lint.Error},
+		{Rule: "critical-resources", Severity: lint.Error},
+		{Rule: "review-versions", Severity: lint.Warning},
+	})
+	for i, want := range []string{"control-plane-namespaces (error)", "", "critical-resources (error)"} {
+		if got := rep.Results[i].Predicted; got != want {
+			t.Errorf("%s %s: predicted %q, want %q", rep.Results[i].Request, rep.Results[i].Namespace, got, want)
+		}
 	}
 }

@@ -13,7 +13,8 @@ import (
 // kept (Fail), the pod create in the namespace fails after the 1 s timeout
 // and the drill exits 1; with hookback's default Ignore it is admitted and
 // the drill exits 0, hookback's admission log proving the webhook was
-// called. kube-system is outside the scope: admitted in both.
+// called. kube-system is outside the scope: admitted in both, beside
+// lint's prediction for the manifests as written.
 func TestDrill(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -41,14 +42,20 @@ func TestDrill(t *testing.T) {
 				t.Fatalf("drill exit %d, want %d\n%s\n%s", code, tc.wantCode, out, errOut)
 			}
 			var rep struct {
-				Results []struct{ Fault, Request, Namespace, Outcome, Message string }
+				Results []struct{ Fault, Request, Namespace, Outcome, Message, Predicted string }
 			}
 			if err := json.Unmarshal([]byte(out), &rep); err != nil {
 				t.Fatalf("drill -o json: %v\n%s", err, out)
 			}
-			got := map[string]string{}
+			got, predicted := map[string]string{}, map[string]string{}
 			for _, r := range rep.Results {
 				got[r.Request+" "+r.Namespace] = r.Outcome
+				predicted[r.Request+" "+r.Namespace] = r.Predicted
+			}
+			// lint judges the manifests as written: kube-system not
+			// excluded from a Fail webhook (the drill's scope keeps it out).
+			if p := predicted["pod create kube-system"]; p != "control-plane-namespaces (error)" {
+				t.Errorf("kube-system pod create: predicted %q, want lint's control-plane-namespaces finding", p)
 			}
 			if got["pod create "+ns] != tc.wantOutcome || got["pod create kube-system"] != "admitted" {
 				t.Errorf("outcomes %v: want pod create in %s %s, in kube-system admitted\n%s", got, ns, tc.wantOutcome, out)
