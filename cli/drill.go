@@ -97,9 +97,15 @@ func runDrill(c *cli.Context, ext Extension, o DrillOptions) error {
 	if err != nil {
 		return configUsage(err)
 	}
-	rep, err := session.Drill(c.Context, cfg, faults)
+	in := drillLint(o.WebhookConfig, log)
+	var findings []lint.Finding
+	var own []lint.OwnPod
+	if in != nil {
+		findings, own = lint.Run(in, lint.Options{}).Findings, in.OwnPods()
+	}
+	rep, err := session.Drill(c.Context, cfg, faults, own)
 	if rep != nil {
-		rep.Predict(drillLint(o.WebhookConfig, log))
+		rep.Predict(findings)
 		if werr := report.Write(c.App.Writer, o.Output, rep); werr != nil {
 			return werr
 		}
@@ -113,9 +119,10 @@ func runDrill(c *cli.Context, ext Extension, o DrillOptions) error {
 	return nil
 }
 
-// drillLint is lint's findings on the manifests as written, for the
-// report's predictions; none for stdin, which the drill already read.
-func drillLint(paths []string, log *slog.Logger) []lint.Finding {
+// drillLint is lint's input from the manifests as written: its findings
+// are the report's predictions, its workloads' pods requests the drill
+// sends. nil for stdin, which the drill already read.
+func drillLint(paths []string, log *slog.Logger) *lint.Input {
 	if len(paths) == 0 || slices.Contains(paths, "-") {
 		return nil
 	}
@@ -123,7 +130,7 @@ func drillLint(paths []string, log *slog.Logger) []lint.Finding {
 	if err == nil {
 		var in *lint.Input
 		if in, err = lint.Read(docs); err == nil {
-			return lint.Run(in, lint.Options{}).Findings
+			return in
 		}
 	}
 	log.Warn("lint's predictions left out", "error", err)

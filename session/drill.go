@@ -11,10 +11,12 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hookback/hookback/fault"
 	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/lint"
 )
 
 // DrillRequestTimeout bounds each of the drill's requests: past the 34 s
@@ -25,9 +27,10 @@ const DrillRequestTimeout = 40 * time.Second
 // the end of each fault and after a crash by the next run), once per
 // fault, with that fault injected, and sends the dry-run requests the
 // cluster needs to heal: a pod in each scope namespace and in kube-system,
-// a node status update and a node lease renewal. It reports how the
-// apiserver answered each.
-func Drill(ctx context.Context, c *Config, faults []fault.Fault) (*DrillReport, error) {
+// a node status update, a node lease renewal, and each of own: the pods
+// your webhooks' Services need to come back. It reports how the apiserver
+// answered each.
+func Drill(ctx context.Context, c *Config, faults []fault.Fault, own []lint.OwnPod) (*DrillReport, error) {
 	kc, err := kubeconfig.Load(c.opts.Kubeconfig)
 	if err != nil {
 		return nil, err
@@ -38,7 +41,7 @@ func Drill(ctx context.Context, c *Config, faults []fault.Fault) (*DrillReport, 
 	}
 	rep := &DrillReport{}
 	for _, f := range faults {
-		results, err := drillOne(ctx, c, f, cs)
+		results, err := drillOne(ctx, c, f, cs, own)
 		if err != nil {
 			return rep, fmt.Errorf("drill fault %s: %w", f, err)
 		}
@@ -49,7 +52,7 @@ func Drill(ctx context.Context, c *Config, faults []fault.Fault) (*DrillReport, 
 
 // drillOne runs one session with f injected, sends the probes once it is
 // ready, and stops it (deregistering) before it returns.
-func drillOne(ctx context.Context, c *Config, f fault.Fault, cs kubernetes.Interface) ([]DrillResult, error) {
+func drillOne(ctx context.Context, c *Config, f fault.Fault, cs kubernetes.Interface, own []lint.OwnPod) ([]DrillResult, error) {
 	run := *c
 	run.opts.User.Fault = f.String()
 	run.opts.Out = io.Discard
@@ -68,7 +71,7 @@ func drillOne(ctx context.Context, c *Config, f fault.Fault, cs kubernetes.Inter
 	case <-ready:
 	}
 	var results []DrillResult
-	for _, p := range drillProbes(run.opts.Scope.Namespaces) {
+	for _, p := range drillProbes(run.opts.Scope.Namespaces, own) {
 		results = append(results, p.send(ctx, cs, f))
 	}
 	stop()
@@ -97,10 +100,22 @@ var dryRun = []string{metav1.DryRunAll}
 const (
 	drillNodeStatus = "node status update"
 	drillLease      = "lease renewal"
+	// drillOwnPod is a pod of your webhook's own workload.
+	drillOwnPod = "own pod"
 )
 
-func drillProbes(namespaces []string) []drillProbe {
+func drillProbes(namespaces []string, own []lint.OwnPod) []drillProbe {
 	var probes []drillProbe
+	for _, o := range own {
+		probes = append(probes, drillProbe{name: drillOwnPod + " " + o.Workload, namespace: o.Namespace, send1: func(ctx context.Context, cs kubernetes.Interface) error {
+			var pod corev1.Pod
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Pod, &pod); err != nil {
+				return fmt.Errorf("%s's pod template: %w", o.Workload, err)
+			}
+			_, err := cs.CoreV1().Pods(o.Namespace).Create(ctx, &pod, metav1.CreateOptions{DryRun: dryRun})
+			return err
+		}})
+	}
 	for _, ns := range append(append([]string{}, namespaces...), metav1.NamespaceSystem) {
 		probes = append(probes, drillProbe{name: "pod create", namespace: ns, send1: func(ctx context.Context, cs kubernetes.Interface) error {
 			_, err := cs.CoreV1().Pods(ns).Create(ctx, drillPod(), metav1.CreateOptions{DryRun: dryRun})

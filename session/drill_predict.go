@@ -14,6 +14,8 @@ import (
 // that add up past any request's deadline.
 func drillRules(res DrillResult) []string {
 	switch {
+	case strings.HasPrefix(res.Request, drillOwnPod+" "):
+		return []string{"self-deadlock", "chain-budget"}
 	case res.Request == drillNodeStatus || res.Request == drillLease:
 		return []string{"critical-resources"}
 	case res.Namespace == metav1.NamespaceSystem:
