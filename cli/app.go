@@ -152,6 +152,7 @@ func commands(ext Extension) *commandSet {
 	s.add(auditCommand(ext))
 	s.add(lintCommand())
 	s.add(loadCommand(ext))
+	s.add(drillCommand(ext))
 	s.add(testCommand(ext))
 	s.add(validateCommand())
 	s.add(caCommand())

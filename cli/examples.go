@@ -31,6 +31,7 @@ func Examples() map[string][]Example {
 		"audit":     auditExamples,
 		"lint":      lintExamples,
 		"load":      loadExamples,
+		"drill":     drillExamples,
 		"test":      testExamples,
 		"validate":  validateExamples,
 		"ca":        caExamples,

@@ -117,6 +117,7 @@ func invalidLibraryCalls(t *testing.T) []struct {
 		{"session: shadow", opts(func(o *session.Options) {
 			o.User.KeepFailurePolicy, o.User.Shadow = true, session.ShadowConfig{Target: "ns/svc", CAFile: "ca.pem"}
 		})},
+		{"session: fault", opts(func(o *session.Options) { o.User.Fault = "crash" })},
 		{"session: shadow URL", opts(func(o *session.Options) { o.User.Shadow = session.ShadowConfig{Target: "http://192.0.2.1"} })},
 		{"session: shadow CA alone", opts(func(o *session.Options) { o.User.Shadow.CAFile = "ca.pem" })},
 		{"session: certificate files", opts(func(o *session.Options) { o.Certs.Mode = certs.ModeFiles })},

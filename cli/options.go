@@ -267,6 +267,8 @@ type StartOptions struct {
 	LateAnswerTimeout time.Duration
 	// Shadow and ShadowCA: the deployed webhook to compare with.
 	Shadow, ShadowCA string
+	// Fault makes your webhooks misbehave on purpose (package fault).
+	Fault string
 	// Chain registers the admission chain's observers (docs/chain.md);
 	// ChainAuditLog is the apiserver's audit log, for exact attribution.
 	Chain         bool
@@ -295,6 +297,7 @@ func (o *StartOptions) bind(b *binder) {
 	bind(b, &o.LateAnswerTimeout, "late-answer-timeout", catUser, "your webhooks: how long an answer is still awaited after the apiserver stopped waiting (a breakpoint); it is then logged, shown in the inspector and recorded as late (0 disables)")
 	bind(b, &o.Shadow, "shadow", catUser, "compare your webhooks with the ones deployed in the cluster: NAMESPACE/SERVICE[:PORT] (through the apiserver's service proxy) or an https URL (with a path: used as is; without: each webhook's path appended); hookback's copies then always allow, and differences are logged, counted and summed up at exit", sets("session.ShadowConfig.Target", "upstream.ShadowTarget.URL", "upstream.ShadowTarget.Proxy", "upstream.ServiceRef.Name", "upstream.ServiceRef.Port"))
 	bind(b, &o.ShadowCA, "shadow-ca", catUser, "CA file to verify an https --shadow URL (default: the system roots)", sets("session.ShadowConfig.CAFile", "upstream.ShadowTarget.CAFile"))
+	bind(b, &o.Fault, "fault", catUser, "your webhooks misbehave on purpose, to watch the cluster while they are down or slow: refuse, timeout (never answers), error (HTTP 500) or slow=DUR (answers after DUR); the apiserver applies each webhook's failurePolicy (Ignore unless --keep-failure-policy)", sets("session.UserWebhooks.Fault"))
 	bind(b, &o.Chain, "chain", catUser, "register observer webhooks sorted first and last among mutating configurations and a validating one, scoped like your webhooks, and show per request what every other webhook and policy changed before and after yours, in the inspector and --record-dir (docs/chain.md)", sets("session.Options.Chain"))
 	bind(b, &o.ChainAuditLog, "chain-audit-log", catUser, "with --chain: the apiserver's audit log file (JSON lines, level Request for writes), where this machine can read it (the local control plane's .cache/cluster/audit.log): each change is then named from the apiserver's own patch annotations, and the policies' changes shown against the object as the client sent it", sets("session.Options.ChainAuditLog"))
 	o.Policies.bind(b)
@@ -334,7 +337,7 @@ func (o StartOptions) config(ext Extension, log *slog.Logger, out io.Writer, ins
 	cfg.ChainAuditLog, cfg.TakeOver = o.ChainAuditLog, o.TakeOver
 	cfg.User.CertDir = o.UpstreamCertDir
 	o.Policies.apply(&cfg, os.Stdin)
-	cfg.User.LateAnswerTimeout, cfg.User.Shadow = o.LateAnswerTimeout, o.shadow()
+	cfg.User.LateAnswerTimeout, cfg.User.Shadow, cfg.User.Fault = o.LateAnswerTimeout, o.shadow(), o.Fault
 	if o.LateAnswerTimeout == 0 {
 		cfg.User.LateAnswerTimeout = session.LateAnswersOff // the flag's 0; the library's 0 is the default
 	}

@@ -119,6 +119,9 @@ type Options struct {
 	// Kubectl is the kubectl command the ready banner's suggestions use;
 	// empty: "kubectl".
 	Kubectl string
+	// OnReady, when set, is called once the session is registered,
+	// verified and ready: the drill sends its requests then.
+	OnReady func()
 }
 
 // ErrInvalidConfig marks what Options.Validate reports: the CLI shows it as

@@ -278,6 +278,9 @@ func (r *run) steps(started time.Time) []step {
 			r.banner(reg, time.Since(started), rtt, verr)
 			r.server.SetReady(true)
 			r.keepUpstreamCert()
+			if r.cfg.OnReady != nil {
+				r.cfg.OnReady()
+			}
 			return nil
 		}},
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/fault"
 	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/manifests"
@@ -86,6 +87,10 @@ type UserWebhooks struct {
 	// trusts that CA for the upstreams (unless UpstreamCA or
 	// UpstreamInsecure say otherwise).
 	CertDir string
+	// Fault, when set, makes every one of these webhooks misbehave on
+	// purpose (start --fault): refuse, timeout, error or slow=DUR, see
+	// package fault.
+	Fault string
 }
 
 // permissions are what the manifests need beyond the webhook
@@ -134,6 +139,14 @@ func (u UserWebhooks) Validate() error {
 	}
 	if u.Timeout != 0 && (u.Timeout < time.Second || u.Timeout > 30*time.Second) {
 		errs = append(errs, field.New("session.UserWebhooks.Timeout", u.Timeout.String(), "want 1s to 30s (the apiserver's limit)"))
+	}
+	if u.Fault != "" {
+		if _, err := fault.Parse(u.Fault); err != nil {
+			errs = append(errs, field.New("session.UserWebhooks.Fault", strconv.Quote(u.Fault), "want refuse, timeout, error or slow=DUR (such as slow=3s)"))
+		}
+		if len(u.Manifests) == 0 {
+			errs = append(errs, field.Clause("session.UserWebhooks.Fault", "", "needs {session.UserWebhooks.Manifests}: faults go into your own webhooks, never the built-ins"))
+		}
 	}
 	if err := u.Shadow.Validate(u); err != nil {
 		errs = append(errs, err)
@@ -314,7 +327,26 @@ func loadUserWebhooks(spec UserWebhooks, m *manifests.Set, session string, kco k
 	if u.hooks, err = spec.Shadow.wrap(kco, log, routes, u.hooks, u.shadow); err != nil {
 		return nil, err
 	}
-	return u, nil
+	return u, u.injectFault(log)
+}
+
+// injectFault wraps every webhook with spec.Fault, last, so that the
+// apiserver sees the fault whatever the upstream or the shadow answers.
+func (u *userWebhooks) injectFault(log *slog.Logger) error {
+	if u.spec.Fault == "" {
+		return nil
+	}
+	f, err := fault.Parse(u.spec.Fault)
+	if err != nil {
+		return field.New("session.UserWebhooks.Fault", strconv.Quote(u.spec.Fault), err.Error())
+	}
+	for i := range u.hooks {
+		u.hooks[i].Handler = fault.Wrap(u.hooks[i].Handler, f)
+	}
+	if log != nil {
+		log.Warn("fault injected into your webhooks: the apiserver applies each one's failurePolicy", "fault", f.String(), "webhooks", len(u.hooks))
+	}
+	return nil
 }
 
 // probe reports, per upstream, whether it accepts connections.

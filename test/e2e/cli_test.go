@@ -39,6 +39,8 @@ func newShellEnv(t *testing.T) *shellEnv {
 	}
 	copyFile(t, repoPath("testdata", "webhook", "pod-name", "v1-create-banned-name.json"), filepath.Join(dir, "review.json"))
 	copyFile(t, repoPath("webhook-url.yaml.tmpl"), filepath.Join(dir, "my-webhooks.yaml.tmpl"))
+	// Your webhook configuration, for the drill examples.
+	copyFile(t, repoPath("testdata", "drill", "pods-webhook.yaml"), filepath.Join(dir, "my-webhooks.yaml"))
 	// An operator project's config/, kustomize directories as kubebuilder
 	// lays them out, for the examples that read one.
 	if err := os.CopyFS(filepath.Join(dir, "config"), os.DirFS(repoPath("test", "e2e", "crmanager", "config"))); err != nil {
