@@ -56,6 +56,12 @@ type exchange struct {
 // apiserver stops waiting, and the wait is logged.
 func (x *exchange) send() ([]byte, error) {
 	start := time.Now()
+	// The apiserver gives up at the request's deadline (its timeout
+	// query): the wait for a restart ends a little before, so that what
+	// went wrong ("nothing listens on ...") reaches whoever asked, rather
+	// than a bare timeout from the apiserver or from their own client.
+	giveUp, cancel := beforeDeadline(x.waitCtx)
+	defer cancel()
 	for {
 		answer, err := x.post()
 		if err == nil {
@@ -72,11 +78,26 @@ func (x *exchange) send() ([]byte, error) {
 			x.f.opts.Log.Info("upstream refuses connections after it was up: waiting for it to restart, within the webhook's timeout", "upstream", x.f.opts.Base.Host)
 		}
 		select {
-		case <-x.waitCtx.Done():
+		case <-giveUp.Done():
 			return nil, err
 		case <-time.After(restartPoll):
 		}
 	}
+}
+
+// answerMargin is at most how long before the apiserver's deadline a
+// wait for a restarting upstream ends: a tenth of the time left, at most a
+// second.
+const answerMargin = time.Second
+
+// beforeDeadline is ctx ending a margin before its deadline (a tenth of
+// what is left, at most answerMargin); ctx itself when it has none.
+func beforeDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, d.Add(-min(answerMargin, time.Until(d)/10)))
 }
 
 // post is one attempt; its error is unexplained (see Forwarder.explain).

@@ -127,6 +127,38 @@ func TestRestartWait(t *testing.T) {
 	}
 }
 
+// TestRestartWaitAnswersBeforeTheDeadline: an upstream that went away and
+// does not come back is reported before the apiserver's deadline, so the
+// client reads what went wrong rather than a bare timeout.
+func TestRestartWaitAnswersBeforeTheDeadline(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := answering(t, l, 0)
+	base, _ := url.Parse("http://" + l.Addr().String())
+	f, err := New(Options{Base: base, Log: slog.New(slog.DiscardHandler)}, "/validate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if resp := f.Handle(ctx, request("admission.k8s.io/v1")); resp.Failed() {
+		t.Fatalf("first call failed: %+v", resp.Result)
+	}
+	_ = srv.Close()
+	f.client.CloseIdleConnections()
+	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	resp := f.Handle(ctx, request("admission.k8s.io/v1"))
+	if !resp.Failed() || !strings.Contains(resp.Result.Message, "nothing listens") {
+		t.Fatalf("response %+v, want the call failed saying nothing listens", resp.Result)
+	}
+	if ctx.Err() != nil {
+		t.Errorf("answered after the deadline: %v", ctx.Err())
+	}
+}
+
 func TestNeverUpFailsAtOnce(t *testing.T) {
 	addr := closedAddr(t)
 	base, _ := url.Parse("http://" + addr)
