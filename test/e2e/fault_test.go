@@ -45,9 +45,11 @@ func TestStartFault(t *testing.T) {
 			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
 				t.Fatalf("%s: err = %v, want the create failed with %q", name, err, tc.wantErr)
 			}
-			if log := p.stderr.String(); !strings.Contains(log, fmt.Sprintf("name=%s", name)) || !strings.Contains(log, "fault injected into your webhooks") {
-				t.Errorf("want hookback's log to show the fault and the call for %s:\n%s", name, log)
-			}
+			// The admission's log line is written after its answer has left.
+			eventually(t, "hookback's log to show the fault and the call for "+name, func(context.Context) (bool, error) {
+				log := p.stderr.String()
+				return strings.Contains(log, fmt.Sprintf("name=%s", name)) && strings.Contains(log, "fault injected into your webhooks"), nil
+			})
 		})
 	}
 }
