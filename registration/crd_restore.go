@@ -13,19 +13,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/hookback/hookback/internal/jsonpatch"
 )
 
 // patchOp is one JSON patch operation.
-type patchOp struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
-	Value any    `json:"value,omitempty"`
-}
+type patchOp = jsonpatch.Op
 
 // pointer escapes a JSON pointer segment.
-func pointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
+func pointer(s string) string { return jsonpatch.Pointer(s) }
 
 // redirect points an existing CRD's conversion at hookback, saving the
 // stanza it had. A CRD this session redirected already (a restart of the
@@ -50,34 +46,13 @@ func (c *CRDs) redirect(ctx context.Context, live *unstructured.Unstructured, cr
 		{Op: "test", Path: "/metadata/resourceVersion", Value: live.GetResourceVersion()},
 		{Op: "add", Path: "/spec/conversion", Value: redirectedConversion(prev, crd.Conversion.Path, to)},
 	}
-	ops = append(ops, mapOps("/metadata/annotations", anns != nil, map[string]string{AnnotationConversion: saved, AnnotationLease: c.LeaseRef})...)
-	ops = append(ops, mapOps("/metadata/labels", live.GetLabels() != nil, map[string]string{LabelManagedBy: ManagedByValue, LabelSession: c.Session})...)
+	ops = append(ops, jsonpatch.MapOps("/metadata/annotations", anns != nil, map[string]string{AnnotationConversion: saved, AnnotationLease: c.LeaseRef})...)
+	ops = append(ops, jsonpatch.MapOps("/metadata/labels", live.GetLabels() != nil, map[string]string{LabelManagedBy: ManagedByValue, LabelSession: c.Session})...)
 	if err := c.patch(ctx, crd.Name, ops); err != nil {
 		return fmt.Errorf("redirect the conversion webhook of CustomResourceDefinition %q: %w", crd.Name, err)
 	}
 	c.Log.Info("conversion webhook redirected to hookback; its stanza is restored at exit", "crd", crd.Name)
 	return nil
-}
-
-// mapOps adds keys to the map at path, creating it when it does not exist.
-func mapOps(path string, exists bool, kv map[string]string) []patchOp {
-	if !exists {
-		m := map[string]any{}
-		for k, v := range kv {
-			m[k] = v
-		}
-		return []patchOp{{Op: "add", Path: path, Value: m}}
-	}
-	keys := make([]string, 0, len(kv))
-	for k := range kv {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	ops := make([]patchOp, 0, len(kv))
-	for _, k := range keys {
-		ops = append(ops, patchOp{Op: "add", Path: path + "/" + pointer(k), Value: kv[k]})
-	}
-	return ops
 }
 
 func (c *CRDs) patch(ctx context.Context, name string, ops []patchOp) error {

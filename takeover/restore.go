@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
+	"github.com/hookback/hookback/internal/jsonpatch"
 	"github.com/hookback/hookback/registration"
 )
 
@@ -103,7 +104,7 @@ func (t *Taker) restoreDeployment(ctx context.Context, d *appsv1.Deployment) err
 		ops = append(ops, patchOp{Op: "add", Path: "/spec/replicas", Value: *st.Replicas})
 	}
 	ops = append(ops, release(d.Labels, d.Annotations)...)
-	_, err = t.Client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.JSONPatchType, encodeOps(ops), metav1.PatchOptions{FieldManager: registration.FieldManager})
+	_, err = t.Client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.JSONPatchType, jsonpatch.Encode(ops), metav1.PatchOptions{FieldManager: registration.FieldManager})
 	if err != nil {
 		return fmt.Errorf("give back %s: %w", what, err)
 	}
@@ -141,19 +142,19 @@ func (t *Taker) restoreObject(ctx context.Context, kind string, o *unstructured.
 		}
 	}
 	if add != nil {
-		ops = append(ops, mapOps("/metadata/annotations", true, add)...)
+		ops = append(ops, jsonpatch.MapOps("/metadata/annotations", true, add)...)
 	}
-	ops = append(ops, removeOps("/metadata/annotations", anns, len(add), AnnotationState, registration.AnnotationLease)...)
+	ops = append(ops, jsonpatch.RemoveOps("/metadata/annotations", anns, len(add), AnnotationState, registration.AnnotationLease)...)
 	// A CRD whose conversion is redirected keeps hookback's labels until
 	// that is restored too (registration.CRDs).
 	if _, conv := anns[registration.AnnotationConversion]; !conv {
-		ops = append(ops, removeOps("/metadata/labels", o.GetLabels(), 0, registration.LabelManagedBy, registration.LabelSession)...)
+		ops = append(ops, jsonpatch.RemoveOps("/metadata/labels", o.GetLabels(), 0, registration.LabelManagedBy, registration.LabelSession)...)
 	}
 	res := t.Dynamic.Resource(crdResource)
 	if kind != "CustomResourceDefinition" {
 		res = t.Dynamic.Resource(hookResources[kind])
 	}
-	if _, err := res.Patch(ctx, o.GetName(), types.JSONPatchType, encodeOps(ops), metav1.PatchOptions{FieldManager: registration.FieldManager}); err != nil {
+	if _, err := res.Patch(ctx, o.GetName(), types.JSONPatchType, jsonpatch.Encode(ops), metav1.PatchOptions{FieldManager: registration.FieldManager}); err != nil {
 		return fmt.Errorf("give back %s: %w", what, err)
 	}
 	t.Log.Info("given back", "object", what)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/hookback/hookback/internal/jsonpatch"
 	"github.com/hookback/hookback/registration"
 )
 
@@ -110,9 +111,9 @@ func (t *Taker) takeConfiguration(ctx context.Context, c Configuration, to map[s
 	}
 	ops := []patchOp{{Op: "test", Path: "/metadata/resourceVersion", Value: live.GetResourceVersion()},
 		{Op: "replace", Path: "/webhooks", Value: out}}
-	ops = append(ops, removeOps("/metadata/annotations", live.GetAnnotations(), 1, registration.CAInjectors...)...)
+	ops = append(ops, jsonpatch.RemoveOps("/metadata/annotations", live.GetAnnotations(), 1, registration.CAInjectors...)...)
 	ops = append(ops, t.ours(live.GetLabels(), live.GetAnnotations(), st)...)
-	if _, err := res.Patch(ctx, c.Name, types.JSONPatchType, encodeOps(ops), metav1.PatchOptions{FieldManager: registration.FieldManager}); err != nil {
+	if _, err := res.Patch(ctx, c.Name, types.JSONPatchType, jsonpatch.Encode(ops), metav1.PatchOptions{FieldManager: registration.FieldManager}); err != nil {
 		return fmt.Errorf("redirect %s %q to hookback: %w", c.Kind, c.Name, err)
 	}
 	t.Log.Info("webhook configuration taken over: its webhooks call hookback under the same name until the session ends",
@@ -193,9 +194,9 @@ func (t *Taker) takeCRD(ctx context.Context, name string) error {
 		return nil
 	}
 	ops := []patchOp{{Op: "test", Path: "/metadata/resourceVersion", Value: live.GetResourceVersion()}}
-	ops = append(ops, removeOps("/metadata/annotations", live.GetAnnotations(), 1, registration.CAInjectors...)...)
+	ops = append(ops, jsonpatch.RemoveOps("/metadata/annotations", live.GetAnnotations(), 1, registration.CAInjectors...)...)
 	ops = append(ops, t.ours(live.GetLabels(), live.GetAnnotations(), st)...)
-	if _, err := res.Patch(ctx, name, types.JSONPatchType, encodeOps(ops), metav1.PatchOptions{FieldManager: registration.FieldManager}); err != nil {
+	if _, err := res.Patch(ctx, name, types.JSONPatchType, jsonpatch.Encode(ops), metav1.PatchOptions{FieldManager: registration.FieldManager}); err != nil {
 		return fmt.Errorf("set aside the CA injection of CustomResourceDefinition %q: %w", name, err)
 	}
 	t.Log.Info("CA injection of a taken-over CRD set aside for the session", "crd", name, "annotations", len(st.Annotations))
@@ -229,7 +230,7 @@ func (t *Taker) scaleDown(ctx context.Context, op *Operator) error {
 	ops := []patchOp{{Op: "test", Path: "/metadata/resourceVersion", Value: d.ResourceVersion},
 		{Op: "add", Path: "/spec/replicas", Value: 0}}
 	ops = append(ops, t.ours(d.Labels, d.Annotations, st)...)
-	if _, err := deps.Patch(ctx, op.Name, types.JSONPatchType, encodeOps(ops), metav1.PatchOptions{FieldManager: registration.FieldManager}); err != nil {
+	if _, err := deps.Patch(ctx, op.Name, types.JSONPatchType, jsonpatch.Encode(ops), metav1.PatchOptions{FieldManager: registration.FieldManager}); err != nil {
 		return fmt.Errorf("scale %s to zero: %w", op.Target, err)
 	}
 	t.Log.Info("Deployment scaled to zero for the session; its replicas are given back at exit", "deployment", op.Namespace+"/"+op.Name, "replicas", op.Replicas)
