@@ -42,7 +42,7 @@ func (d DockerDesktop) Decide(ctx context.Context, in Input) (Decision, bool, er
 	// Docker Desktop publishes container ports on the host's loopback (its
 	// own Kubernetes used to say kubernetes.docker.internal); any other
 	// server is a cluster elsewhere, which the route reaches.
-	if host, _ := in.ServerHost(); !isLoopbackHost(host) && !strings.HasSuffix(host, ".docker.internal") {
+	if host, _ := in.ServerHost(); !IsLoopbackHost(host) && !strings.HasSuffix(host, ".docker.internal") {
 		return Decision{Reason: fmt.Sprintf("%s, but the apiserver %s is not published by Docker Desktop on this machine", evidence, host)}, false, nil
 	}
 	return Decision{

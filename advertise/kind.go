@@ -134,7 +134,7 @@ func bridgeNextToCluster(ctx context.Context, in Input, ifaces []Interface) (net
 // this machine's addresses (kind's apiServerAddress set to a LAN address).
 // A DNS name other than localhost counts as elsewhere: kind writes IPs.
 func onThisMachine(host string, ifaces []Interface) bool {
-	if isLoopbackHost(host) {
+	if IsLoopbackHost(host) {
 		return true
 	}
 	ip := net.ParseIP(host)
@@ -155,7 +155,7 @@ func containerEvidence(ctx context.Context, in Input, docker Docker, network str
 		return "", "", err
 	}
 	notTheirs := fmt.Sprintf("context %q is not named %s*", in.Context, strings.Join(prefixes, "* or "))
-	if !isLoopbackHost(host) {
+	if !IsLoopbackHost(host) {
 		return "", notTheirs + " and the apiserver is not on loopback", nil
 	}
 	if docker == nil {

@@ -21,7 +21,7 @@ func (Loopback) Decide(_ context.Context, in Input) (Decision, bool, error) {
 	if err != nil {
 		return Decision{}, false, err
 	}
-	if !isLoopbackHost(host) {
+	if !IsLoopbackHost(host) {
 		return Decision{Reason: fmt.Sprintf("the apiserver host %s is not loopback", host)}, false, nil
 	}
 	addr := "127.0.0.1"
@@ -31,10 +31,20 @@ func (Loopback) Decide(_ context.Context, in Input) (Decision, bool, error) {
 	return Decision{Host: addr, Reason: fmt.Sprintf("the apiserver is on this machine's loopback (%s)", host)}, true, nil
 }
 
-func isLoopbackHost(host string) bool {
+// IsLoopbackHost says whether host (a name or an IP) is this machine's
+// loopback: "localhost" or an address of 127.0.0.0/8 or ::1.
+func IsLoopbackHost(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// IsLoopbackAddress says whether address, host:port, listens on loopback
+// only: the pages and ports that must not reach beyond this machine unless
+// asked (the inspector's).
+func IsLoopbackAddress(address string) bool {
+	host, _, err := net.SplitHostPort(address)
+	return err == nil && IsLoopbackHost(host)
 }

@@ -99,7 +99,7 @@ func (o ACMEOptions) validate() error {
 	}
 	if strings.HasSuffix(u.Hostname(), "api.letsencrypt.org") {
 		if !certmagic.SubjectQualifiesForPublicCert(o.Host) {
-			return field.Advise("session.Options.AdvertiseAddress", "let's encrypt cannot issue a certificate for %s: advertise a public IP or DNS name ({session.Options.AdvertiseAddress})", o.Host)
+			return field.Advise("plan.Options.AdvertiseAddress", "let's encrypt cannot issue a certificate for %s: advertise a public IP or DNS name ({plan.Options.AdvertiseAddress})", o.Host)
 		}
 		if net.ParseIP(o.Host) != nil && o.Profile != "shortlived" {
 			return field.Advise("certs.ACMEOptions.Profile", "let's encrypt issues IP certificates only under {certs.ACMEOptions.Profile} shortlived, not %q", o.Profile)

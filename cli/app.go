@@ -1,6 +1,6 @@
 // Package cli is hookback's command line: urfave/cli/v2 commands whose flags
 // (each a field of its command's options struct, bound once; binder.go)
-// become typed Options, validated all at once, then a session.Options or a
+// become typed Options, validated all at once, then a plan.Options or a
 // direct call. It is the only package that
 // sees *cli.Context, and Run is the only thing main calls.
 package cli

@@ -11,6 +11,7 @@ import (
 	"github.com/hookback/hookback/audit"
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/internal/report"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/project"
 	"github.com/hookback/hookback/session"
 )
@@ -85,20 +86,21 @@ func defaultAuditOptions() AuditOptions {
 
 func (o *AuditOptions) bind(b *binder) {
 	s := &o.Serve
+	p := &s.Plan
 	s.GlobalOptions.bind(b)
-	bind(b, &s.Session, "session", catCluster, "session name, as start would register the webhooks under it (default: <user>-<host>)", sets("session.Options.Session"))
-	bind(b, &s.StateDir, "state-dir", catServing, "where start keeps its local CA: in project mode audit trusts it for the manager's certificate")
-	bind(b, &s.Template, "template", catServing, "webhook configuration template (default: the built-in webhook-url.yaml.tmpl)")
-	bind(b, &s.Webhooks, "webhooks", catBuiltins, "comma list of built-in webhooks to audit, or all or none ("+strings.Join(webhooks.Names(), ", ")+")")
-	bindWebhookOptions(b, &s.Webhook)
-	bind(b, &s.Project, "project", catUser, "kubebuilder or Operator SDK project root (default: the current directory when it has a PROJECT file and no --webhook-config is given): its config/default, built-ins off, --upstream "+project.DefaultUpstream)
-	bind(b, &s.WebhookConfig, "webhook-config", catUser, "your webhook configurations as written for the cluster (file, directory, kustomize directory, bundle, or - for stdin; repeatable)", sets("session.UserWebhooks.Manifests"))
+	bind(b, &p.Session, "session", catCluster, "session name, as start would register the webhooks under it (default: <user>-<host>)", sets("plan.Options.Session"))
+	bind(b, &p.Certs.StateDir, "state-dir", catServing, "where start keeps its local CA: in project mode audit trusts it for the manager's certificate", sets("certs.Options.StateDir"))
+	bind(b, &p.Template.Path, "template", catServing, "webhook configuration template (default: the built-in webhook-url.yaml.tmpl)", sets("registration.Template.Path"))
+	bind(b, &p.Webhooks, "webhooks", catBuiltins, "built-in webhooks to audit, all or none (comma list or repeated: "+strings.Join(webhooks.Names(), ", ")+"); in project mode and with --policy the default is none", sets("plan.Options.Webhooks"))
+	bindWebhookOptions(b, &p.WebhookOptions)
+	bind(b, &p.ProjectDir, "project", catUser, "kubebuilder or Operator SDK project root, or auto: the current directory when it has a PROJECT file and no --webhook-config is given; its config/default, the default built-ins off, --upstream "+project.DefaultUpstream, sets("plan.Options.ProjectDir"))
+	bind(b, &p.User.Manifests, "webhook-config", catUser, "your webhook configurations as written for the cluster (file, directory, kustomize directory, bundle, or - for stdin; repeatable)", sets("plan.UserWebhooks.Manifests"))
 	s.bindUpstream(b)
-	bind(b, &s.Timeout, "timeout", catUser, "your webhooks: override every timeoutSeconds, 1s to 30s; 0 keeps each one's", sets("session.UserWebhooks.Timeout"))
-	bind(b, &s.Scope.Namespaces, "namespace", catScope, "audit only objects in this namespace (repeatable), as start --namespace would scope the webhooks; naming one also opts it in to pod-name and pod-lifespan", alias("n"), sets("registration.Scope.Namespaces"))
-	bind(b, &s.Scope.NamespaceSelector, "namespace-selector", catScope, "audit only objects in namespaces matching this label selector (kubectl syntax)", sets("registration.Scope.NamespaceSelector"))
-	bind(b, &s.Scope.ObjectSelector, "object-selector", catScope, "audit only objects matching this label selector (kubectl syntax)", sets("registration.Scope.ObjectSelector"))
-	bind(b, &s.Scope.OnlyMine, "only-mine", catScope, "scope as start --only-mine does (a matchCondition, not evaluated: the reviews carry your identity anyway)", sets("registration.Scope.OnlyMine"))
+	bind(b, &p.User.Timeout, "timeout", catUser, "your webhooks: override every timeoutSeconds, 1s to 30s; 0 keeps each one's", sets("plan.UserWebhooks.Timeout"))
+	bind(b, &p.Scope.Namespaces, "namespace", catScope, "audit only objects in this namespace (repeatable), as start --namespace would scope the webhooks; naming one also opts it in to pod-name and pod-lifespan", alias("n"), sets("registration.Scope.Namespaces"))
+	bind(b, &p.Scope.NamespaceSelector, "namespace-selector", catScope, "audit only objects in namespaces matching this label selector (kubectl syntax)", sets("registration.Scope.NamespaceSelector"))
+	bind(b, &p.Scope.ObjectSelector, "object-selector", catScope, "audit only objects matching this label selector (kubectl syntax)", sets("registration.Scope.ObjectSelector"))
+	bind(b, &p.Scope.OnlyMine, "only-mine", catScope, "scope as start --only-mine does (a matchCondition, not evaluated: the reviews carry your identity anyway)", sets("registration.Scope.OnlyMine"))
 	bind(b, &o.Policy, "policy", catUser, "ValidatingAdmissionPolicies and MutatingAdmissionPolicies (admissionregistration.k8s.io/v1) with their bindings and params, audited beside the webhooks (file, directory, kustomize directory, or - for stdin; repeatable)")
 	bind(b, &o.CRD, "crd", catCRD, "new versions of CRDs (file, directory, kustomize directory; repeatable): judge every stored object of each against it, as valid, failing only when a failing field is changed (ratcheting), or failing on any update; no webhooks are audited")
 	bind(b, &o.Operation, "operation", catOutput, "send CREATE or UPDATE (a no-change update) to every webhook whose rules include it, instead of CREATE where the rules include it, else UPDATE", sets("audit.Options.Operation"))
@@ -131,9 +133,8 @@ func runAudit(c *cli.Context, ext Extension, o AuditOptions) error {
 	if len(o.CRD) > 0 {
 		return runCRDAudit(c, o)
 	}
-	o.Serve.resolveProject(c)
 	if len(o.Policy) > 0 && !c.IsSet("webhooks") {
-		o.Serve.Webhooks = "none"
+		o.Serve.Plan.Webhooks = nil // the policies alone
 	}
 	if err := o.Validate(); err != nil {
 		return usage(errors.Join(err, o.Serve.config(ext, discardLog).Validate()))
@@ -141,13 +142,13 @@ func runAudit(c *cli.Context, ext Extension, o AuditOptions) error {
 	log := o.Serve.logger(c.App.ErrWriter)
 	opts := o.Serve.config(ext, log)
 	opts.Controllers = nil
-	cfg, err := session.Complete(opts)
+	cfg, err := plan.Complete(opts)
 	if err != nil {
 		return exit(err, exitUsage)
 	}
 	progress, done := newProgress(c.App.ErrWriter, progressEvery)
 	results, err := session.Audit(c.Context, cfg, session.AuditConfig{Operation: o.operation(), Concurrency: o.Concurrency, Progress: progress,
-		Policies: session.PolicyInput{Paths: o.Policy, Stdin: c.App.Reader}})
+		Policies: plan.PolicyInput{Paths: o.Policy, Stdin: c.App.Reader}})
 	done()
 	if err != nil {
 		return exit(err, exitUsage)

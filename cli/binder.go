@@ -53,7 +53,7 @@ type declared struct {
 type flagOption func(*declared)
 
 // sets says which library fields the flag's value ends up in, as the
-// library's field.Error names them ("session.Options.Port",
+// library's field.Error names them ("plan.Options.Port",
 // "certs.Options.Mode"; more than one where the library passes the value
 // on, as --upstream-insecure's reaches upstream.Options.Insecure), when the
 // library validates it: its errors then name the flag in the CLI. A test

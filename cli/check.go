@@ -12,10 +12,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/session"
-	"github.com/hookback/hookback/tunnel"
 )
 
 var checkExamples = []Example{
@@ -28,32 +27,29 @@ var checkExamples = []Example{
 
 // CheckOptions are check's flags.
 type CheckOptions struct {
-	GlobalOptions
-	AdvertiseAddress, LeaseNamespace string
-	Tunnel                           tunnel.Config
-	RequestTimeout                   time.Duration
-	// Serve holds what start would run: the built-ins, your webhooks and
-	// CRDs (--webhook-config, --project) and the upstreams, which are probed.
+	RequestTimeout time.Duration
+	// Serve holds what start would run (check binds the part of its Plan
+	// that decides the permissions): the built-ins, your webhooks and CRDs
+	// (--webhook-config, --project) and the upstreams, which are probed;
+	// the tunnel; the Deployments start --take-over would pause.
 	Serve ServeOptions
-	// TakeOver are the Deployments start --take-over would pause.
-	TakeOver []string
 }
 
 func (o *CheckOptions) bind(b *binder) {
-	o.GlobalOptions.bind(b)
-	bind(b, &o.AdvertiseAddress, "advertise-address", catServing, "IP or DNS name start would be told to advertise (default: decided from the kubeconfig's server, see docs/reachability.md)", sets("session.Options.AdvertiseAddress", "advertise.Input.Explicit"))
-	bind(b, &o.LeaseNamespace, "lease-namespace", catCluster, "namespace for the session Lease and the canary ConfigMap", sets("session.Options.LeaseNamespace"))
+	o.Serve.GlobalOptions.bind(b)
+	p := &o.Serve.Plan
+	bind(b, &p.AdvertiseAddress, "advertise-address", catServing, "IP or DNS name start would be told to advertise (default: decided from the kubeconfig's server, see docs/reachability.md)", sets("plan.Options.AdvertiseAddress", "advertise.Input.Explicit"))
+	bind(b, &p.LeaseNamespace, "lease-namespace", catCluster, "namespace for the session Lease and the canary ConfigMap", sets("plan.Options.LeaseNamespace"))
 	bind(b, &o.RequestTimeout, "request-timeout", catCluster, "give up on the apiserver after this long")
-	bind(b, &o.Tunnel.Enabled, "tunnel", catTunnel, "check what start --tunnel needs too: the relay's objects and the pod port-forward in --tunnel-namespace", sets("tunnel.Config.Enabled"))
-	bind(b, &o.Tunnel.Namespace, "tunnel-namespace", catTunnel, "tunnel: the namespace start --tunnel would deploy its relay to", sets("tunnel.Config.Namespace"))
+	bind(b, &p.Tunnel.Enabled, "tunnel", catTunnel, "check what start --tunnel needs too: the relay's objects and the pod port-forward in --tunnel-namespace", sets("tunnel.Config.Enabled"))
+	bind(b, &p.Tunnel.Namespace, "tunnel-namespace", catTunnel, "tunnel: the namespace start --tunnel would deploy its relay to", sets("tunnel.Config.Namespace"))
 	o.Serve.bindUpstream(b)
 	o.Serve.bindWhatRuns(b)
-	bind(b, &o.TakeOver, "take-over", catUser, "[NAMESPACE/]deployment/NAME: check what start --take-over of it needs too (repeatable)", sets("session.Options.TakeOver"))
+	bind(b, &p.TakeOver, "take-over", catUser, "[NAMESPACE/]deployment/NAME: check what start --take-over of it needs too (repeatable)", sets("plan.Options.TakeOver"))
 }
 
 func checkCommand() (*cli.Command, *binder) {
-	o := CheckOptions{GlobalOptions: defaultGlobalOptions(), LeaseNamespace: "default", RequestTimeout: 10 * time.Second,
-		Tunnel: tunnel.Config{Namespace: tunnel.DefaultNamespace}, Serve: ServeOptions{Webhooks: "all", Controllers: "all"}}
+	o := CheckOptions{RequestTimeout: 10 * time.Second, Serve: defaultServeOptions()}
 	b := &binder{}
 	o.bind(b)
 	cmd := &cli.Command{
@@ -69,7 +65,6 @@ and names what is missing.` + examplesText(checkExamples),
 		Flags: b.flags,
 		Action: func(c *cli.Context) error {
 			b.load(c)
-			o.Serve.resolveProject(c)
 			return runCheck(c, o)
 		},
 	}
@@ -77,7 +72,7 @@ and names what is missing.` + examplesText(checkExamples),
 }
 
 func runCheck(c *cli.Context, o CheckOptions) error {
-	g := o.GlobalOptions
+	g := o.Serve.GlobalOptions
 	if err := g.Validate(); err != nil {
 		return usage(err)
 	}
@@ -106,24 +101,21 @@ func runCheck(c *cli.Context, o CheckOptions) error {
 	fmt.Fprintf(out, "User:      %s (groups: %s)\n", who.Username, strings.Join(who.Groups, ", "))
 	// start would fail on an undecidable address, so check fails too, but
 	// only after the permissions, which are worth seeing either way.
-	tun := o.Tunnel
-	sc, err := checkConfig(o)
+	completed, err := plan.Complete(o.Serve.config(Extension{}, log))
 	if err != nil {
-		return usage(err)
+		return configUsage(err)
 	}
+	sc := completed.Options()
+	tun := sc.Tunnel
 	var adErr error
 	if tun.Enabled {
 		fmt.Fprintf(out, "Advertise: none needed (--tunnel: the apiserver calls a relay in namespace %s, reached through its pod port-forward)\n", tun.Namespace)
 	} else {
-		adErr = printAdvertise(ctx, out, log, o.AdvertiseAddress, cfg)
+		adErr = printAdvertise(ctx, out, log, sc.AdvertiseAddress, cfg)
 	}
 	fmt.Fprintln(out)
 	printChecking(out, sc)
-	completed, err := session.CompleteWhatRuns(sc)
-	if err != nil {
-		return err
-	}
-	perms, err := session.Permissions(completed)
+	perms, err := plan.Permissions(completed)
 	if err != nil {
 		return err
 	}
@@ -138,7 +130,7 @@ func runCheck(c *cli.Context, o CheckOptions) error {
 		return exit(kubeconfig.MissingError(who.Username, missing), exitUsage)
 	}
 	fmt.Fprintf(out, "\nall %d permissions granted\n", len(results))
-	return errors.Join(adErr, checkUpstreams(c, o.Serve))
+	return errors.Join(adErr, checkUpstreams(c, sc))
 }
 
 // printAdvertise prints the address start would advertise and why.
@@ -182,19 +174,19 @@ func (d debugOnly) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 // checkUpstreams says whether each --upstream accepts connections.
-func checkUpstreams(c *cli.Context, o ServeOptions) error {
-	spec, err := o.user().ParseUpstreams()
-	if err != nil || len(spec.Upstreams) == 0 {
-		return err
+func checkUpstreams(c *cli.Context, o plan.Options) error {
+	spec := o.User
+	if len(spec.Upstreams) == 0 {
+		return nil
 	}
 	// Project mode's default upstream is the manager, which the developer
 	// starts after hookback: not listening yet is no failure of check.
-	implicit := o.project != nil && o.upstreamDefaulted
+	implicit := o.Project != nil && spec.UpstreamDefaulted
 	var errs []error
 	for url, perr := range session.ProbeUpstreams(c.Context, spec) {
 		switch {
 		case perr != nil && implicit:
-			fmt.Fprintf(c.App.Writer, "Upstream:  %s: %v (start the manager: %s)\n", url, withFlagNames(perr), orDefault(o.project.Run, "your manager"))
+			fmt.Fprintf(c.App.Writer, "Upstream:  %s: %v (start the manager: %s)\n", url, withFlagNames(perr), orDefault(o.Project.Run, "your manager"))
 			continue
 		case perr != nil:
 			fmt.Fprintf(c.App.Writer, "Upstream:  %s: %v\n", url, withFlagNames(perr))
@@ -206,19 +198,8 @@ func checkUpstreams(c *cli.Context, o ServeOptions) error {
 	return errors.Join(errs...)
 }
 
-// checkConfig is what start would run with the same flags, as far as
-// permissions go.
-func checkConfig(o CheckOptions) (session.Options, error) {
-	user, userErr := o.Serve.user().ParseUpstreams()
-	hooks, _ := assembly.SelectWebhooks(splitList(o.Serve.Webhooks))
-	ctls, _ := assembly.SelectControllers(splitList(o.Serve.Controllers))
-	err := errors.Join(validateSelection(o.Serve.Webhooks, o.Serve.Controllers), userErr, o.Serve.projectErr)
-	return session.Options{LeaseNamespace: o.LeaseNamespace, Webhooks: hooks, Controllers: ctls, Tunnel: o.Tunnel,
-		User: user, Project: o.Serve.project, TakeOver: o.TakeOver}, err
-}
-
 // printChecking says what the permissions below are checked for.
-func printChecking(w io.Writer, cfg session.Options) {
+func printChecking(w io.Writer, cfg plan.Options) {
 	list := func(names []string) string {
 		if len(names) == 0 {
 			return "none"

@@ -12,6 +12,7 @@ import (
 	"github.com/hookback/hookback/internal/report"
 	"github.com/hookback/hookback/lint"
 	"github.com/hookback/hookback/manifests"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/session"
 )
 
@@ -45,20 +46,19 @@ with the latency and message. It exits 1 when any of them failed (docs/safety.md
 // output.
 type DrillOptions struct {
 	ServeOptions
-	HealthAddress string
-	Faults        []string
-	Output        string
+	Faults []string
+	Output string
 }
 
 func defaultDrillOptions() DrillOptions {
-	o := DrillOptions{ServeOptions: defaultServeOptions(), HealthAddress: DefaultHealthAddress, Output: report.FormatTable}
-	o.Webhooks, o.Controllers = "none", "none"
+	o := DrillOptions{ServeOptions: defaultServeOptions(), Output: report.FormatTable}
+	o.Plan.Webhooks, o.Plan.Controllers = nil, nil // your webhooks alone
 	return o
 }
 
 func (o *DrillOptions) bind(b *binder) {
 	o.ServeOptions.bind(b)
-	bind(b, &o.HealthAddress, "health-address", catServing, "host:port for /healthz, /readyz and /metrics while each fault's session runs", sets("session.Options.HealthAddress"))
+	bind(b, &o.Plan.HealthAddress, "health-address", catServing, "host:port for /healthz, /readyz and /metrics while each fault's session runs", sets("plan.Options.HealthAddress"))
 	bind(b, &o.Faults, "fault", catUser, "a fault to drill (repeatable, one session each, in order): refuse, timeout, error or slow=DUR")
 	bind(b, &o.Output, "output", catOutput, "table, json or junit (a testsuite per fault, a failure per request that failed)", alias("o"))
 }
@@ -78,26 +78,24 @@ func (o DrillOptions) faults() ([]fault.Fault, error) {
 	if len(o.Faults) == 0 {
 		errs = append(errs, errors.New("--fault: give at least one: refuse, timeout, error or slow=DUR"))
 	}
-	if len(o.WebhookConfig) == 0 && o.project == nil {
-		errs = append(errs, errors.New("--webhook-config: drill needs your webhook configurations (or a project)"))
-	}
 	return out, errors.Join(errs...)
 }
 
 func runDrill(c *cli.Context, ext Extension, o DrillOptions) error {
-	o.resolveProject(c)
 	faults, ferr := o.faults()
 	if err := errors.Join(ferr, o.ServeOptions.Validate(), checkOutput(o.Output, &session.DrillReport{})); err != nil {
 		return usage(err)
 	}
 	log := o.logger(c.App.ErrWriter)
-	opts := o.config(ext, log)
-	opts.HealthAddress = o.HealthAddress
-	cfg, err := session.Complete(opts)
+	cfg, err := plan.Complete(o.config(ext, log))
 	if err != nil {
 		return configUsage(err)
 	}
-	in := drillLint(o.WebhookConfig, log)
+	manifests := cfg.Options().User.Manifests
+	if len(manifests) == 0 {
+		return usage(errors.New("--webhook-config: drill needs your webhook configurations (or a project)"))
+	}
+	in := drillLint(manifests, log)
 	var findings []lint.Finding
 	var own []lint.OwnPod
 	if in != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -30,6 +31,7 @@ import (
 	"github.com/hookback/hookback/lint"
 	"github.com/hookback/hookback/load"
 	"github.com/hookback/hookback/localcluster"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/session"
 	"github.com/hookback/hookback/suite"
@@ -40,10 +42,10 @@ import (
 // libraryTypes are the library types whose fields a field.Error may name,
 // so that a test can prove each name is a real Go field.
 var libraryTypes = []any{
-	session.Options{}, session.UserWebhooks{}, session.InspectorConfig{}, session.ShadowConfig{},
+	plan.Options{}, plan.UserWebhooks{}, plan.InspectorConfig{}, plan.ShadowConfig{}, registration.Template{},
 	certs.Options{}, certs.ACMEOptions{}, tunnel.Config{}, registration.Scope{},
 	incluster.Options{}, incluster.ServeConfig{}, webhooks.Options{}, upstream.Options{}, upstream.ShadowTarget{},
-	audit.Options{}, kubeconfig.Options{}, advertise.Input{}, inspector.Options{}, session.PolicyInput{}, session.PolicyEnforce{}, upstream.ServiceRef{},
+	audit.Options{}, kubeconfig.Options{}, advertise.Input{}, inspector.Options{}, plan.PolicyInput{}, plan.PolicyEnforce{}, upstream.ServiceRef{},
 	registration.Heartbeat{}, suite.ExecOptions{}, localcluster.BinaryOptions{}, roundtrip.Options{}, lint.Options{},
 	crdvalidate.Options{},
 	load.Options{}, load.Inputs{}, load.Gates{},
@@ -84,12 +86,25 @@ func invalidLibraryCalls(t *testing.T) []struct {
 	call func() error
 } {
 	nowhere := kubeconfig.Options{Path: "/nonexistent/kubeconfig"}
-	opts := func(change func(*session.Options)) func() error {
+	base := func(change func(*plan.Options)) plan.Options {
+		o := plan.Options{Kubeconfig: nowhere, Session: "dev", Port: DefaultPort, LeaseNamespace: "default",
+			Certs: certs.Options{Mode: certs.ModeSelfSigned, StateDir: t.TempDir()}, WebhookOptions: webhooks.DefaultOptions()}
+		change(&o)
+		return o
+	}
+	opts := func(change func(*plan.Options)) func() error {
 		return func() error {
-			o := session.Options{Kubeconfig: nowhere, Session: "dev", Port: DefaultPort, LeaseNamespace: "default",
-				Certs: certs.Options{Mode: certs.ModeSelfSigned, StateDir: t.TempDir()}, WebhookOptions: webhooks.DefaultOptions()}
-			change(&o)
-			_, err := session.Complete(o)
+			_, err := plan.Complete(base(change))
+			return err
+		}
+	}
+	// rendered is render of what completes: the checks of what serves.
+	rendered := func(change func(*plan.Options)) func() error {
+		return func() error {
+			c, err := plan.Complete(base(func(o *plan.Options) { o.AdvertiseAddress = "192.0.2.1"; change(o) }))
+			if err == nil {
+				_, err = session.Render(context.Background(), c)
+			}
 			return err
 		}
 	}
@@ -106,29 +121,31 @@ func invalidLibraryCalls(t *testing.T) []struct {
 		name string
 		call func() error
 	}{
-		{"session: session, port, durations, chain audit log", opts(func(o *session.Options) {
+		{"session: session, port, durations, chain audit log", opts(func(o *plan.Options) {
 			o.Session, o.Port, o.VerifyTimeout, o.LeaseDuration, o.ChainAuditLog = "Not_Valid", 0, -time.Second, time.Millisecond, "audit.log"
 		})},
-		{"session: upstreams", opts(func(o *session.Options) {
-			o.User = session.UserWebhooks{Upstream: []string{"a=b", "ftp://x"}, Timeout: time.Minute, CertDir: "d"}
+		{"session: upstreams", opts(func(o *plan.Options) {
+			o.User = plan.UserWebhooks{Upstream: []string{"a=b", "ftp://x"}, Timeout: time.Minute, CertDir: "d"}
 		})},
-		{"session: manifests without an upstream", opts(func(o *session.Options) { o.User.Manifests = []string{"x.yaml"} })},
-		{"session: inspector", opts(func(o *session.Options) { o.Inspector = session.InspectorConfig{Address: ":8082", Keep: -1} })},
-		{"session: shadow", opts(func(o *session.Options) {
-			o.User.KeepFailurePolicy, o.User.Shadow = true, session.ShadowConfig{Target: "ns/svc", CAFile: "ca.pem"}
+		{"session: manifests without an upstream", rendered(func(o *plan.Options) {
+			o.User.Manifests = []string{filepath.Join("..", "testdata", "project", "config", "webhook")}
 		})},
-		{"session: fault", opts(func(o *session.Options) { o.User.Fault = "crash" })},
-		{"session: shadow URL", opts(func(o *session.Options) { o.User.Shadow = session.ShadowConfig{Target: "http://192.0.2.1"} })},
-		{"session: shadow CA alone", opts(func(o *session.Options) { o.User.Shadow.CAFile = "ca.pem" })},
-		{"session: certificate files", opts(func(o *session.Options) { o.Certs.Mode = certs.ModeFiles })},
-		{"session: certificate mode", opts(func(o *session.Options) { o.Certs.Mode = "magic" })},
-		{"session: the built-ins' options", opts(func(o *session.Options) {
+		{"session: inspector", opts(func(o *plan.Options) { o.Inspector = plan.InspectorConfig{Address: ":8082", Keep: -1} })},
+		{"session: shadow", opts(func(o *plan.Options) {
+			o.User.KeepFailurePolicy, o.User.Shadow = true, plan.ShadowConfig{Target: "ns/svc", CAFile: "ca.pem"}
+		})},
+		{"session: fault", opts(func(o *plan.Options) { o.User.Fault = "crash" })},
+		{"session: shadow URL", opts(func(o *plan.Options) { o.User.Shadow = plan.ShadowConfig{Target: "http://192.0.2.1"} })},
+		{"session: shadow CA alone", opts(func(o *plan.Options) { o.User.Shadow.CAFile = "ca.pem" })},
+		{"session: certificate files", opts(func(o *plan.Options) { o.Certs.Mode = certs.ModeFiles })},
+		{"session: certificate mode", opts(func(o *plan.Options) { o.Certs.Mode = "magic" })},
+		{"session: the built-ins' options", opts(func(o *plan.Options) {
 			o.WebhookOptions = webhooks.Options{BannedWords: []string{" "}, SidecarImage: "a b", CPUOversellFactor: 0.5}
 		})},
-		{"session: tunnel", opts(func(o *session.Options) {
+		{"session: tunnel", opts(func(o *plan.Options) {
 			o.AdvertiseAddress, o.Certs.Mode, o.Tunnel = "192.0.2.1", certs.ModeACME, tunnel.Config{Enabled: true, Namespace: "Not_Valid"}
 		})},
-		{"session: scope", opts(func(o *session.Options) {
+		{"session: scope", opts(func(o *plan.Options) {
 			o.Scope = registration.Scope{Namespaces: []string{"Not_OK"}, NamespaceSelector: "a in b", ObjectSelector: "=x", AllNamespaces: true, ConvertCRDs: []string{"widgets"}}
 		})},
 		{"scope: only mine without a username", func() error {
@@ -165,7 +182,7 @@ func invalidLibraryCalls(t *testing.T) []struct {
 		{"validate", func() error {
 			return crdvalidate.Options{Objects: []string{"-"}, Subresource: "scale", FieldValidation: "strict"}.Validate()
 		}},
-		{"session: policies that are not there", opts(func(o *session.Options) { o.Policies.Paths = []string{"/nonexistent/policy.yaml"} })},
+		{"session: policies that are not there", rendered(func(o *plan.Options) { o.Policies.Paths = []string{"/nonexistent/policy.yaml"} })},
 		{"scope: only mine on an old apiserver", func() error {
 			cs := fake.NewClientset()
 			cs.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &apiversion.Info{GitVersion: "v1.27.4"}
@@ -289,22 +306,22 @@ func TestSetsNamesRealFieldsOnce(t *testing.T) {
 // reads the field it wrote, finds the error with errors.As, and the CLI
 // would show the flag instead.
 func TestLibraryCallerSeesFieldNames(t *testing.T) {
-	_, err := session.Complete(session.Options{Session: "dev", Port: 0, LeaseNamespace: "default",
+	_, err := plan.Complete(plan.Options{Session: "dev", Port: 0, LeaseNamespace: "default",
 		Certs: certs.Options{Mode: certs.ModeSelfSigned, StateDir: t.TempDir()}, WebhookOptions: webhooks.DefaultOptions()})
-	if !errors.Is(err, session.ErrInvalidConfig) {
+	if !errors.Is(err, plan.ErrInvalidConfig) {
 		t.Fatalf("Complete = %v, want an invalid configuration", err)
 	}
 	var fe *field.Error
-	if !errors.As(err, &fe) || fe.Field != "session.Options.Port" || fe.Value != "0" {
-		t.Fatalf("errors.As found %#v, want session.Options.Port", fe)
+	if !errors.As(err, &fe) || fe.Field != "plan.Options.Port" || fe.Value != "0" {
+		t.Fatalf("errors.As found %#v, want plan.Options.Port", fe)
 	}
-	if got, want := err.Error(), "session.Options.Port 0: want a TCP port, 1 to 65535"; got != want {
+	if got, want := err.Error(), "plan.Options.Port 0: want a TCP port, 1 to 65535"; got != want {
 		t.Errorf("the library says %q, want %q", got, want)
 	}
 	if got, want := withFlagNames(err).Error(), "--port 0: want a TCP port, 1 to 65535"; got != want {
 		t.Errorf("the CLI says %q, want %q", got, want)
 	}
-	if !errors.Is(withFlagNames(err), session.ErrInvalidConfig) {
+	if !errors.Is(withFlagNames(err), plan.ErrInvalidConfig) {
 		t.Error("the CLI's error lost the library's sentinel")
 	}
 }
@@ -313,7 +330,7 @@ func TestLibraryCallerSeesFieldNames(t *testing.T) {
 // flags, the text around them kept; an error without one is returned as is.
 func TestWithFlagNames(t *testing.T) {
 	inner := field.New("registration.Scope.Namespaces", `"A"`, "want a DNS label")
-	outer := field.Errorf("session.ShadowConfig.Target", "", "resolve: %w", inner)
+	outer := field.Errorf("plan.ShadowConfig.Target", "", "resolve: %w", inner)
 	err := errors.Join(outer, field.Clause("registration.Scope.AllNamespaces", "", "contradicts {registration.Scope.Namespaces}"))
 	want := "--shadow: resolve: --namespace \"A\": want a DNS label\n--all-namespaces contradicts --namespace"
 	if got := withFlagNames(err).Error(); got != want {

@@ -72,7 +72,7 @@ func TestEveryFieldTheLibraryNamesIsBound(t *testing.T) {
 // TestNoErrorLosesItsFields: no command ends with cli.Exit(err.Error(),
 // code), which keeps only the error's text: Run could then not find the
 // library's field errors in it, and the user would read a Go field name
-// ("session.UserWebhooks.Upstream needs session.UserWebhooks.Manifests",
+// ("plan.UserWebhooks.Upstream needs plan.UserWebhooks.Manifests",
 // as test did) where a flag belongs. TestEveryLibraryFieldErrorNamesABoundFlag
 // proves each field has a flag; this proves every path out of a command
 // keeps the error that names it (exit, usage).

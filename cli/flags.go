@@ -7,7 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/hookback/hookback/internal/report"
-	"github.com/hookback/hookback/session"
+	"github.com/hookback/hookback/plan"
 )
 
 // withGlobal returns a command's flags with the global ones added, so they
@@ -19,7 +19,7 @@ func withGlobal(g *GlobalOptions, b *binder) []cli.Flag {
 }
 
 // defaultStateDir is $XDG_STATE_HOME/hookback, else ~/.local/state/hookback.
-func defaultStateDir() string { return session.DefaultStateDir() }
+func defaultStateDir() string { return plan.DefaultStateDir() }
 
 // globalFlagNames are the flags of GlobalOptions.
 var globalFlagNames = []string{"kubeconfig", "context", "log-format", "log-level"}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/incluster"
+	"github.com/hookback/hookback/plan"
 )
 
 // inClusterFlagNames are render's flags for --in-cluster only.
@@ -27,7 +28,7 @@ type InClusterOptions struct {
 	Namespace, Image, Template string
 	Replicas                   int
 	CertManager                bool
-	Webhooks, Controllers      string
+	Webhooks, Controllers      []string
 	// Inapplicable are laptop-only flags the user set.
 	Inapplicable []string
 }
@@ -98,8 +99,8 @@ func refuseOldNamespace(c *cli.Context) error {
 // deploy is the deploy Options of these, with the template text; call
 // after Validate.
 func (o InClusterOptions) deploy(tmpl []byte) incluster.Options {
-	hooks, _ := assembly.SelectWebhooks(splitList(o.Webhooks))
-	ctls, _ := assembly.SelectControllers(splitList(o.Controllers))
+	hooks, _ := assembly.SelectWebhooks(splitLists(o.Webhooks))
+	ctls, _ := assembly.SelectControllers(splitLists(o.Controllers))
 	return incluster.Options{Namespace: o.Namespace, Image: o.Image, Replicas: int32(o.Replicas),
 		Webhooks: hooks, Controllers: ctls, Template: tmpl, CertManager: o.CertManager, CustomTemplate: o.Template != ""}
 }
@@ -107,7 +108,7 @@ func (o InClusterOptions) deploy(tmpl []byte) incluster.Options {
 // runRenderInCluster prints the in-cluster install.
 func runRenderInCluster(c *cli.Context, o InClusterOptions, ext Extension) error {
 	if o.Image == "" {
-		o.Image = defaultImage(version())
+		o.Image = plan.DefaultImage(version())
 	}
 	if err := o.Validate(); err != nil {
 		// With the install's own problems, so every one is said at once.

@@ -3,6 +3,8 @@ package cli
 import (
 	"strings"
 	"testing"
+
+	"github.com/hookback/hookback/plan"
 )
 
 // TestRenderInClusterGolden runs `hookback render --in-cluster` as a user
@@ -81,8 +83,8 @@ func TestDefaultImage(t *testing.T) {
 		"v0.0.0-SNAPSHOT-0ea58dc": "ghcr.io/hookback/hookback:latest",
 	} {
 		t.Run(version, func(t *testing.T) {
-			if got := defaultImage(version); got != want {
-				t.Errorf("defaultImage(%q) = %q, want %q", version, got, want)
+			if got := plan.DefaultImage(version); got != want {
+				t.Errorf("plan.DefaultImage(%q) = %q, want %q", version, got, want)
 			}
 		})
 	}

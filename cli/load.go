@@ -69,7 +69,7 @@ type LoadOptions struct {
 func defaultLoadOptions() LoadOptions {
 	st := defaultStartOptions()
 	// A load's session needs no controllers and no inspector unless asked.
-	st.Controllers, st.Inspector.Address = "none", ""
+	st.Plan.Controllers, st.Plan.Inspector.Address = nil, ""
 	return LoadOptions{Start: st, Output: report.FormatTable,
 		Load: load.Options{Rate: "10", Steps: load.DefaultSteps, Step: load.DefaultStep, Timeout: load.DefaultTimeout,
 			Budget: load.DefaultBudget, MaxInFlight: load.DefaultMaxInFlight}}
@@ -102,7 +102,7 @@ func (o *LoadOptions) bind(b *binder) {
 // Validate reports the flags' problems that need no cluster, at once.
 func (o LoadOptions) Validate() error {
 	errs := []error{o.Start.GlobalOptions.Validate(), o.Gates.Validate()}
-	if n := len(o.Start.Scope.Namespaces); n > 1 {
+	if n := len(o.Start.Plan.Scope.Namespaces); n > 1 {
 		errs = append(errs, fmt.Errorf("--namespace given %d times: a load runs in one namespace", n))
 	}
 	if err := checkOutput(o.Output, &load.Report{}); err != nil {
@@ -117,8 +117,8 @@ func (o LoadOptions) Validate() error {
 // load is load.Options with the namespace of -n.
 func (o LoadOptions) load() load.Options {
 	l := o.Load
-	if len(o.Start.Scope.Namespaces) > 0 {
-		l.Namespace = o.Start.Scope.Namespaces[0]
+	if len(o.Start.Plan.Scope.Namespaces) > 0 {
+		l.Namespace = o.Start.Plan.Scope.Namespaces[0]
 	}
 	return l
 }
@@ -163,8 +163,8 @@ func runLoad(c *cli.Context, ext Extension, o LoadOptions) error {
 		}()
 	}
 	metrics := ""
-	if o.Start.HealthAddress != "" {
-		metrics = "http://" + o.Start.HealthAddress + "/metrics"
+	if o.Start.Plan.HealthAddress != "" {
+		metrics = "http://" + o.Start.Plan.HealthAddress + "/metrics"
 	}
 	progress := func(s load.Step) {
 		log.Info("step", "step", s.Step, "offered", s.OfferedRate, "achieved", s.AchievedRate, "p99_ms", s.P99Ms, "error_rate", s.ErrorRate)

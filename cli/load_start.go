@@ -14,6 +14,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/session"
 )
 
@@ -50,15 +51,14 @@ func (o LoadOptions) startFlagsNeedStart(c *cli.Context) error {
 // (its /readyz on --health-address), for the load; stop ends it, which
 // deregisters everything it wrote, and waits for that.
 func startForLoad(c *cli.Context, ext Extension, o StartOptions, log *slog.Logger) (stop func() error, err error) {
-	o.resolveProject(c)
 	if err := o.check(ext); err != nil {
 		return nil, usage(err)
 	}
-	if o.HealthAddress == "" {
+	if o.Plan.HealthAddress == "" {
 		return nil, usage(errors.New("--start needs --health-address: the load reads the session's /metrics there"))
 	}
-	opts := o.config(ext, log, c.App.ErrWriter, !c.IsSet("inspector-address"))
-	cfg, err := session.Complete(opts)
+	opts := o.config(ext, log, c.App.ErrWriter)
+	cfg, err := plan.Complete(opts)
 	if err != nil {
 		return nil, configUsage(err)
 	}
@@ -74,7 +74,7 @@ func startForLoad(c *cli.Context, ext Extension, o StartOptions, log *slog.Logge
 		<-finished
 		return runErr
 	}
-	if err := waitReady(ctx, "http://"+o.HealthAddress+"/readyz", finished); err != nil {
+	if err := waitReady(ctx, "http://"+o.Plan.HealthAddress+"/readyz", finished); err != nil {
 		if serr := stop(); serr != nil {
 			return nil, fmt.Errorf("the load's session: %w", serr)
 		}

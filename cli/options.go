@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
-	"time"
 
 	"k8s.io/klog/v2"
 
@@ -16,12 +14,10 @@ import (
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/incluster"
-	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/project"
 	"github.com/hookback/hookback/registration"
-	"github.com/hookback/hookback/session"
-	"github.com/hookback/hookback/tunnel"
 )
 
 // GlobalOptions are the flags every command takes, before or after the
@@ -77,70 +73,56 @@ func (o GlobalOptions) logger(w io.Writer) *slog.Logger {
 
 // start's default ports stay clear of a controller-runtime manager's
 // (webhooks 9443, probes 8081, metrics 8080 or 8443) so that both run side
-// by side with their defaults; the inspector's is inspector.DefaultAddress.
+// by side with their defaults.
 const (
-	DefaultPort          = session.DefaultPort
-	DefaultHealthAddress = session.DefaultHealthAddress
+	DefaultPort          = plan.DefaultPort
+	DefaultHealthAddress = plan.DefaultHealthAddress
 )
 
-// ServeOptions are the flags of start and render: what decides the URL and
-// the configurations.
+// ServeOptions are the flags of start and render (audit, test and drill
+// take them too): what decides the URL and the configurations. Each flag
+// binds straight to a field of Plan, the library's options, whose
+// defaults (plan.DefaultOptions) are the flags' defaults; plan.Complete
+// resolves and validates them.
 type ServeOptions struct {
 	GlobalOptions
-	AdvertiseAddress, Session, Template, StateDir, LeaseNamespace string
-	Port                                                          int
-	TLSMode, TLSCertFile, TLSKeyFile, CAFile                      string
-	ACME                                                          certs.ACMEOptions
-	// Webhooks and Controllers are comma lists of built-ins, all or none.
-	Webhooks, Controllers string
-	Webhook               webhooks.Options
-	// Your own webhooks: --webhook-config, --upstream...
-	WebhookConfig, Upstream []string
-	UpstreamCA              string
-	UpstreamInsecure        bool
-	KeepFailurePolicy       bool
-	Timeout                 time.Duration
-	// Scope narrows every webhook registered: --namespace, --only-mine...
-	Scope registration.Scope
-	// Project is --project: a kubebuilder or Operator SDK project root.
-	Project string
-	// project is the project of project mode, else nil (resolveProject).
-	project    *project.Project
-	projectErr error
-	// upstreamDefaulted: project mode chose the upstream, not the user.
-	upstreamDefaulted bool
+	Plan plan.Options
 }
 
 func defaultServeOptions() ServeOptions {
-	return ServeOptions{GlobalOptions: defaultGlobalOptions(), StateDir: defaultStateDir(), LeaseNamespace: session.DefaultLeaseNamespace,
-		Port: DefaultPort, TLSMode: certs.ModeSelfSigned, Webhooks: "all", Controllers: "all", Webhook: webhooks.DefaultOptions(),
-		ACME: certs.ACMEOptions{CA: certs.LetsEncryptCA, Profile: "shortlived", HTTPPort: 80, RenewCheckInterval: 10 * time.Minute}}
+	return ServeOptions{GlobalOptions: defaultGlobalOptions(), Plan: plan.DefaultOptions()}
 }
 
 func (o *ServeOptions) bind(b *binder) {
 	o.GlobalOptions.bind(b)
-	bind(b, &o.Session, "session", catCluster, "session name: suffixes every object hookback writes (default: <user>-<host>)", sets("session.Options.Session", "registration.Heartbeat.Session"))
-	bind(b, &o.LeaseNamespace, "lease-namespace", catCluster, "namespace for the session Lease and the canary ConfigMap", sets("session.Options.LeaseNamespace"))
-	bind(b, &o.AdvertiseAddress, "advertise-address", catServing, "IP or DNS name the apiserver dials to reach hookback (default: decided from the kubeconfig's server, see docs/reachability.md)", sets("session.Options.AdvertiseAddress", "advertise.Input.Explicit"))
-	bind(b, &o.Port, "port", catServing, "HTTPS port for the webhooks", sets("session.Options.Port"))
-	bind(b, &o.Template, "template", catServing, "webhook configuration template (default: the built-in webhook-url.yaml.tmpl); hot-reloaded while running")
-	bind(b, &o.StateDir, "state-dir", catServing, "where the local CA and certificates live")
-	bind(b, &o.TLSMode, "tls-mode", catServing, "self-signed (a local CA in --state-dir), acme (a certificate from an ACME CA, --acme-*) or files (--tls-cert-file, --tls-key-file, --ca-file)", sets("certs.Options.Mode"))
-	bind(b, &o.TLSCertFile, "tls-cert-file", catServing, "files mode: serving certificate (PEM, may include the chain); reloaded on change", sets("certs.Options.CertFile"))
-	bind(b, &o.TLSKeyFile, "tls-key-file", catServing, "files mode: its private key; reloaded on change", sets("certs.Options.KeyFile"))
-	bind(b, &o.CAFile, "ca-file", catServing, "files and acme modes: CA the apiserver should trust (the caBundle); empty when the certificate is publicly trusted", sets("certs.Options.CAFile"))
-	bind(b, &o.ACME.CA, "acme-ca", catServing, "acme mode: ACME directory URL; using it agrees to the CA's terms of service", sets("certs.ACMEOptions.CA"))
-	bind(b, &o.ACME.Email, "acme-email", catServing, "acme mode: contact email for the ACME account (optional)", sets("certs.ACMEOptions.Email"))
-	bind(b, &o.ACME.CARootFile, "acme-ca-root", catServing, "acme mode: PEM root to trust for the ACME server's own HTTPS (a private ACME server such as pebble)", sets("certs.ACMEOptions.CARootFile"))
-	bind(b, &o.ACME.Profile, "acme-profile", catServing, "acme mode: ACME profile to order under (Let's Encrypt issues IP certificates only under shortlived); empty: the CA's default", sets("certs.ACMEOptions.Profile"))
-	bind(b, &o.ACME.HTTPPort, "acme-http-port", catServing, "acme mode: port the HTTP-01 challenge is answered on, opened only while a challenge is pending (the CA always dials port 80: forward it here when different)", sets("certs.ACMEOptions.HTTPPort"))
-	bind(b, &o.ACME.RenewCheckInterval, "acme-renew-check-interval", catServing, "acme mode: how often certmagic checks whether to renew", hidden)
+	p := &o.Plan
+	bind(b, &p.Session, "session", catCluster, "session name: suffixes every object hookback writes (default: <user>-<host>)", sets("plan.Options.Session", "registration.Heartbeat.Session"))
+	bind(b, &p.LeaseNamespace, "lease-namespace", catCluster, "namespace for the session Lease and the canary ConfigMap", sets("plan.Options.LeaseNamespace"))
+	bind(b, &p.AdvertiseAddress, "advertise-address", catServing, "IP or DNS name the apiserver dials to reach hookback (default: decided from the kubeconfig's server, see docs/reachability.md)", sets("plan.Options.AdvertiseAddress", "advertise.Input.Explicit"))
+	bind(b, &p.Port, "port", catServing, "HTTPS port for the webhooks", sets("plan.Options.Port"))
+	bind(b, &p.Template.Path, "template", catServing, "webhook configuration template (default: the built-in webhook-url.yaml.tmpl); hot-reloaded while running", sets("registration.Template.Path"))
+	bindCerts(b, &p.Certs)
 	o.bindWhatRuns(b)
-	bindWebhookOptions(b, &o.Webhook)
+	bindWebhookOptions(b, &p.WebhookOptions)
 	o.bindUpstream(b)
-	bind(b, &o.KeepFailurePolicy, "keep-failure-policy", catUser, "your webhooks: keep each failurePolicy; without it every one becomes Ignore, so a stopped debugger never blocks the cluster", sets("session.UserWebhooks.KeepFailurePolicy"))
-	bind(b, &o.Timeout, "timeout", catUser, "your webhooks: override every timeoutSeconds, 1s to 30s (30s while stepping through a handler in a debugger); 0 keeps each one's", sets("session.UserWebhooks.Timeout"))
-	bindScope(b, &o.Scope)
+	bind(b, &p.User.KeepFailurePolicy, "keep-failure-policy", catUser, "your webhooks: keep each failurePolicy; without it every one becomes Ignore, so a stopped debugger never blocks the cluster", sets("plan.UserWebhooks.KeepFailurePolicy"))
+	bind(b, &p.User.Timeout, "timeout", catUser, "your webhooks: override every timeoutSeconds, 1s to 30s (30s while stepping through a handler in a debugger); 0 keeps each one's", sets("plan.UserWebhooks.Timeout"))
+	bindScope(b, &p.Scope)
+}
+
+// bindCerts binds the serving certificate's flags.
+func bindCerts(b *binder, c *certs.Options) {
+	bind(b, &c.StateDir, "state-dir", catServing, "where the local CA and certificates live", sets("certs.Options.StateDir"))
+	bind(b, &c.Mode, "tls-mode", catServing, "self-signed (a local CA in --state-dir), acme (a certificate from an ACME CA, --acme-*) or files (--tls-cert-file, --tls-key-file, --ca-file)", sets("certs.Options.Mode"))
+	bind(b, &c.CertFile, "tls-cert-file", catServing, "files mode: serving certificate (PEM, may include the chain); reloaded on change", sets("certs.Options.CertFile"))
+	bind(b, &c.KeyFile, "tls-key-file", catServing, "files mode: its private key; reloaded on change", sets("certs.Options.KeyFile"))
+	bind(b, &c.CAFile, "ca-file", catServing, "files and acme modes: CA the apiserver should trust (the caBundle); empty when the certificate is publicly trusted", sets("certs.Options.CAFile"))
+	bind(b, &c.ACME.CA, "acme-ca", catServing, "acme mode: ACME directory URL; using it agrees to the CA's terms of service", sets("certs.ACMEOptions.CA"))
+	bind(b, &c.ACME.Email, "acme-email", catServing, "acme mode: contact email for the ACME account (optional)", sets("certs.ACMEOptions.Email"))
+	bind(b, &c.ACME.CARootFile, "acme-ca-root", catServing, "acme mode: PEM root to trust for the ACME server's own HTTPS (a private ACME server such as pebble)", sets("certs.ACMEOptions.CARootFile"))
+	bind(b, &c.ACME.Profile, "acme-profile", catServing, "acme mode: ACME profile to order under (Let's Encrypt issues IP certificates only under shortlived); empty: the CA's default", sets("certs.ACMEOptions.Profile"))
+	bind(b, &c.ACME.HTTPPort, "acme-http-port", catServing, "acme mode: port the HTTP-01 challenge is answered on, opened only while a challenge is pending (the CA always dials port 80: forward it here when different)", sets("certs.ACMEOptions.HTTPPort"))
+	bind(b, &c.ACME.RenewCheckInterval, "acme-renew-check-interval", catServing, "acme mode: how often certmagic checks whether to renew", hidden)
 }
 
 // bindScope binds the scope flags (start, render, audit): each narrows
@@ -156,19 +138,26 @@ func bindScope(b *binder, s *registration.Scope) {
 }
 
 // bindWhatRuns binds what decides what start runs, and so the permissions
-// it needs (check binds them too): the built-ins selected, your manifests.
+// it needs (check and rbac bind them too): the built-ins selected, your
+// manifests, the project.
 func (o *ServeOptions) bindWhatRuns(b *binder) {
-	bind(b, &o.Webhooks, "webhooks", catBuiltins, "comma list of built-in webhooks to serve, or all or none ("+strings.Join(webhooks.Names(), ", ")+")")
-	bind(b, &o.Controllers, "controllers", catBuiltins, "comma list of controllers to run, or all or none ("+strings.Join(controllers.Names(), ", ")+")")
-	bind(b, &o.Project, "project", catUser, "kubebuilder or Operator SDK project root (default: the current directory when it has a PROJECT file and no --webhook-config is given): its config/default, built-ins off, --upstream "+project.DefaultUpstream)
-	bind(b, &o.WebhookConfig, "webhook-config", catUser, "your webhook configurations and CRDs as written for the cluster (file, directory, kustomize directory, bundle such as dist/install.yaml, or - for stdin; repeatable): rewritten to point at hookback, other kinds skipped", sets("session.UserWebhooks.Manifests"))
+	bindSelection(b, &o.Plan)
+	bind(b, &o.Plan.ProjectDir, "project", catUser, "kubebuilder or Operator SDK project root, or auto: the current directory when it has a PROJECT file and no --webhook-config is given; its config/default, the default built-ins off, --upstream "+project.DefaultUpstream, sets("plan.Options.ProjectDir"))
+	bind(b, &o.Plan.User.Manifests, "webhook-config", catUser, "your webhook configurations and CRDs as written for the cluster (file, directory, kustomize directory, bundle such as dist/install.yaml, or - for stdin; repeatable): rewritten to point at hookback, other kinds skipped", sets("plan.UserWebhooks.Manifests"))
+}
+
+// bindSelection binds --webhooks and --controllers.
+func bindSelection(b *binder, p *plan.Options) {
+	bind(b, &p.Webhooks, "webhooks", catBuiltins, "built-in webhooks to serve, all or none (comma list or repeated: "+strings.Join(webhooks.Names(), ", ")+"); in project mode the default is none", sets("plan.Options.Webhooks"))
+	bind(b, &p.Controllers, "controllers", catBuiltins, "controllers to run, all or none (comma list or repeated: "+strings.Join(controllers.Names(), ", ")+"); in project mode the default is none", sets("plan.Options.Controllers"))
 }
 
 // bindUpstream binds where your webhooks' reviews go.
 func (o *ServeOptions) bindUpstream(b *binder) {
-	bind(b, &o.Upstream, "upstream", catUser, "your webhook server, where hookback forwards their reviews: URL, or NAMESPACE/SERVICE=URL for the webhooks of one Service (repeatable)", sets("session.UserWebhooks.Upstream"))
-	bind(b, &o.UpstreamCA, "upstream-ca", catUser, "CA file to trust an https upstream", sets("session.UserWebhooks.UpstreamCA", "upstream.Options.CAFile"))
-	bind(b, &o.UpstreamInsecure, "upstream-insecure", catUser, "do not verify an https upstream's certificate (loopback upstreams only)", sets("session.UserWebhooks.UpstreamInsecure", "upstream.Options.Insecure"))
+	u := &o.Plan.User
+	bind(b, &u.Upstream, "upstream", catUser, "your webhook server, where hookback forwards their reviews: URL, or NAMESPACE/SERVICE=URL for the webhooks of one Service (repeatable)", sets("plan.UserWebhooks.Upstream"))
+	bind(b, &u.UpstreamCA, "upstream-ca", catUser, "CA file to trust an https upstream", sets("plan.UserWebhooks.UpstreamCA", "upstream.Options.CAFile"))
+	bind(b, &u.UpstreamInsecure, "upstream-insecure", catUser, "do not verify an https upstream's certificate (loopback upstreams only)", sets("plan.UserWebhooks.UpstreamInsecure", "upstream.Options.Insecure"))
 }
 
 // bindWebhookOptions binds the built-in webhooks' own options.
@@ -178,30 +167,14 @@ func bindWebhookOptions(b *binder, o *webhooks.Options) {
 	bind(b, &o.CPUOversellFactor, "cpu-oversell-factor", catBuiltins, "node-status: multiply node allocatable CPU by this (1 disables)", sets("webhooks.Options.CPUOversellFactor"))
 }
 
-// user reads the flags of your own webhooks; the library parses the
-// upstreams (session.UserWebhooks.ParseUpstreams, in Complete).
-func (o ServeOptions) user() session.UserWebhooks {
-	return session.UserWebhooks{Manifests: o.WebhookConfig, Stdin: os.Stdin, Upstream: o.Upstream, UpstreamCA: o.UpstreamCA,
-		UpstreamInsecure: o.UpstreamInsecure, KeepFailurePolicy: o.KeepFailurePolicy, Timeout: o.Timeout}
-}
+// Validate reports the flags' own problems: the log settings. Every rule
+// of the options themselves lives once in the library
+// (plan.Options.Validate), which plan.Complete runs.
+func (o ServeOptions) Validate() error { return o.GlobalOptions.Validate() }
 
-// Validate reports the flags' own problems: their syntax (lists, upstream
-// specs, the log settings) and the project. Every rule of the Config itself
-// lives once in the library (session.Options.Validate), which Run, Render
-// and Audit run.
-func (o ServeOptions) Validate() error {
-	_, userErr := o.user().ParseUpstreams()
-	return errors.Join(o.GlobalOptions.Validate(), userErr, o.projectErr, validateSelection(o.Webhooks, o.Controllers))
-}
-
-// check is Validate; when the flags already fail, the Config's problems are
-// added, so every problem is reported at once. Otherwise the library
-// validates the Config, once.
+// check is Validate and the library's validation, every problem at once.
 func (o ServeOptions) check(ext Extension) error {
-	if err := o.Validate(); err != nil {
-		return errors.Join(err, o.config(ext, discardLog).Validate())
-	}
-	return nil
+	return errors.Join(o.Validate(), o.config(ext, discardLog).Validate())
 }
 
 var discardLog = slog.New(slog.DiscardHandler)
@@ -209,155 +182,102 @@ var discardLog = slog.New(slog.DiscardHandler)
 // configUsage shows what the library's validation reports as a usage
 // error, like the flags' own problems.
 func configUsage(err error) error {
-	if errors.Is(err, session.ErrInvalidConfig) || errors.Is(err, incluster.ErrInvalidConfig) {
+	if errors.Is(err, plan.ErrInvalidConfig) || errors.Is(err, incluster.ErrInvalidConfig) {
 		return usage(err)
 	}
 	return err
 }
 
-// validateSelection checks --webhooks and --controllers.
-func validateSelection(webhooks, controllers string) error {
+// validateSelection checks a --webhooks and --controllers comma list
+// (render --in-cluster and serve, which take names, not plan.Options).
+func validateSelection(webhooks, controllers []string) error {
 	var errs []error
-	if _, err := assembly.SelectWebhooks(splitList(webhooks)); err != nil {
+	if _, err := assembly.SelectWebhooks(splitLists(webhooks)); err != nil {
 		errs = append(errs, fmt.Errorf("--webhooks: %w", err))
 	}
-	if _, err := assembly.SelectControllers(splitList(controllers)); err != nil {
+	if _, err := assembly.SelectControllers(splitLists(controllers)); err != nil {
 		errs = append(errs, fmt.Errorf("--controllers: %w", err))
 	}
 	return errors.Join(errs...)
 }
 
-func splitList(s string) []string { return strings.Split(s, ",") }
-
-func (o ServeOptions) certs() certs.Options {
-	return certs.Options{Mode: o.TLSMode, StateDir: o.StateDir, CertFile: o.TLSCertFile, KeyFile: o.TLSKeyFile, CAFile: o.CAFile, ACME: o.ACME}
+// splitLists splits each comma list of l.
+func splitLists(l []string) []string {
+	var out []string
+	for _, s := range l {
+		out = append(out, strings.Split(s, ",")...)
+	}
+	return out
 }
 
-// config is the session Config of these options; call after Validate.
-func (o ServeOptions) config(ext Extension, log *slog.Logger) session.Options {
-	hooks, _ := assembly.SelectWebhooks(splitList(o.Webhooks))
-	ctls, _ := assembly.SelectControllers(splitList(o.Controllers))
-	user := o.user()
-	name := o.Session
-	if name == "" {
-		name = defaultSession()
-	}
-	co := o.certs()
-	co.Log = log
-	return session.Options{
-		Kubeconfig: o.kubeconfig(), Session: name, AdvertiseAddress: o.AdvertiseAddress, Port: o.Port,
-		Template: registration.Template{Path: o.Template, Default: ext.Template}, Certs: co,
-		LeaseNamespace: o.LeaseNamespace, Webhooks: hooks, Controllers: ctls, WebhookOptions: o.Webhook,
-		Extra: ext.Webhooks, User: user, Project: o.project, Scope: o.Scope, Log: log,
-	}
+// config is the library's options of these flags, with what only the
+// program knows: the kubeconfig flags every command shares, the embedded
+// template and extra webhooks, the logger, this build's version.
+func (o ServeOptions) config(ext Extension, log *slog.Logger) plan.Options {
+	p := o.Plan
+	p.Kubeconfig = o.kubeconfig()
+	p.Template.Default = ext.Template
+	p.Extra = ext.Webhooks
+	p.Log, p.Certs.Log = log, log
+	p.Version = version()
+	return p
 }
 
-// StartOptions are start's flags.
+// StartOptions are start's flags: ServeOptions and the rest of start's
+// fields of plan.Options.
 type StartOptions struct {
 	ServeOptions
-	RecordDir                    string
-	BindAddress, HealthAddress   string
-	Inspector                    session.InspectorConfig
-	NoVerify                     bool
-	VerifyTimeout, LeaseDuration time.Duration
-	Tunnel                       tunnel.Config
-	// UpstreamCertDir gets a serving certificate for your webhook server.
-	UpstreamCertDir string
-	// LateAnswerTimeout bounds how long a late answer is still read.
-	LateAnswerTimeout time.Duration
-	// Shadow and ShadowCA: the deployed webhook to compare with.
-	Shadow, ShadowCA string
-	// Fault makes your webhooks misbehave on purpose (package fault).
-	Fault string
-	// Chain registers the admission chain's observers (docs/chain.md);
-	// ChainAuditLog is the apiserver's audit log, for exact attribution.
-	Chain         bool
-	ChainAuditLog string
-	// Policies are --policy and --policy-enforce (cli/start_policy.go).
-	Policies startPolicyOptions
-	// TakeOver are the deployed operators to pause (docs/take-over.md).
-	TakeOver []string
 }
 
 func defaultStartOptions() StartOptions {
-	return StartOptions{ServeOptions: defaultServeOptions(), HealthAddress: DefaultHealthAddress,
-		VerifyTimeout: session.DefaultVerifyTimeout, LeaseDuration: session.DefaultLeaseDuration, LateAnswerTimeout: session.DefaultLateAnswerTimeout,
-		Inspector: session.InspectorConfig{Address: inspector.DefaultAddress, Keep: inspector.DefaultKeep},
-		Tunnel:    tunnel.Config{Namespace: tunnel.DefaultNamespace, Image: defaultImage(version())}}
+	return StartOptions{ServeOptions: defaultServeOptions()}
 }
 
 func (o *StartOptions) bind(b *binder) {
 	o.ServeOptions.bind(b)
-	bind(b, &o.LeaseDuration, "lease-duration", catCluster, "how long the session survives without a heartbeat before another run may clean it up", sets("session.Options.LeaseDuration"))
-	bind(b, &o.BindAddress, "bind-address", catServing, "address to listen on (default: the advertise address when it is this machine's, else all interfaces)", sets("session.Options.BindAddress"))
-	bind(b, &o.HealthAddress, "health-address", catServing, "host:port for /healthz, /readyz and /metrics", sets("session.Options.HealthAddress"))
-	bind(b, &o.NoVerify, "no-verify", catServing, "keep running (and log the diagnosis) when verification shows the apiserver cannot reach hookback")
-	bind(b, &o.VerifyTimeout, "verify-timeout", catServing, "how long verification may take", sets("session.Options.VerifyTimeout"))
-	bind(b, &o.UpstreamCertDir, "upstream-cert-dir", catUser, "write a serving certificate for your webhook server here (tls.crt, tls.key, signed by hookback's CA, which then verifies it); never over one hookback did not write (default in project mode: controller-runtime's, $TMPDIR/k8s-webhook-server/serving-certs)", sets("session.UserWebhooks.CertDir"))
-	bind(b, &o.LateAnswerTimeout, "late-answer-timeout", catUser, "your webhooks: how long an answer is still awaited after the apiserver stopped waiting (a breakpoint); it is then logged, shown in the inspector and recorded as late (0 disables)")
-	bind(b, &o.Shadow, "shadow", catUser, "compare your webhooks with the ones deployed in the cluster: NAMESPACE/SERVICE[:PORT] (through the apiserver's service proxy) or an https URL (with a path: used as is; without: each webhook's path appended); hookback's copies then always allow, and differences are logged, counted and summed up at exit", sets("session.ShadowConfig.Target", "upstream.ShadowTarget.URL", "upstream.ShadowTarget.Proxy", "upstream.ServiceRef.Name", "upstream.ServiceRef.Port"))
-	bind(b, &o.ShadowCA, "shadow-ca", catUser, "CA file to verify an https --shadow URL (default: the system roots)", sets("session.ShadowConfig.CAFile", "upstream.ShadowTarget.CAFile"))
-	bind(b, &o.Fault, "fault", catUser, "your webhooks misbehave on purpose, to watch the cluster while they are down or slow: refuse, timeout (never answers), error (HTTP 500) or slow=DUR (answers after DUR); the apiserver applies each webhook's failurePolicy (Ignore unless --keep-failure-policy)", sets("session.UserWebhooks.Fault"))
-	bind(b, &o.Chain, "chain", catUser, "register observer webhooks sorted first and last among mutating configurations and a validating one, scoped like your webhooks, and show per request what every other webhook and policy changed before and after yours, in the inspector and --record-dir (docs/chain.md)", sets("session.Options.Chain"))
-	bind(b, &o.ChainAuditLog, "chain-audit-log", catUser, "with --chain: the apiserver's audit log file (JSON lines, level Request for writes), where this machine can read it (the local control plane's .cache/cluster/audit.log): each change is then named from the apiserver's own patch annotations, and the policies' changes shown against the object as the client sent it", sets("session.Options.ChainAuditLog"))
-	o.Policies.bind(b)
-	o.Policies.bindEnforce(b)
-	bind(b, &o.TakeOver, "take-over", catUser, "[NAMESPACE/]deployment/NAME: pause your operator deployed in the cluster for the session (scaled to 0, its webhook configurations and CRD conversions pointed at hookback under their own names, the Lease its manager leads with released) and give it back exactly at exit (repeatable; without NAMESPACE: the one -n, else your manifests' namespace; docs/take-over.md)", sets("session.Options.TakeOver"))
-	bind(b, &o.RecordDir, "record-dir", catUser, "write every review and the answer sent into this directory, one JSON file each (Secrets' data redacted)", sets("session.Options.RecordDir"))
-	bind(b, &o.Inspector.Address, "inspector-address", catInspector, "host:port of the inspector, a local page of the last reviews, live (\"\" disables it; loopback unless --inspector-expose)", sets("session.InspectorConfig.Address", "inspector.Options.Address"))
-	bind(b, &o.Inspector.Expose, "inspector-expose", catInspector, "allow an --inspector-address beyond loopback: whoever reaches it sees every review (Secrets' data redacted) and can replay them", sets("session.InspectorConfig.Expose", "inspector.Options.Expose"))
-	bind(b, &o.Inspector.Keep, "inspector-keep", catInspector, "how many of the last reviews the inspector keeps in memory (also bounded to 64 MiB)", sets("session.InspectorConfig.Keep"))
-	bind(b, &o.Tunnel.Enabled, "tunnel", catTunnel, "reach the apiserver's calls through a relay deployed for the session and the apiserver's pod port-forward, for a machine the cluster cannot route to (NAT, a cloud cluster); see docs/tunnel.md", sets("tunnel.Config.Enabled"))
-	bind(b, &o.Tunnel.Namespace, "tunnel-namespace", catTunnel, "tunnel: namespace of the session's relay (created when missing, and deleted again by the last session that leaves it)", sets("tunnel.Config.Namespace"))
-	bind(b, &o.Tunnel.Image, "relay-image", catTunnel, "tunnel: image that runs the relay (hookback relay); a dev build defaults to :latest", sets("tunnel.Config.Image"))
+	p := &o.Plan
+	bind(b, &p.LeaseDuration, "lease-duration", catCluster, "how long the session survives without a heartbeat before another run may clean it up", sets("plan.Options.LeaseDuration"))
+	bind(b, &p.BindAddress, "bind-address", catServing, "address to listen on (default: the advertise address when it is this machine's, else all interfaces)", sets("plan.Options.BindAddress"))
+	bind(b, &p.HealthAddress, "health-address", catServing, "host:port for /healthz, /readyz and /metrics", sets("plan.Options.HealthAddress"))
+	bind(b, &p.NoVerify, "no-verify", catServing, "keep running (and log the diagnosis) when verification shows the apiserver cannot reach hookback", sets("plan.Options.NoVerify"))
+	bind(b, &p.VerifyTimeout, "verify-timeout", catServing, "how long verification may take", sets("plan.Options.VerifyTimeout"))
+	bind(b, &p.User.CertDir, "upstream-cert-dir", catUser, "write a serving certificate for your webhook server here (tls.crt, tls.key, signed by hookback's CA, which then verifies it); never over one hookback did not write (default in project mode: controller-runtime's, $TMPDIR/k8s-webhook-server/serving-certs)", sets("plan.UserWebhooks.CertDir"))
+	bind(b, &p.User.LateAnswerTimeout, "late-answer-timeout", catUser, "your webhooks: how long an answer is still awaited after the apiserver stopped waiting (a breakpoint); it is then logged, shown in the inspector and recorded as late (0 disables)", sets("plan.UserWebhooks.LateAnswerTimeout"))
+	bind(b, &p.User.Shadow.Target, "shadow", catUser, "compare your webhooks with the ones deployed in the cluster: NAMESPACE/SERVICE[:PORT] (through the apiserver's service proxy) or an https URL (with a path: used as is; without: each webhook's path appended); hookback's copies then always allow, and differences are logged, counted and summed up at exit", sets("plan.ShadowConfig.Target", "upstream.ShadowTarget.URL", "upstream.ShadowTarget.Proxy", "upstream.ServiceRef.Name", "upstream.ServiceRef.Port"))
+	bind(b, &p.User.Shadow.CAFile, "shadow-ca", catUser, "CA file to verify an https --shadow URL (default: the system roots)", sets("plan.ShadowConfig.CAFile", "upstream.ShadowTarget.CAFile"))
+	bind(b, &p.User.Fault, "fault", catUser, "your webhooks misbehave on purpose, to watch the cluster while they are down or slow: refuse, timeout (never answers), error (HTTP 500) or slow=DUR (answers after DUR); the apiserver applies each webhook's failurePolicy (Ignore unless --keep-failure-policy)", sets("plan.UserWebhooks.Fault"))
+	bind(b, &p.Chain, "chain", catUser, "register observer webhooks sorted first and last among mutating configurations and a validating one, scoped like your webhooks, and show per request what every other webhook and policy changed before and after yours, in the inspector and --record-dir (docs/chain.md)", sets("plan.Options.Chain"))
+	bind(b, &p.ChainAuditLog, "chain-audit-log", catUser, "with --chain: the apiserver's audit log file (JSON lines, level Request for writes), where this machine can read it (the local control plane's .cache/cluster/audit.log): each change is then named from the apiserver's own patch annotations, and the policies' changes shown against the object as the client sent it", sets("plan.Options.ChainAuditLog"))
+	bindPolicy(b, p)
+	bind(b, &p.PolicyEnforce.Enabled, "policy-enforce", catUser, "apply --policy's policies, bindings and params to the cluster so the apiserver itself decides, instead of evaluating them beside it: named with the session, each binding narrowed to the session's scope, labelled, and removed at exit (or after a crash by the next start or hookback cleanup)", sets("plan.PolicyEnforce.Enabled"))
+	bind(b, &p.TakeOver, "take-over", catUser, "[NAMESPACE/]deployment/NAME: pause your operator deployed in the cluster for the session (scaled to 0, its webhook configurations and CRD conversions pointed at hookback under their own names, the Lease its manager leads with released) and give it back exactly at exit (repeatable; without NAMESPACE: the one -n, else your manifests' namespace; docs/take-over.md)", sets("plan.Options.TakeOver"))
+	bind(b, &p.RecordDir, "record-dir", catUser, "write every review and the answer sent into this directory, one JSON file each (Secrets' data redacted)", sets("plan.Options.RecordDir"))
+	bind(b, &p.Inspector.Address, "inspector-address", catInspector, "host:port of the inspector, a local page of the last reviews, live (\"\" disables it; loopback unless --inspector-expose; the default falls back to a free loopback port when another hookback holds it)", sets("plan.InspectorConfig.Address", "inspector.Options.Address"))
+	bind(b, &p.Inspector.Expose, "inspector-expose", catInspector, "allow an --inspector-address beyond loopback: whoever reaches it sees every review (Secrets' data redacted) and can replay them", sets("plan.InspectorConfig.Expose", "inspector.Options.Expose"))
+	bind(b, &p.Inspector.Keep, "inspector-keep", catInspector, "how many of the last reviews the inspector keeps in memory (also bounded to 64 MiB)", sets("plan.InspectorConfig.Keep"))
+	bind(b, &p.Tunnel.Enabled, "tunnel", catTunnel, "reach the apiserver's calls through a relay deployed for the session and the apiserver's pod port-forward, for a machine the cluster cannot route to (NAT, a cloud cluster); see docs/tunnel.md", sets("tunnel.Config.Enabled"))
+	bind(b, &p.Tunnel.Namespace, "tunnel-namespace", catTunnel, "tunnel: namespace of the session's relay (created when missing, and deleted again by the last session that leaves it)", sets("tunnel.Config.Namespace"))
+	bind(b, &p.Tunnel.Image, "relay-image", catTunnel, "tunnel: image that runs the relay (hookback relay; default: this build's released image, :latest for a dev build)", sets("tunnel.Config.Image"))
 }
 
-// Validate is ServeOptions.Validate and start's own flags' syntax.
-func (o StartOptions) Validate() error {
-	var late error
-	if o.LateAnswerTimeout < 0 {
-		late = fmt.Errorf("--late-answer-timeout %s: want 0 (off) or more", o.LateAnswerTimeout)
-	}
-	return errors.Join(o.ServeOptions.Validate(), late, o.Policies.Validate(o.WebhookConfig))
+// bindPolicy binds --policy (start and render).
+func bindPolicy(b *binder, p *plan.Options) {
+	bind(b, &p.Policies.Paths, "policy", catUser, "ValidatingAdmissionPolicies and MutatingAdmissionPolicies (admissionregistration.k8s.io/v1) with their bindings and params (file, directory, kustomize directory, or - for stdin; repeatable): an observer webhook is registered for the resources they match (always allows, scoped like the session), each request is evaluated with the apiserver's own policy code and shown in the inspector and --record-dir, and beside --upstream, the built-ins or --shadow every answer is compared with the policies; hot-reloaded; with --policy-enforce applied to the cluster instead (docs/policies.md)", sets("plan.PolicyInput.Paths"))
 }
 
-// check is ServeOptions.check over start's whole Config.
+// config is ServeOptions.config with start's banner writer.
+func (o StartOptions) config(ext Extension, log *slog.Logger, out io.Writer) plan.Options {
+	p := o.ServeOptions.config(ext, log)
+	p.Out = out
+	return p
+}
+
+// check is ServeOptions.check over start's whole options.
 func (o StartOptions) check(ext Extension) error {
-	if err := o.Validate(); err != nil {
-		return errors.Join(err, o.config(ext, discardLog, io.Discard, false).Validate())
-	}
-	return nil
-}
-
-func (o StartOptions) config(ext Extension, log *slog.Logger, out io.Writer, inspectorDefault bool) session.Options {
-	cfg := o.ServeOptions.config(ext, log)
-	cfg.BindAddress, cfg.HealthAddress = o.BindAddress, o.HealthAddress
-	cfg.RequireVerified, cfg.VerifyTimeout, cfg.LeaseDuration = !o.NoVerify, o.VerifyTimeout, o.LeaseDuration
-	cfg.Out, cfg.RecordDir, cfg.Inspector, cfg.Tunnel, cfg.Chain = out, o.RecordDir, o.Inspector, o.Tunnel, o.Chain
-	cfg.ChainAuditLog, cfg.TakeOver = o.ChainAuditLog, o.TakeOver
-	cfg.User.CertDir = o.UpstreamCertDir
-	o.Policies.apply(&cfg, os.Stdin)
-	cfg.User.LateAnswerTimeout, cfg.User.Shadow, cfg.User.Fault = o.LateAnswerTimeout, o.shadow(), o.Fault
-	if o.LateAnswerTimeout == 0 {
-		cfg.User.LateAnswerTimeout = session.LateAnswersOff // the flag's 0; the library's 0 is the default
-	}
-	if o.project != nil && cfg.User.CertDir == "" {
-		cfg.User.CertDir = certs.ControllerRuntimeCertDir()
-	}
-	// Another hookback may hold the default inspector address: then a free
-	// loopback port serves instead. An address the user chose must be it.
-	cfg.Inspector.Fallback = inspectorDefault
-	// make run points this at the local control plane's kubectl when none
-	// is on PATH, so the banner's suggestions work as printed.
-	cfg.Kubectl = os.Getenv("HOOKBACK_KUBECTL")
-	return cfg
-}
-
-func (o StartOptions) shadow() session.ShadowConfig {
-	return session.ShadowConfig{Target: o.Shadow, CAFile: o.ShadowCA}
+	return errors.Join(o.Validate(), o.config(ext, discardLog, io.Discard).Validate())
 }
 
 // defaultSession derives <user>-<host> as a DNS label, so names stay valid.
-func defaultSession() string { return session.DefaultSession() }
+func defaultSession() string { return plan.DefaultSession() }
 
-func sanitizeSession(s string) string { return session.SanitizeSession(s) }
+func sanitizeSession(s string) string { return plan.SanitizeSession(s) }

@@ -12,6 +12,7 @@ import (
 	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/incluster"
 	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/session"
 	"github.com/hookback/hookback/tunnel"
 )
@@ -25,13 +26,13 @@ import (
 // validates it twice.
 func TestInvalidConfigSameErrorFromLibraryAndCLI(t *testing.T) {
 	nowhere := kubeconfig.Options{Path: "/nonexistent/kubeconfig"}
-	start := func(change func(*session.Options)) func() error {
+	start := func(change func(*plan.Options)) func() error {
 		return func() error {
-			cfg := session.Options{Kubeconfig: nowhere, Session: "dev", AdvertiseAddress: "127.0.0.1", Port: DefaultPort,
+			cfg := plan.Options{Kubeconfig: nowhere, Session: "dev", AdvertiseAddress: "127.0.0.1", Port: DefaultPort,
 				LeaseNamespace: "default", Certs: certs.Options{Mode: certs.ModeSelfSigned, StateDir: t.TempDir()},
 				WebhookOptions: webhooks.DefaultOptions()}
 			change(&cfg)
-			c, err := session.Complete(cfg)
+			c, err := plan.Complete(cfg)
 			if err != nil {
 				return err
 			}
@@ -49,19 +50,19 @@ func TestInvalidConfigSameErrorFromLibraryAndCLI(t *testing.T) {
 	}{{
 		name: "start: port, session, inspector keep, verify timeout",
 		args: startArgs("--advertise-address", "127.0.0.1", "--port", "0", "--session", "Not_Valid", "--inspector-keep", "-1", "--verify-timeout", "-1s"),
-		library: start(func(c *session.Options) {
+		library: start(func(c *plan.Options) {
 			c.Port, c.Session, c.Inspector.Keep, c.VerifyTimeout = 0, "Not_Valid", -1, -time.Second
 		}),
 	}, {
 		name: "start: files mode without files, a built-in's option",
 		args: startArgs("--advertise-address", "127.0.0.1", "--tls-mode", "files", "--cpu-oversell-factor", "0.5"),
-		library: start(func(c *session.Options) {
+		library: start(func(c *plan.Options) {
 			c.Certs.Mode, c.WebhookOptions.CPUOversellFactor = certs.ModeFiles, 0.5
 		}),
 	}, {
 		name: "start: a tunnel in acme mode",
 		args: startArgs("--tunnel", "--relay-image", "relay:test", "--tls-mode", "acme"),
-		library: start(func(c *session.Options) {
+		library: start(func(c *plan.Options) {
 			c.AdvertiseAddress, c.Certs.Mode = "", certs.ModeACME
 			c.Tunnel = tunnel.Config{Enabled: true, Namespace: tunnel.DefaultNamespace, Image: "relay:test"}
 		}),
@@ -84,7 +85,7 @@ func TestInvalidConfigSameErrorFromLibraryAndCLI(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, _, cliErr := run(t, tt.args...)
 			libErr := tt.library()
-			if !errors.Is(libErr, session.ErrInvalidConfig) && !errors.Is(libErr, incluster.ErrInvalidConfig) {
+			if !errors.Is(libErr, plan.ErrInvalidConfig) && !errors.Is(libErr, incluster.ErrInvalidConfig) {
 				t.Fatalf("the library returned %v, want an invalid configuration", libErr)
 			}
 			if len(field.All(libErr)) == 0 || strings.Contains(libErr.Error(), "--") {

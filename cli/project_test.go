@@ -27,7 +27,7 @@ func TestProjectMode(t *testing.T) {
 			args: []string{"--webhook-config", filepath.Join(proj, "config", "webhook"), "--upstream", "https://127.0.0.1:9443"},
 			want: []string{"/upstream/svc/system/webhook-service/443/validate", "/validate-pod-name"}},
 		{name: "--project and --webhook-config", args: []string{"--project", proj, "--webhook-config", proj},
-			wantErr: "--project and --webhook-config: give one"},
+			wantErr: "and --webhook-config: give one"},
 		{name: "--project without PROJECT", args: []string{"--project", t.TempDir()}, wantErr: "no PROJECT file there"},
 	}
 	for _, tt := range tests {

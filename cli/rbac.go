@@ -1,16 +1,13 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"github.com/hookback/hookback/assembly"
-	"github.com/hookback/hookback/session"
-	"github.com/hookback/hookback/tunnel"
+	"github.com/hookback/hookback/plan"
 )
 
 var rbacExamples = []Example{
@@ -19,32 +16,28 @@ var rbacExamples = []Example{
 	{Command: "hookback rbac --webhooks none --controllers none --webhook-config config/default --subject user:alice@example.com", Comment: "for your operator's webhooks and CRDs (a kubebuilder project root needs no flags)"},
 }
 
-// RBACOptions are rbac's flags.
+// RBACOptions are rbac's flags: what start would run (the part of its
+// Plan that decides the permissions) and who the bindings name.
 type RBACOptions struct {
-	LeaseNamespace, Subject, Name string
-	Tunnel                        tunnel.Config
-	// Serve holds what start would run, as for check: the built-ins, your
-	// webhooks and CRDs (--webhook-config, --project).
-	Serve ServeOptions
-	// TakeOver are the Deployments start --take-over would pause.
-	TakeOver []string
+	Subject, Name string
+	Serve         ServeOptions
 }
 
 func (o *RBACOptions) bind(b *binder) {
+	p := &o.Serve.Plan
 	o.Serve.bindWhatRuns(b)
 	o.Serve.bindUpstream(b)
-	bind(b, &o.LeaseNamespace, "lease-namespace", catCluster, "namespace for the session Lease and the canary ConfigMap: the Role's")
-	bind(b, &o.Tunnel.Enabled, "tunnel", catTunnel, "add what start --tunnel needs: a Role in --tunnel-namespace for the relay's objects and the pod port-forward")
-	bind(b, &o.Tunnel.Namespace, "tunnel-namespace", catTunnel, "tunnel: the namespace of that Role, where start --tunnel deploys its relay (it must exist)")
-	bind(b, &o.TakeOver, "take-over", catUser, "[NAMESPACE/]deployment/NAME: add what start --take-over of it needs (repeatable)", sets("session.Options.TakeOver"))
+	bind(b, &p.LeaseNamespace, "lease-namespace", catCluster, "namespace for the session Lease and the canary ConfigMap: the Role's", sets("plan.Options.LeaseNamespace"))
+	bind(b, &p.Tunnel.Enabled, "tunnel", catTunnel, "add what start --tunnel needs: a Role in --tunnel-namespace for the relay's objects and the pod port-forward", sets("tunnel.Config.Enabled"))
+	bind(b, &p.Tunnel.Namespace, "tunnel-namespace", catTunnel, "tunnel: the namespace of that Role, where start --tunnel deploys its relay (it must exist)", sets("tunnel.Config.Namespace"))
+	bind(b, &p.TakeOver, "take-over", catUser, "[NAMESPACE/]deployment/NAME: add what start --take-over of it needs (repeatable)", sets("plan.Options.TakeOver"))
 	bind(b, &o.Subject, "subject", catOutput, "who the bindings name: user:NAME, group:NAME or serviceaccount:NAMESPACE/NAME")
 	bind(b, &o.Name, "rbac-name", catOutput, "name of the ClusterRole, Role and bindings")
 }
 
 func rbacCommand() (*cli.Command, *binder) {
-	o := RBACOptions{Serve: ServeOptions{Webhooks: "all", Controllers: "all"}, LeaseNamespace: "default", Subject: "group:hookback-developers",
-		Name: "hookback-developer", Tunnel: tunnel.Config{Namespace: tunnel.DefaultNamespace}}
-	g, b := defaultGlobalOptions(), &binder{}
+	o := RBACOptions{Serve: defaultServeOptions(), Subject: "group:hookback-developers", Name: "hookback-developer"}
+	b := &binder{}
 	o.bind(b)
 	cmd := &cli.Command{
 		Name:  "rbac",
@@ -61,10 +54,9 @@ role include pods/exec cluster-wide: RBAC lets only a holder of a permission gra
 (escalation prevention). Without exec-rbac (--controllers pod-name-label) it does not.
 With --tunnel it adds a Role in --tunnel-namespace (which must exist) for the relay
 start --tunnel deploys there and the pod port-forward to it.` + examplesText(rbacExamples),
-		Flags: withGlobal(&g, b),
+		Flags: withGlobal(&o.Serve.GlobalOptions, b),
 		Action: func(c *cli.Context) error {
 			b.load(c)
-			o.Serve.resolveProject(c)
 			return runRBAC(c, o)
 		},
 	}
@@ -72,23 +64,15 @@ start --tunnel deploys there and the pod port-forward to it.` + examplesText(rba
 }
 
 func runRBAC(c *cli.Context, o RBACOptions) error {
-	user, userErr := o.Serve.user().ParseUpstreams()
-	if err := errors.Join(validateSelection(o.Serve.Webhooks, o.Serve.Controllers), userErr, o.Serve.projectErr); err != nil {
-		return usage(err)
-	}
-	hooks, _ := assembly.SelectWebhooks(splitList(o.Serve.Webhooks))
-	ctls, _ := assembly.SelectControllers(splitList(o.Serve.Controllers))
 	subject, err := parseSubject(o.Subject)
 	if err != nil {
 		return usage(err)
 	}
-	cfg := session.Options{LeaseNamespace: o.LeaseNamespace, Webhooks: hooks, Controllers: ctls, Tunnel: o.Tunnel,
-		User: user, Project: o.Serve.project, TakeOver: o.TakeOver}
-	completed, err := session.CompleteWhatRuns(cfg)
+	completed, err := plan.Complete(o.Serve.config(Extension{}, discardLog))
 	if err != nil {
-		return err
+		return configUsage(err)
 	}
-	out, err := session.RBACYAML(completed, o.Name, []rbacv1.Subject{subject})
+	out, err := plan.RBACYAML(completed, o.Name, []rbacv1.Subject{subject})
 	if err != nil {
 		return err
 	}
@@ -96,7 +80,6 @@ func runRBAC(c *cli.Context, o RBACOptions) error {
 	return err
 }
 
-// parseSubject reads user:NAME, group:NAME or serviceaccount:NAMESPACE/NAME.
 func parseSubject(s string) (rbacv1.Subject, error) {
 	kind, name, _ := strings.Cut(s, ":")
 	switch strings.ToLower(kind) {

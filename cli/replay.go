@@ -75,7 +75,7 @@ differs, 2 on error. A regression check after a change to your webhook.` + examp
 }
 
 func runReplay(c *cli.Context, o ReplayOptions) error {
-	if len(o.Serve.Upstream) > 0 {
+	if len(o.Serve.Plan.User.Upstream) > 0 {
 		return replayUpstream(c, o)
 	}
 	if o.Webhook == "" {
@@ -163,7 +163,7 @@ func printReply(w io.Writer, reply []byte, recorded chan string) error {
 // changed.
 func replayUpstream(c *cli.Context, o ReplayOptions) error {
 	g := o.GlobalOptions
-	spec, err := o.Serve.user().ParseUpstreams()
+	spec, err := o.Serve.Plan.User.ParseUpstreams()
 	if err == nil && len(spec.Upstreams) != 1 {
 		err = errors.New("replay takes one --upstream URL")
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/hookback/hookback/builtin/controllers"
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/incluster"
+	"github.com/hookback/hookback/plan"
 )
 
 var serveExamples = []Example{
@@ -25,7 +26,7 @@ type PodOptions struct {
 	GlobalOptions
 	Namespace, Identity, BindAddress, HealthAddress, Template string
 	Port                                                      int
-	Webhooks, Controllers                                     string
+	Webhooks, Controllers                                     []string
 	Webhook                                                   webhooks.Options
 	CertFile, KeyFile, CAFile                                 string
 	LeaseDuration, ShutdownDelay                              time.Duration
@@ -33,7 +34,7 @@ type PodOptions struct {
 
 func defaultPodOptions() PodOptions {
 	return PodOptions{GlobalOptions: defaultGlobalOptions(), Namespace: incluster.DefaultNamespace, Port: incluster.WebhookPort,
-		HealthAddress: incluster.DefaultHealthAddress, Webhooks: "all", Controllers: "all", Webhook: webhooks.DefaultOptions(),
+		HealthAddress: incluster.DefaultHealthAddress, Webhooks: []string{plan.All}, Controllers: []string{plan.All}, Webhook: webhooks.DefaultOptions(),
 		LeaseDuration: incluster.DefaultLeaseDuration, ShutdownDelay: incluster.DefaultShutdownDelay}
 }
 
@@ -51,8 +52,8 @@ func (o *PodOptions) bind(b *binder) {
 	bind(b, &o.CertFile, "tls-cert-file", catServing, "serving certificate (PEM, cert-manager's tls.crt); reloaded on change (default: a CA kept in the Secret hookback-ca)")
 	bind(b, &o.KeyFile, "tls-key-file", catServing, "its private key; reloaded on change")
 	bind(b, &o.CAFile, "ca-file", catServing, "CA the apiserver should trust (the caBundle); empty with cert-manager's cainjector")
-	bind(b, &o.Webhooks, "webhooks", catBuiltins, "comma list of built-in webhooks to serve, or all or none ("+strings.Join(webhooks.Names(), ", ")+")")
-	bind(b, &o.Controllers, "controllers", catBuiltins, "comma list of controllers to run, or all or none ("+strings.Join(controllers.Names(), ", ")+")")
+	bind(b, &o.Webhooks, "webhooks", catBuiltins, "built-in webhooks to serve, all or none (comma list or repeated: "+strings.Join(webhooks.Names(), ", ")+")")
+	bind(b, &o.Controllers, "controllers", catBuiltins, "controllers to run, all or none (comma list or repeated: "+strings.Join(controllers.Names(), ", ")+")")
 	bindWebhookOptions(b, &o.Webhook)
 }
 
@@ -75,8 +76,8 @@ func (o PodOptions) check(ext Extension) (incluster.ServeConfig, error) {
 
 // config is the incluster.ServeConfig of the flags.
 func (o PodOptions) config(ext Extension) (incluster.ServeConfig, error) {
-	hooks, _ := assembly.SelectWebhooks(splitList(o.Webhooks))
-	ctls, _ := assembly.SelectControllers(splitList(o.Controllers))
+	hooks, _ := assembly.SelectWebhooks(splitLists(o.Webhooks))
+	ctls, _ := assembly.SelectControllers(splitLists(o.Controllers))
 	tmpl := ext.Template
 	if o.Template != "" {
 		b, err := os.ReadFile(o.Template)

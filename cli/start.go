@@ -3,11 +3,11 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/session"
 )
@@ -38,16 +38,13 @@ writes for it, and prints the command that starts the manager (docs/your-webhook
 		Flags: b.flags,
 		Action: func(c *cli.Context) error {
 			b.load(c)
-			o.resolveProject(c)
 			if err := o.check(ext); err != nil {
 				return usage(err)
 			}
 			log := o.logger(c.App.ErrWriter)
-			opts := o.config(ext, log, c.App.Writer, !c.IsSet("inspector-address"))
-			if opts.PolicyEnforce.Enabled {
-				opts.PolicyEnforce.Input.Stdin = c.App.Reader
-			}
-			cfg, err := session.Complete(opts)
+			opts := o.config(ext, log, c.App.Writer)
+			opts.Policies.Stdin = c.App.Reader
+			cfg, err := plan.Complete(opts)
 			if err != nil {
 				return configUsage(err)
 			}
@@ -75,12 +72,9 @@ var renderExamples = []Example{
 func renderCommand(ext Extension) (*cli.Command, *binder) {
 	o, b := defaultServeOptions(), &binder{}
 	o.bind(b)
-	var pol startPolicyOptions
-	pol.bind(b)
-	var chainOn bool
-	bind(b, &chainOn, "chain", catUser, "also print the observer configurations start --chain registers (docs/chain.md)", sets("session.Options.Chain"))
-	var takeOver []string
-	bind(b, &takeOver, "take-over", catUser, "[NAMESPACE/]deployment/NAME: also print what start --take-over of it would change, read from the cluster (docs/take-over.md; repeatable)", sets("session.Options.TakeOver"))
+	bindPolicy(b, &o.Plan)
+	bind(b, &o.Plan.Chain, "chain", catUser, "also print the observer configurations start --chain registers (docs/chain.md)", sets("plan.Options.Chain"))
+	bind(b, &o.Plan.TakeOver, "take-over", catUser, "[NAMESPACE/]deployment/NAME: also print what start --take-over of it would change, read from the cluster (docs/take-over.md; repeatable)", sets("plan.Options.TakeOver"))
 	in := defaultInClusterOptions()
 	in.bind(b)
 	cmd := &cli.Command{
@@ -97,7 +91,7 @@ Service, and the same webhook configurations with clientConfig.service reference
 		Action: func(c *cli.Context) error {
 			b.load(c)
 			if in.Enabled {
-				in.GlobalOptions, in.Template, in.Webhooks, in.Controllers = o.GlobalOptions, o.Template, o.Webhooks, o.Controllers
+				in.GlobalOptions, in.Template, in.Webhooks, in.Controllers = o.GlobalOptions, o.Plan.Template.Path, o.Plan.Webhooks, o.Plan.Controllers
 				in.Inapplicable = inapplicable(c, b)
 				return runRenderInCluster(c, in, ext)
 			}
@@ -106,14 +100,10 @@ Service, and the same webhook configurations with clientConfig.service reference
 					return usage(fmt.Errorf("--%s needs --in-cluster", name))
 				}
 			}
-			o.resolveProject(c)
-			if err := errors.Join(o.check(ext), pol.Validate(o.WebhookConfig)); err != nil {
+			if err := o.check(ext); err != nil {
 				return usage(err)
 			}
-			opts := o.config(ext, o.logger(c.App.ErrWriter))
-			pol.apply(&opts, os.Stdin)
-			opts.Chain, opts.TakeOver = chainOn, takeOver
-			cfg, err := session.Complete(opts)
+			cfg, err := plan.Complete(o.config(ext, o.logger(c.App.ErrWriter)))
 			if err != nil {
 				return configUsage(err)
 			}
@@ -126,4 +116,13 @@ Service, and the same webhook configurations with clientConfig.service reference
 		},
 	}
 	return cmd, b
+}
+
+// startPolicyExamples and renderPolicyExamples are --policy's (docs/policies.md).
+var startPolicyExamples = []Example{
+	{Command: "hookback start --policy policies/ --webhooks none --controllers none", Comment: "the inner loop of a ValidatingAdmissionPolicy: every request it matches is evaluated with the apiserver's code and shown in the inspector; edit the file and the next request uses the edit", Serves: true},
+	{Command: "hookback start --policy policies/policy.yaml --webhooks pod-name --controllers none", Comment: "a migration: each review is answered by the webhook and compared with the policy; disagreements are logged, counted, shown and summed up at exit", Serves: true},
+}
+var renderPolicyExamples = []Example{
+	{Command: "hookback render --policy policies/ --advertise-address 192.0.2.10 --webhooks none", Comment: "with the observer --policy registers for the policies' resources"},
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/internal/report"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/project"
 	"github.com/hookback/hookback/record"
 	"github.com/hookback/hookback/session"
@@ -28,14 +29,13 @@ var testExamples = []Example{
 // TestOptions are test's flags: start's webhook inputs, how to start your
 // server, and how to report.
 type TestOptions struct {
-	Serve           ServeOptions
-	Exec            string
-	ExecTimeout     time.Duration
-	UpstreamCertDir string
-	Output          string
-	Update          bool
-	Concurrency     int
-	Fuzz            fuzzOptions
+	Serve       ServeOptions
+	Exec        string
+	ExecTimeout time.Duration
+	Output      string
+	Update      bool
+	Concurrency int
+	Fuzz        fuzzOptions
 	// Policy are --policy's manifests, tested beside the webhooks.
 	Policy []string
 }
@@ -46,18 +46,19 @@ func defaultTestOptions() TestOptions {
 
 func (o *TestOptions) bind(b *binder) {
 	s := &o.Serve
+	p := &s.Plan
 	s.GlobalOptions.bind(b)
-	bind(b, &s.StateDir, "state-dir", catServing, "where hookback keeps its local CA, which signs the --exec server's certificate")
-	bind(b, &s.Template, "template", catServing, "webhook configuration template (default: the built-in webhook-url.yaml.tmpl)")
-	bind(b, &s.Webhooks, "webhooks", catBuiltins, "comma list of built-in webhooks to test, or all or none ("+strings.Join(webhooks.Names(), ", ")+")")
-	bindWebhookOptions(b, &s.Webhook)
-	bind(b, &s.Project, "project", catUser, "kubebuilder or Operator SDK project root (default: the current directory when it has a PROJECT file and no --webhook-config is given): its config/default, built-ins off, --upstream "+project.DefaultUpstream+", --exec the command that starts the manager")
-	bind(b, &s.WebhookConfig, "webhook-config", catUser, "your webhook configurations and CRDs as written for the cluster (file, directory, kustomize directory, bundle, or - for stdin; repeatable)")
+	bind(b, &p.Certs.StateDir, "state-dir", catServing, "where hookback keeps its local CA, which signs the --exec server's certificate", sets("certs.Options.StateDir"))
+	bind(b, &p.Template.Path, "template", catServing, "webhook configuration template (default: the built-in webhook-url.yaml.tmpl)", sets("registration.Template.Path"))
+	bind(b, &p.Webhooks, "webhooks", catBuiltins, "built-in webhooks to test, all or none (comma list or repeated: "+strings.Join(webhooks.Names(), ", ")+"); in project mode the default is none", sets("plan.Options.Webhooks"))
+	bindWebhookOptions(b, &p.WebhookOptions)
+	bind(b, &p.ProjectDir, "project", catUser, "kubebuilder or Operator SDK project root, or auto: the current directory when it has a PROJECT file and no --webhook-config is given; its config/default, the default built-ins off, --upstream "+project.DefaultUpstream+", --exec the command that starts the manager", sets("plan.Options.ProjectDir"))
+	bind(b, &p.User.Manifests, "webhook-config", catUser, "your webhook configurations and CRDs as written for the cluster (file, directory, kustomize directory, bundle, or - for stdin; repeatable)", sets("plan.UserWebhooks.Manifests"))
 	s.bindUpstream(b)
-	bind(b, &s.Timeout, "timeout", catUser, "your webhooks: override every timeoutSeconds, 1s to 30s; 0 keeps each one's")
+	bind(b, &p.User.Timeout, "timeout", catUser, "your webhooks: override every timeoutSeconds, 1s to 30s; 0 keeps each one's", sets("plan.UserWebhooks.Timeout"))
 	bind(b, &o.Exec, "exec", catUser, "start your webhook server with this command (sh -c), with a serving certificate signed by hookback's CA, wait until it accepts TLS, run the suite, stop it (default in project mode: the command start prints, make run or go run)")
 	bind(b, &o.ExecTimeout, "exec-timeout", catUser, "how long --exec's server has to accept TLS (the first go run compiles)", sets("suite.ExecOptions.Deadline"))
-	bind(b, &o.UpstreamCertDir, "upstream-cert-dir", catUser, "with --exec: write the server's tls.crt and tls.key here (default in project mode: controller-runtime's, $TMPDIR/k8s-webhook-server/serving-certs)")
+	bind(b, &p.User.CertDir, "upstream-cert-dir", catUser, "with --exec: write the server's tls.crt and tls.key here (default with --exec and in project mode: controller-runtime's, $TMPDIR/k8s-webhook-server/serving-certs)", sets("plan.UserWebhooks.CertDir"))
 	bind(b, &o.Policy, "policy", catUser, "ValidatingAdmissionPolicies and MutatingAdmissionPolicies (admissionregistration.k8s.io/v1) with their bindings and params: each a webhook of the suite (configuration ValidatingAdmissionPolicy or MutatingAdmissionPolicy, webhook the policy's name), evaluated with the apiserver's code, no cluster (file, directory, kustomize directory, or - for stdin; repeatable)")
 	bind(b, &o.Output, "output", catOutput, "table, json or junit (a testsuite per suite file, a testcase per case and webhook)", alias("o"))
 	bind(b, &o.Update, "update", catOutput, "rewrite the expectations of failing cases to the current answers and print what changed; passing cases stay byte for byte")
@@ -76,9 +77,6 @@ func (o TestOptions) Validate() error {
 	}
 	if o.ExecTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--exec-timeout %s: want more than 0", o.ExecTimeout))
-	}
-	if o.Exec == "" && o.UpstreamCertDir != "" {
-		errs = append(errs, errors.New("--upstream-cert-dir is for --exec: the certificate of the server hookback starts"))
 	}
 	return errors.Join(errs...)
 }
@@ -114,16 +112,28 @@ Exit status: 0 when every case passes, 1 when any fails, 2 on an error: a bad su
 }
 
 func runTest(c *cli.Context, ext Extension, o TestOptions) error {
-	o.Serve.resolveProject(c)
-	if o.Serve.project != nil && o.Exec == "" && o.Serve.upstreamDefaulted {
-		o.Exec = o.Serve.project.Run
-	}
 	if err := o.Validate(); err != nil {
 		return usage(errors.Join(err, o.config(ext, discardLog).Validate()))
 	}
+	log := o.Serve.logger(c.App.ErrWriter)
+	cfg := o.config(ext, log)
+	if o.Exec != "" && cfg.User.CertDir == "" {
+		cfg.User.CertDir = certs.ControllerRuntimeCertDir()
+	}
+	completed, err := plan.Complete(cfg)
+	if err != nil {
+		return exit(err, exitUsage)
+	}
+	proj := completed.Options().Project
+	if proj != nil && o.Exec == "" && completed.Options().User.UpstreamDefaulted {
+		o.Exec = proj.Run
+	}
+	if o.Exec == "" && o.Serve.Plan.User.CertDir != "" {
+		return usage(errors.New("--upstream-cert-dir is for --exec: the certificate of the server hookback starts"))
+	}
 	paths := c.Args().Slice()
-	if len(paths) == 0 && o.Serve.project != nil {
-		paths = []string{filepath.Join(o.Serve.project.Dir, "test", "hookback")}
+	if len(paths) == 0 && proj != nil {
+		paths = []string{filepath.Join(proj.Dir, "test", "hookback")}
 	}
 	if len(paths) == 0 && o.Fuzz.N == 0 {
 		return usage(errors.New("test takes the suite: directories or files of cases (hookback test init writes them from recordings)"))
@@ -131,18 +141,6 @@ func runTest(c *cli.Context, ext Extension, o TestOptions) error {
 	files, err := loadSuite(paths, o.Fuzz.N > 0)
 	if err != nil {
 		return usage(err)
-	}
-	log := o.Serve.logger(c.App.ErrWriter)
-	cfg := o.config(ext, log)
-	if o.Exec != "" {
-		cfg.User.CertDir = o.UpstreamCertDir
-		if cfg.User.CertDir == "" {
-			cfg.User.CertDir = certs.ControllerRuntimeCertDir()
-		}
-	}
-	completed, err := session.Complete(cfg)
-	if err != nil {
-		return exit(err, exitUsage)
 	}
 	setup, err := session.TestTargets(completed)
 	if err != nil {
@@ -172,7 +170,7 @@ func runTest(c *cli.Context, ext Extension, o TestOptions) error {
 		opts.Conversions = append(opts.Conversions, suite.ConversionWebhook{CRD: h.CRD, Converter: h.Converter})
 	}
 	if o.Exec != "" {
-		srv, err := startExec(c.Context, o, setup)
+		srv, err := startExec(c.Context, o, proj, setup)
 		if err != nil {
 			return exit(err, exitUsage)
 		}
@@ -184,8 +182,8 @@ func runTest(c *cli.Context, ext Extension, o TestOptions) error {
 	rows := suite.Run(c.Context, files, opts)
 	if o.Fuzz.N > 0 {
 		samples := ""
-		if o.Serve.project != nil {
-			samples = filepath.Join(o.Serve.project.Dir, "config", "samples")
+		if proj != nil {
+			samples = filepath.Join(proj.Dir, "config", "samples")
 		}
 		fuzzed, err := runFuzz(c.Context, o.Fuzz, o.Serve.GlobalOptions, setup, files, samples, fuzzCaseDir(paths), c.App.ErrWriter, log)
 		if err != nil {
@@ -198,8 +196,8 @@ func runTest(c *cli.Context, ext Extension, o TestOptions) error {
 
 // config is the session's Config of test: no controllers, and your
 // upstreams answer recorded cases without your manifests, at the path
-// each case was recorded at (session.UserWebhooks.RecordedPaths).
-func (o TestOptions) config(ext Extension, log *slog.Logger) session.Options {
+// each case was recorded at (plan.UserWebhooks.RecordedPaths).
+func (o TestOptions) config(ext Extension, log *slog.Logger) plan.Options {
 	cfg := o.Serve.config(ext, log)
 	cfg.Controllers = nil
 	cfg.User.RecordedPaths = true
@@ -208,10 +206,10 @@ func (o TestOptions) config(ext Extension, log *slog.Logger) session.Options {
 
 // startExec starts --exec's server where the project (or the current
 // directory) is, and waits until it accepts TLS.
-func startExec(ctx context.Context, o TestOptions, setup *session.TestSetup) (*suite.Server, error) {
+func startExec(ctx context.Context, o TestOptions, proj *project.Project, setup *session.TestSetup) (*suite.Server, error) {
 	dir := ""
-	if o.Serve.project != nil {
-		dir = o.Serve.project.Dir
+	if proj != nil {
+		dir = proj.Dir
 	}
 	return suite.StartServer(ctx, suite.ExecOptions{Command: o.Exec, Dir: dir, Ready: setup.Probe, Deadline: o.ExecTimeout})
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"regexp"
 	"runtime/debug"
-	"strings"
 )
 
 // Revision is the commit a release was built from, set at build time with
@@ -93,17 +92,3 @@ func moduleVersion(v string) string {
 // the 12-hex commit prefix (v0.0.0-20261123055517-0ea58dc0ffee), with the
 // +dirty a build from a modified clone adds.
 var pseudoVersion = regexp.MustCompile(`[-.]\d{14}-([0-9a-f]{12})(?:\+dirty)?$`)
-
-// defaultImage is the released image of this build. The release workflow
-// pushes ghcr.io/hookback/hookback:<git describe> for every tag and every
-// commit on main, and :latest for main. A build from a tree with
-// uncommitted changes runs the image of its commit (it has none of its
-// own); a dev build, a go-command pseudo-version or a release snapshot
-// (goreleaser --snapshot, never pushed) runs :latest.
-func defaultImage(version string) string {
-	v := strings.TrimSuffix(strings.TrimSuffix(version, "+dirty"), "-dirty")
-	if v == "" || v == "dev" || pseudoVersion.MatchString(v) || strings.Contains(v, "-SNAPSHOT-") {
-		return "ghcr.io/hookback/hookback:latest"
-	}
-	return "ghcr.io/hookback/hookback:" + v
-}

@@ -1,6 +1,6 @@
 // Package field is the error a library package returns when one option's
 // value is wrong: it names the Go field that holds the value, as the
-// library's own types spell it ("session.Options.Port",
+// library's own types spell it ("plan.Options.Port",
 // "certs.Options.Mode"), so a program that embeds hookback, which has no
 // flags, reads what to change in its own code. The CLI binds every flag to
 // one field (cli/binder.go) and renders the same error with the flag's name
@@ -10,7 +10,7 @@
 // It is a package of its own, public, because callers outside this module
 // use errors.As on it; internal/ could not be named by them. A name is the
 // declaring package, the type and the field ("pkg.Type.Field"), not a path
-// from one root: the same certs.Options is checked under session.Options,
+// from one root: the same certs.Options is checked under plan.Options,
 // incluster.ServeConfig and audit, and a qualified name needs no prefix
 // added by each caller. k8s.io/apimachinery's validation field.Error was
 // considered: its text ("Invalid value: ...") would change every message
@@ -27,7 +27,7 @@ import (
 // Error says that the value of one field is wrong, and what to do.
 type Error struct {
 	// Field is the field's qualified name, pkg.Type.Field (a nested field
-	// continues with dots: session.InspectorConfig.Keep).
+	// continues with dots: plan.InspectorConfig.Keep).
 	Field string
 	// Value is the value as the message shows it (quoted when a string
 	// needs it); empty when the message shows none.

@@ -17,19 +17,19 @@ func TestError(t *testing.T) {
 		refs       []string
 	}{{
 		name: "value and detail",
-		err:  New("session.Options.Port", "0", "want a TCP port, 1 to 65535"),
-		text: "session.Options.Port 0: want a TCP port, 1 to 65535",
+		err:  New("plan.Options.Port", "0", "want a TCP port, 1 to 65535"),
+		text: "plan.Options.Port 0: want a TCP port, 1 to 65535",
 		flag: "--port 0: want a TCP port, 1 to 65535",
 	}, {
 		name: "no value, a reference in the advice",
-		err:  New("session.Options.ChainAuditLog", "a.log", "it serves {session.Options.Chain} only: add {session.Options.Chain}"),
-		text: "session.Options.ChainAuditLog a.log: it serves session.Options.Chain only: add session.Options.Chain",
+		err:  New("plan.Options.ChainAuditLog", "a.log", "it serves {plan.Options.Chain} only: add {plan.Options.Chain}"),
+		text: "plan.Options.ChainAuditLog a.log: it serves plan.Options.Chain only: add plan.Options.Chain",
 		flag: "--chainauditlog a.log: it serves --chain only: add --chain",
-		refs: []string{"session.Options.Chain", "session.Options.Chain"},
+		refs: []string{"plan.Options.Chain", "plan.Options.Chain"},
 	}, {
 		name: "nested field, no detail",
-		err:  New("session.InspectorConfig.Keep", "-1", ""),
-		text: "session.InspectorConfig.Keep -1",
+		err:  New("plan.InspectorConfig.Keep", "-1", ""),
+		text: "plan.InspectorConfig.Keep -1",
 		flag: "--keep -1",
 	}, {
 		name: "a clause after the field",

@@ -25,10 +25,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
-	"github.com/hookback/hookback/assembly"
-	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/internal/errkind"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/rbac"
 	"github.com/hookback/hookback/registration"
 )
@@ -149,22 +148,25 @@ func serveRoles(o Options) ([]runtime.Object, error) {
 	return out, nil
 }
 
-// webhookConfigurations renders start's template with service references.
+// webhookConfigurations are start's template rendered as start renders
+// it (plan's Config.Objects), at the placement of an install: pointed at
+// the install's Service, named as written, labelled as the install's.
 func webhookConfigurations(o Options) ([]runtime.Object, error) {
-	// Webhook options change what a handler does, never its name or path.
-	served, err := assembly.ServedWebhooks(o.Webhooks, webhooks.DefaultOptions(), nil)
+	po := plan.DefaultOptions()
+	// Webhook options change what a handler does, never its name or path;
+	// the install has no project, inspector or controllers of a session.
+	po.Webhooks, po.Controllers, po.ProjectDir, po.Inspector = o.Webhooks, nil, "", plan.InspectorConfig{}
+	po.Template = registration.Template{Default: o.Template}
+	c, err := plan.Complete(po)
 	if err != nil {
 		return nil, err
 	}
-	names, paths := make([]string, len(served)), make([]string, len(served))
-	for i, h := range served {
-		names[i], paths[i] = h.Name, h.Path
-	}
-	reg, err := registration.RenderService("webhook-url.yaml.tmpl", o.Template, registration.TemplateData{Enabled: names}, paths,
-		registration.ServiceRef{Namespace: o.Namespace, Name: Name, Port: ServicePort}, Labels())
+	objs, err := c.Objects(plan.Placement{Target: registration.Target{Service: &registration.ServiceRef{Namespace: o.Namespace, Name: Name, Port: ServicePort}},
+		Install: Labels()})
 	if err != nil {
 		return nil, err
 	}
+	reg := objs.Configurations
 	out := make([]runtime.Object, 0, len(reg.Objects))
 	for _, obj := range reg.Objects {
 		if err := excludeNamespace(obj, o.Namespace); err != nil {

@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/hookback/hookback/advertise"
 	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/record"
 )
@@ -72,7 +73,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Store == nil {
 		return nil, errors.New("inspector needs a store")
 	}
-	if !opts.Expose && !IsLoopback(opts.Address) {
+	if !opts.Expose && !advertise.IsLoopbackAddress(opts.Address) {
 		return nil, field.Clause("inspector.Options.Address", opts.Address, "is not a loopback address: pass {inspector.Options.Expose} to serve reviews beyond this machine")
 	}
 	if opts.Log == nil {
@@ -86,25 +87,11 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, field.Advise("inspector.Options.Address", "listen for the inspector on %s: %w (pick another {inspector.Options.Address}, or \"\" to disable it)", opts.Address, err)
 	}
-	if !IsLoopback(opts.Address) {
+	if !advertise.IsLoopbackAddress(opts.Address) {
 		opts.Log.Warn("the inspector is exposed beyond loopback: anyone who reaches it sees every review (Secrets' data redacted) and can replay them",
 			"address", ln.Addr().String())
 	}
 	return &Server{opts: opts, log: opts.Log, tmpl: tmpl, ln: ln}, nil
-}
-
-// IsLoopback reports whether host:port names a loopback host (localhost or
-// a loopback IP); an empty host (every interface) is not one.
-func IsLoopback(address string) bool {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // Close releases the listener of a server that will not be started.

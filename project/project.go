@@ -119,7 +119,7 @@ func manifestPaths(dir string) ([]string, string, error) {
 		}
 	}
 	if len(dirs) == 0 {
-		return nil, "", field.Advise("session.UserWebhooks.Manifests", "project %s: %s, and there is no config/webhook nor config/crd: pass {session.UserWebhooks.Manifests} with your webhook manifests", dir, why)
+		return nil, "", field.Advise("plan.UserWebhooks.Manifests", "project %s: %s, and there is no config/webhook nor config/crd: pass {plan.UserWebhooks.Manifests} with your webhook manifests", dir, why)
 	}
 	return dirs, why, nil
 }

@@ -81,8 +81,8 @@ func TestLoad(t *testing.T) {
 func TestLoadNoManifests(t *testing.T) {
 	dir := tree(t, func(dir string) { os.RemoveAll(filepath.Join(dir, "config")) })
 	_, err := Load(dir)
-	if err == nil || !strings.Contains(err.Error(), "pass session.UserWebhooks.Manifests") {
-		t.Fatalf("err = %v, want one that says to pass session.UserWebhooks.Manifests", err)
+	if err == nil || !strings.Contains(err.Error(), "pass plan.UserWebhooks.Manifests") {
+		t.Fatalf("err = %v, want one that says to pass plan.UserWebhooks.Manifests", err)
 	}
 	if Has(t.TempDir()) {
 		t.Error("Has: true in an empty directory")

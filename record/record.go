@@ -67,7 +67,7 @@ var _ admissionhttp.Recorder = (*Recorder)(nil)
 // NewRecorder creates dir (0700) if needed.
 func NewRecorder(dir string, log *slog.Logger) (*Recorder, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, field.Advise("session.Options.RecordDir", "create {session.Options.RecordDir}: %w", err)
+		return nil, field.Advise("plan.Options.RecordDir", "create {plan.Options.RecordDir}: %w", err)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

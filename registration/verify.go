@@ -190,27 +190,27 @@ func Diagnose(err error, url, namespace string) error {
 	}
 	var hint string
 	// advise is the field the hint says to set, when it says one.
-	advise := "session.Options.AdvertiseAddress"
+	advise := "plan.Options.AdvertiseAddress"
 	switch {
 	case has("connection refused"):
 		hint = "connection refused: the apiserver reached the address but nothing listens on that port there. " +
-			"The advertise address is not this machine as the apiserver sees it: set {session.Options.AdvertiseAddress} to an address of this machine the apiserver can route to (and check {session.Options.BindAddress} and {session.Options.Port})"
+			"The advertise address is not this machine as the apiserver sees it: set {plan.Options.AdvertiseAddress} to an address of this machine the apiserver can route to (and check {plan.Options.BindAddress} and {plan.Options.Port})"
 	case has("certificate signed by unknown authority", "unknown authority"):
 		advise = ""
 		hint = "unknown certificate authority: the apiserver does not trust the certificate it was served. " +
 			"Something else may be answering on that address, or the caBundle is stale: check that the address is this machine and run `hookback cleanup`"
 	case has("certificate is valid for", "certificate is not valid for", "doesn't contain any IP SANs", "not valid for any names"):
 		hint = "certificate not valid for the address: the serving certificate does not cover the host in the URL. " +
-			"If the address is NATed or tunnelled, set {session.Options.AdvertiseAddress} to the name or IP the apiserver dials"
+			"If the address is NATed or tunnelled, set {plan.Options.AdvertiseAddress} to the name or IP the apiserver dials"
 	case has("no route to host", "network is unreachable"):
-		hint = "no route: the apiserver has no route to this machine. Set {session.Options.AdvertiseAddress} to an address on a network the apiserver shares with this machine" + tunnelHint
+		hint = "no route: the apiserver has no route to this machine. Set {plan.Options.AdvertiseAddress} to an address on a network the apiserver shares with this machine" + tunnelHint
 	case has("i/o timeout", "context deadline exceeded", "Client.Timeout", "timeout"):
-		hint = "timeout: the apiserver's connection to this machine timed out. A firewall may drop the port, or the address is not routable from the cluster: open the port or set {session.Options.AdvertiseAddress}" + tunnelHint
+		hint = "timeout: the apiserver's connection to this machine timed out. A firewall may drop the port, or the address is not routable from the cluster: open the port or set {plan.Options.AdvertiseAddress}" + tunnelHint
 	case has("no such host"):
-		hint = "DNS: the apiserver cannot resolve the advertised name. Set {session.Options.AdvertiseAddress} to an IP or a name the cluster's DNS resolves"
+		hint = "DNS: the apiserver cannot resolve the advertised name. Set {plan.Options.AdvertiseAddress} to an IP or a name the cluster's DNS resolves"
 	case apierrors.IsForbidden(err) && !has("admission webhook"):
-		advise = "session.Options.LeaseNamespace"
-		hint = fmt.Sprintf("forbidden: hookback may not create ConfigMaps in namespace %q for the dry-run canary. Grant `create configmaps` there, or pick another {session.Options.LeaseNamespace}", namespace)
+		advise = "plan.Options.LeaseNamespace"
+		hint = fmt.Sprintf("forbidden: hookback may not create ConfigMaps in namespace %q for the dry-run canary. Grant `create configmaps` there, or pick another {plan.Options.LeaseNamespace}", namespace)
 	default:
 		advise, hint = "", "unexpected error"
 	}

@@ -27,14 +27,14 @@ func TestDiagnose(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"connection refused", webhookErr("dial tcp 10.1.2.3:8443: connect: connection refused"), "set session.Options.AdvertiseAddress to an address"},
+		{"connection refused", webhookErr("dial tcp 10.1.2.3:8443: connect: connection refused"), "set plan.Options.AdvertiseAddress to an address"},
 		{"timeout", webhookErr("context deadline exceeded"), "timed out"},
 		{"no route", webhookErr("dial tcp 10.1.2.3:8443: connect: no route to host"), "no route"},
 		{"timeout suggests the tunnel", webhookErr("context deadline exceeded"), "use tunnel.Config.Enabled"},
 		{"no route suggests the tunnel", webhookErr("dial tcp 10.1.2.3:8443: connect: no route to host"), "use tunnel.Config.Enabled"},
 		{"unknown authority", webhookErr("tls: failed to verify certificate: x509: certificate signed by unknown authority"), "unknown certificate authority"},
 		{"wrong SAN", webhookErr("tls: failed to verify certificate: x509: certificate is valid for 127.0.0.1, not 10.1.2.3"), "not valid for the address"},
-		{"forbidden", apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "x", errors.New("no")), "or pick another session.Options.LeaseNamespace"},
+		{"forbidden", apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "x", errors.New("no")), "or pick another plan.Options.LeaseNamespace"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -120,12 +120,12 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	}
 	wl, err := net.Listen("tcp", opts.Address)
 	if err != nil {
-		return nil, field.Advise("server.Options.Address", "listen for webhooks on %s: %w (is another hookback running? pick {session.Options.Port}, or {session.Options.BindAddress} with an address of this machine)", opts.Address, err)
+		return nil, field.Advise("server.Options.Address", "listen for webhooks on %s: %w (is another hookback running? pick {plan.Options.Port}, or {plan.Options.BindAddress} with an address of this machine)", opts.Address, err)
 	}
 	hl, err := net.Listen("tcp", opts.HealthAddress)
 	if err != nil {
 		wl.Close()
-		return nil, field.Advise("server.Options.HealthAddress", "listen for health on %s: %w (pick another {session.Options.HealthAddress})", opts.HealthAddress, err)
+		return nil, field.Advise("server.Options.HealthAddress", "listen for health on %s: %w (pick another {plan.Options.HealthAddress})", opts.HealthAddress, err)
 	}
 	return &Server{webhooks: opts.Webhooks, handlers: opts.Handlers, tls: opts.TLS, log: opts.Log, metrics: opts.Metrics, recorder: opts.Recorder, limits: opts.Limits.withDefaults(), webhookLn: wl, healthLn: hl}, nil
 }

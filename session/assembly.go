@@ -10,6 +10,7 @@ import (
 	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/inspector"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/server"
 )
 
@@ -19,7 +20,7 @@ import (
 type yours struct {
 	// log, inspector and recordDir are where the run's reports go.
 	log       *slog.Logger
-	inspector InspectorConfig
+	inspector plan.InspectorConfig
 	recordDir string
 	// builtins are the built-in webhooks served, by name, and their
 	// options: replays build them again (newInspector).

@@ -21,6 +21,7 @@ import (
 	"github.com/hookback/hookback/audit"
 	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/registration"
 )
 
@@ -38,16 +39,16 @@ type AuditConfig struct {
 	Progress    func(audit.Progress)
 	// Policies, when set, are audited beside the webhooks, each as a
 	// webhook of its own (PolicyWebhooks).
-	Policies PolicyInput
+	Policies plan.PolicyInput
 }
 
 // Audit sends the cluster's existing objects through the webhooks a run of
 // cfg would register, as dry-run reviews, and returns what each did. It
 // registers and writes nothing. An upstream that cannot be reached stops
 // it, named, before anything is listed.
-func Audit(ctx context.Context, c *Config, ac AuditConfig) ([]audit.Result, error) {
-	cfg := c.opts
-	user, err := c.callerUpstreams(cfg.User)
+func Audit(ctx context.Context, c *plan.Config, ac AuditConfig) ([]audit.Result, error) {
+	cfg := c.Options()
+	user, err := callerUpstreams(c, cfg.User)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +61,7 @@ func Audit(ctx context.Context, c *Config, ac AuditConfig) ([]audit.Result, erro
 		return nil, err
 	}
 	var unreachable []error
-	for up, err := range user.probe(ctx) {
+	for up, err := range probeUpstreams(ctx, user) {
 		if err != nil {
 			unreachable = append(unreachable, fmt.Errorf("upstream %s: %w", up, err))
 		}
@@ -110,21 +111,21 @@ func Audit(ctx context.Context, c *Config, ac AuditConfig) ([]audit.Result, erro
 // AuditWebhooks are the webhooks a run of cfg would register, each with the
 // handler that answers it: a built-in called in process, or a forwarder to
 // your upstream with start's answer checks.
-func AuditWebhooks(c *Config) ([]audit.Webhook, error) {
-	hooks, _, err := auditInputs(c, c.opts.User, c.opts.Scope)
+func AuditWebhooks(c *plan.Config) ([]audit.Webhook, error) {
+	hooks, _, err := auditInputs(c, c.Options().User, c.Options().Scope)
 	return hooks, err
 }
 
 // auditInputs are the webhooks of AuditWebhooks and the conversion
 // webhooks of the manifests' CRDs, each narrowed by the scope: c's
 // Objects, with c's upstreams and scope as the audit resolved them.
-func auditInputs(c *Config, spec UserWebhooks, scope registration.Scope) ([]audit.Webhook, []audit.Conversion, error) {
-	cfg := c.opts
+func auditInputs(c *plan.Config, spec plan.UserWebhooks, scope registration.Scope) ([]audit.Webhook, []audit.Conversion, error) {
+	cfg := c.Options()
 	served, err := assembly.ServedWebhooks(cfg.Webhooks, cfg.WebhookOptions, cfg.Extra)
 	if err != nil {
 		return nil, nil, err
 	}
-	user, err := c.userWebhooks(spec)
+	user, err := newUserWebhooks(c, spec)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -134,7 +135,7 @@ func auditInputs(c *Config, spec UserWebhooks, scope registration.Scope) ([]audi
 	}
 	// The scope narrows every webhook as start registers it (ANDed
 	// selectors), so the audit matches what start would send.
-	objs, err := c.Objects(Placement{Target: registration.Target{URL: auditBase}, Scope: scope})
+	objs, err := c.Objects(plan.Placement{Target: registration.Target{URL: auditBase}, Scope: scope})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -142,7 +143,7 @@ func auditInputs(c *Config, spec UserWebhooks, scope registration.Scope) ([]audi
 		cfg.Log.Info(n)
 	}
 	handlers := map[string]admission.Handler{}
-	for _, h := range slices.Concat(served, observerWebhooks(cfg.Observers), user.hooks) {
+	for _, h := range slices.Concat(served, plan.ObserverWebhooks(cfg.Observers), user.hooks) {
 		handlers[h.Path] = h.Handler
 	}
 	var out []audit.Webhook

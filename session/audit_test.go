@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookback/hookback/audit"
 	"github.com/hookback/hookback/builtin/webhooks"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/registration"
 )
 
@@ -30,7 +31,7 @@ func TestAuditWebhooks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := Options{Session: "s", Webhooks: []string{"pod-name", "node-status"}, Template: registration.Template{Default: tmpl}, Scope: tt.scope, WebhookOptions: webhooks.DefaultOptions()}
+			cfg := plan.Options{Session: "s", Webhooks: []string{"pod-name", "node-status"}, Template: registration.Template{Default: tmpl}, Scope: tt.scope, WebhookOptions: webhooks.DefaultOptions()}
 			hooks, err := AuditWebhooks(completed(t, cfg))
 			if err != nil {
 				t.Fatal(err)

@@ -15,7 +15,6 @@ import (
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/chain"
 	"github.com/hookback/hookback/kubeconfig"
-	"github.com/hookback/hookback/rbac"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/server"
 )
@@ -33,25 +32,6 @@ type chainRun struct {
 	sinks   []func(chain.Published)
 	session string
 	log     *slog.Logger
-}
-
-// chainPermissions are what --chain reads besides the webhook
-// configurations registration already watches.
-func chainPermissions(on bool) []rbac.Permission {
-	if !on {
-		return nil
-	}
-	var out []rbac.Permission
-	for _, res := range []string{"mutatingadmissionpolicies", "mutatingadmissionpolicybindings", "validatingadmissionpolicies", "validatingadmissionpolicybindings"} {
-		for _, verb := range []string{"list", "watch"} {
-			out = append(out, rbac.Permission{Verb: verb, Group: "admissionregistration.k8s.io", Resource: res,
-				Why: "--chain: name the policies that could have changed an object", Part: "chain"})
-		}
-	}
-	for _, verb := range []string{"list", "watch"} {
-		out = append(out, rbac.Permission{Verb: verb, Resource: "namespaces", Why: "--chain: match namespace selectors", Part: "chain"})
-	}
-	return out
 }
 
 // newChainRun builds start --chain's parts on cl, or nil when --chain is

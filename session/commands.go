@@ -8,7 +8,9 @@ import (
 
 	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/internal/errkind"
 	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/tunnel"
 )
@@ -17,8 +19,17 @@ import (
 // (Config.Objects), without serving or writing anything: the caBundle is
 // the one the run's certificate would need, and without an advertise
 // address the kubeconfig decides it as Run would.
-func Render(ctx context.Context, c *Config) ([]byte, error) {
-	cfg := c.opts
+func Render(ctx context.Context, c *plan.Config) ([]byte, error) {
+	cfg := c.Options()
+	// The policies, read before anything else, as Run reads them.
+	pol, err := readPolicies(cfg.Policies, cfg.Log)
+	if err != nil {
+		return nil, errkind.New(plan.ErrInvalidConfig, err)
+	}
+	policyObservers, err := pol.observers()
+	if err != nil {
+		return nil, err
+	}
 	sc, err := renderScope(ctx, cfg.Scope, cfg.Kubeconfig)
 	if err != nil {
 		return nil, err
@@ -45,11 +56,11 @@ func Render(ctx context.Context, c *Config) ([]byte, error) {
 		return nil, err
 	}
 	// Your webhooks as start loads them: the same checks, the same log.
-	if _, err := c.userWebhooks(cfg.User); err != nil {
+	if _, err := newUserWebhooks(c, cfg.User); err != nil {
 		return nil, err
 	}
-	objs, err := c.Objects(Placement{Target: registration.Target{URL: URL(host, cfg.Port), CABundle: bundle},
-		LeaseRef: cfg.leaseRef(), Scope: sc, Observe: chainObserve(cfg.Chain, cfg.Session, cfg.Log)})
+	objs, err := c.Objects(plan.Placement{Target: registration.Target{URL: plan.URL(host, cfg.Port), CABundle: bundle},
+		LeaseRef: cfg.LeaseRef(), Observers: policyObservers, Scope: sc, Observe: chainObserve(cfg.Chain, cfg.Session, cfg.Log)})
 	if err != nil {
 		return nil, err
 	}
@@ -122,6 +133,6 @@ func Cleanup(ctx context.Context, cfg CleanupConfig) ([]string, error) {
 
 // ProbeUpstreams reports, per upstream URL, whether it accepts connections
 // (nil) or why not: `hookback check --upstream`.
-func ProbeUpstreams(ctx context.Context, spec UserWebhooks) map[string]error {
-	return spec.probe(ctx)
+func ProbeUpstreams(ctx context.Context, spec plan.UserWebhooks) map[string]error {
+	return probeUpstreams(ctx, spec)
 }

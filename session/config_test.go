@@ -10,6 +10,7 @@ import (
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/plan"
 )
 
 func TestShellQuote(t *testing.T) {
@@ -29,44 +30,45 @@ func TestShellQuote(t *testing.T) {
 // naming what to fix.
 func TestConfigValidate(t *testing.T) {
 	allow := admission.HandlerFunc(func(context.Context, admission.Request) admission.Response { return admission.Allowed("") })
-	valid := func() Options {
-		return Options{Session: "s", LeaseNamespace: "default", Port: 8443, Certs: certs.Options{Mode: certs.ModeSelfSigned},
+	valid := func() plan.Options {
+		return plan.Options{Session: "s", LeaseNamespace: "default", Port: 8443, Certs: certs.Options{Mode: certs.ModeSelfSigned},
 			WebhookOptions: webhooks.DefaultOptions()}
 	}
 	tests := []struct {
 		name   string
-		change func(c *Options)
+		change func(c *plan.Options)
 		want   []string
 	}{
-		{name: "valid", change: func(*Options) {}},
-		{name: "no session, port out of range, no lease namespace", change: func(c *Options) {
-			c.Session, c.Port, c.LeaseNamespace = "", 70000, ""
-		}, want: []string{"the session name is empty", "session.Options.Port 70000: want a TCP port, 1 to 65535", "the lease namespace is empty"}},
-		{name: "extra webhooks without a handler, on one path", change: func(c *Options) {
+		{name: "no session: <user>-<host>", change: func(c *plan.Options) { c.Session = "" }},
+		{name: "valid", change: func(*plan.Options) {}},
+		{name: "port out of range, no lease namespace", change: func(c *plan.Options) {
+			c.Port, c.LeaseNamespace = 70000, ""
+		}, want: []string{"plan.Options.Port 70000: want a TCP port, 1 to 65535", "the lease namespace is empty"}},
+		{name: "extra webhooks without a handler, on one path", change: func(c *plan.Options) {
 			c.Extra = []admission.Webhook{{Name: "a", Path: "/x", Handler: allow}, {Name: "b", Path: "/x"}}
 		}, want: []string{`extra webhook "b" needs a name, a path starting with / and a handler`, "extra webhooks a and b both use path /x"}},
-		{name: "upstream without manifests, a timeout beyond the apiserver's", change: func(c *Options) {
-			c.User = UserWebhooks{Upstreams: []Upstream{{URL: "https://127.0.0.1:9443"}}, Timeout: time.Minute}
-		}, want: []string{"session.UserWebhooks.Upstream needs session.UserWebhooks.Manifests", "session.UserWebhooks.Timeout 1m0s: want 1s to 30s"}},
-		{name: "upstream and cert dir without manifests, for recorded cases (test)", change: func(c *Options) {
-			c.User = UserWebhooks{Upstreams: []Upstream{{URL: "https://127.0.0.1:9443"}}, CertDir: "d", RecordedPaths: true}
+		{name: "upstream without manifests, a timeout beyond the apiserver's", change: func(c *plan.Options) {
+			c.User = plan.UserWebhooks{Upstreams: []plan.Upstream{{URL: "https://127.0.0.1:9443"}}, Timeout: time.Minute}
+		}, want: []string{"plan.UserWebhooks.Upstream needs plan.UserWebhooks.Manifests", "plan.UserWebhooks.Timeout 1m0s: want 1s to 30s"}},
+		{name: "upstream and cert dir without manifests, for recorded cases (test)", change: func(c *plan.Options) {
+			c.User = plan.UserWebhooks{Upstreams: []plan.Upstream{{URL: "https://127.0.0.1:9443"}}, CertDir: "d", RecordedPaths: true}
 		}},
-		{name: "manifests without upstream", change: func(c *Options) {
-			c.User = UserWebhooks{Manifests: []string{"m.yaml"}}
-		}, want: []string{"session.UserWebhooks.Manifests needs session.UserWebhooks.Upstream"}},
-		{name: "a cert dir without manifests", change: func(c *Options) { c.User = UserWebhooks{CertDir: "d"} },
-			want: []string{"session.UserWebhooks.CertDir needs session.UserWebhooks.Manifests"}},
-		{name: "the inspector beyond loopback, a negative keep", change: func(c *Options) {
-			c.Inspector = InspectorConfig{Address: "0.0.0.0:8080", Keep: -1}
-		}, want: []string{"session.InspectorConfig.Keep -1", "pass session.InspectorConfig.Expose"}},
-		{name: "files mode without files", change: func(c *Options) { c.Certs.Mode = certs.ModeFiles },
+		{name: "manifests without upstream (rbac, check; serving them says which webhook has none)", change: func(c *plan.Options) {
+			c.User = plan.UserWebhooks{Manifests: []string{"m.yaml"}}
+		}},
+		{name: "a cert dir without manifests", change: func(c *plan.Options) { c.User = plan.UserWebhooks{CertDir: "d"} },
+			want: []string{"plan.UserWebhooks.CertDir needs plan.UserWebhooks.Manifests"}},
+		{name: "the inspector beyond loopback, a negative keep", change: func(c *plan.Options) {
+			c.Inspector = plan.InspectorConfig{Address: "0.0.0.0:8080", Keep: -1}
+		}, want: []string{"plan.InspectorConfig.Keep -1", "pass plan.InspectorConfig.Expose"}},
+		{name: "files mode without files", change: func(c *plan.Options) { c.Certs.Mode = certs.ModeFiles },
 			want: []string{"certs.Options.Mode files needs certs.Options.CertFile and certs.Options.KeyFile"}},
-		{name: "a session name that is no DNS label", change: func(c *Options) { c.Session = "Not_Valid" },
-			want: []string{`session.Options.Session "Not_Valid": use lowercase letters, digits and '-', at most 40 characters`}},
-		{name: "negative durations, a lease shorter than a second", change: func(c *Options) {
+		{name: "a session name that is no DNS label", change: func(c *plan.Options) { c.Session = "Not_Valid" },
+			want: []string{`plan.Options.Session "Not_Valid": use lowercase letters, digits and '-', at most 40 characters`}},
+		{name: "negative durations, a lease shorter than a second", change: func(c *plan.Options) {
 			c.VerifyTimeout, c.LeaseDuration = -time.Second, time.Millisecond
-		}, want: []string{"session.Options.VerifyTimeout -1s: want more than 0", "session.Options.LeaseDuration 1ms: want at least 1s"}},
-		{name: "built-in options, each naming its field", change: func(c *Options) { c.WebhookOptions.CPUOversellFactor = 0.5 },
+		}, want: []string{"plan.Options.VerifyTimeout -1s: want more than 0", "plan.Options.LeaseDuration 1ms: want at least 1s"}},
+		{name: "built-in options, each naming its field", change: func(c *plan.Options) { c.WebhookOptions.CPUOversellFactor = 0.5 },
 			want: []string{"webhooks.Options.CPUOversellFactor 0.5: want a finite number >= 1"}},
 	}
 	for _, tt := range tests {
@@ -80,7 +82,7 @@ func TestConfigValidate(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, ErrInvalidConfig) {
+			if !errors.Is(err, plan.ErrInvalidConfig) {
 				t.Fatalf("Validate = %v, want an ErrInvalidConfig saying %q", err, tt.want)
 			}
 			for _, w := range tt.want {

@@ -13,6 +13,7 @@ import (
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/internal/admissionhttp"
 	"github.com/hookback/hookback/manifests"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/record"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/upstream"
@@ -43,11 +44,11 @@ func loadConversions(u *userWebhooks, log *slog.Logger) (*conversions, error) {
 		if crd.Conversion == nil {
 			continue
 		}
-		up, err := u.spec.upstreamFor(*crd.Conversion)
+		up, err := upstreamFor(u.spec, *crd.Conversion)
 		if err != nil {
 			return nil, fmt.Errorf("conversion webhook of CustomResourceDefinition %q: %w", crd.Name, err)
 		}
-		opts := u.spec.options(up)
+		opts := u.spec.UpstreamOptions(up)
 		opts.Log = log
 		conv, err := upstream.NewConverter(opts, crd.Conversion.UpstreamPath)
 		if err != nil {
@@ -91,7 +92,7 @@ func (r *run) crds() *registration.CRDs {
 
 // ensureCRDs installs the missing CRDs and points the selected conversion
 // webhooks at hookback with the current caBundle.
-func (r *run) ensureCRDs(ctx context.Context, objs *Objects, bundle string) error {
+func (r *run) ensureCRDs(ctx context.Context, objs *plan.Objects, bundle string) error {
 	if r.conversions == nil || len(objs.CRDs) == 0 {
 		return nil
 	}

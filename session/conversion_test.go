@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookback/hookback/conversion"
 	"github.com/hookback/hookback/inspector"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/record"
 )
 
@@ -56,19 +57,19 @@ func TestLoadConversions(t *testing.T) {
 	}
 	tests := []struct {
 		name      string
-		upstreams []Upstream
+		upstreams []plan.Upstream
 		wantErr   string
 	}{
-		{name: "default upstream", upstreams: []Upstream{{URL: "https://127.0.0.1:9443"}}},
-		{name: "mapped by service", upstreams: []Upstream{{Service: "shop-system/webhook-service", URL: "https://127.0.0.1:9443"},
+		{name: "default upstream", upstreams: []plan.Upstream{{URL: "https://127.0.0.1:9443"}}},
+		{name: "mapped by service", upstreams: []plan.Upstream{{Service: "shop-system/webhook-service", URL: "https://127.0.0.1:9443"},
 			{Service: "other/svc", URL: "https://127.0.0.1:9444"}}},
-		{name: "no upstream takes it", upstreams: []Upstream{{Service: "other/svc", URL: "https://127.0.0.1:9443"}},
-			wantErr: `conversion webhook of CustomResourceDefinition "widgets.shop.io": webhooks widgets.shop.io target service shop-system/webhook-service and no session.UserWebhooks.Upstream takes them`},
+		{name: "no upstream takes it", upstreams: []plan.Upstream{{Service: "other/svc", URL: "https://127.0.0.1:9443"}},
+			wantErr: `conversion webhook of CustomResourceDefinition "widgets.shop.io": webhooks widgets.shop.io target service shop-system/webhook-service and no plan.UserWebhooks.Upstream takes them`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := Options{Session: "s"}.withDefaults()
-			u, err := loadUser(UserWebhooks{Manifests: []string{dir}, Upstreams: tt.upstreams}, cfg)
+			cfg := resolved(plan.Options{Session: "s"})
+			u, err := loadUser(plan.UserWebhooks{Manifests: []string{dir}, Upstreams: tt.upstreams}, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +101,7 @@ func TestConversionReplayTarget(t *testing.T) {
 	c := &conversions{hooks: []conversion.Webhook{{CRD: "widgets.shop.io", Path: "/convert/widgets.shop.io/convert", Converter: answerConverter{body}}}}
 	sources := map[string]string{}
 	fallback := func(e record.Entry) (http.Handler, error) { return nil, errors.New("admission: " + e.Path) }
-	target := c.replayTarget(fallback, sources, Options{}.withDefaults().Log)
+	target := c.replayTarget(fallback, sources, resolved(plan.Options{}).Log)
 	if sources["convert/widgets.shop.io"] != inspector.SourceUpstream {
 		t.Errorf("sources %v", sources)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/hookback/hookback/fault"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/lint"
+	"github.com/hookback/hookback/plan"
 )
 
 // DrillRequestTimeout bounds each of the drill's requests: past the 34 s
@@ -30,8 +31,8 @@ const DrillRequestTimeout = 40 * time.Second
 // a node status update, a node lease renewal, and each of own: the pods
 // your webhooks' Services need to come back. It reports how the apiserver
 // answered each.
-func Drill(ctx context.Context, c *Config, faults []fault.Fault, own []lint.OwnPod) (*DrillReport, error) {
-	kc, err := kubeconfig.Load(c.opts.Kubeconfig)
+func Drill(ctx context.Context, c *plan.Config, faults []fault.Fault, own []lint.OwnPod) (*DrillReport, error) {
+	kc, err := kubeconfig.Load(c.Options().Kubeconfig)
 	if err != nil {
 		return nil, err
 	}
@@ -52,16 +53,15 @@ func Drill(ctx context.Context, c *Config, faults []fault.Fault, own []lint.OwnP
 
 // drillOne runs one session with f injected, sends the probes once it is
 // ready, and stops it (deregistering) before it returns.
-func drillOne(ctx context.Context, c *Config, f fault.Fault, cs kubernetes.Interface, own []lint.OwnPod) ([]DrillResult, error) {
-	run := *c
-	run.opts.User.Fault = f.String()
-	run.opts.Out = io.Discard
+func drillOne(ctx context.Context, c *plan.Config, f fault.Fault, cs kubernetes.Interface, own []lint.OwnPod) ([]DrillResult, error) {
 	ready := make(chan struct{})
-	run.opts.OnReady = func() { close(ready) }
+	run := c.With(func(o *plan.Options) {
+		o.User.Fault, o.Out, o.OnReady = f.String(), io.Discard, func() { close(ready) }
+	})
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	done := make(chan error, 1)
-	go func() { done <- Run(sctx, &run) }()
+	go func() { done <- Run(sctx, run) }()
 	select {
 	case err := <-done:
 		if err == nil {
@@ -71,7 +71,7 @@ func drillOne(ctx context.Context, c *Config, f fault.Fault, cs kubernetes.Inter
 	case <-ready:
 	}
 	var results []DrillResult
-	for _, p := range drillProbes(run.opts.Scope.Namespaces, own) {
+	for _, p := range drillProbes(run.Options().Scope.Namespaces, own) {
 		results = append(results, p.send(ctx, cs, f))
 	}
 	stop()

@@ -1,52 +1,25 @@
 package session
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/events"
 
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/builtin/webhooks"
-	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/internal/admissionhttp"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/record"
 	"github.com/hookback/hookback/registration"
 )
 
-// InspectorConfig is the local admission inspector (--inspector-*).
-type InspectorConfig struct {
-	// Address is host:port of the page; empty disables the inspector.
-	Address string
-	// Expose allows an Address beyond loopback.
-	Expose bool
-	// Keep is how many reviews are kept; zero means inspector.DefaultKeep.
-	Keep int
-	// Fallback serves on a free loopback port when Address is busy: set
-	// when Address is the default, which another hookback may hold.
-	Fallback bool
-}
-
-// Validate reports every problem at once, naming the fields (field.Error).
-func (c InspectorConfig) Validate() error {
-	var errs []error
-	if c.Keep < 0 {
-		errs = append(errs, field.New("session.InspectorConfig.Keep", strconv.Itoa(c.Keep), fmt.Sprintf("want at least 1, or 0 for the default (%d)", inspector.DefaultKeep)))
-	}
-	if c.Address != "" && !c.Expose && !inspector.IsLoopback(c.Address) {
-		errs = append(errs, field.Clause("session.InspectorConfig.Address", c.Address, "is not a loopback address (host:port): pass {session.InspectorConfig.Expose} to serve reviews beyond this machine"))
-	}
-	return errors.Join(errs...)
-}
-
 // newInspectorStore is the store the inspector reads, or nil when it is
 // disabled.
-func newInspectorStore(ic InspectorConfig, log *slog.Logger) *inspector.Store {
+func newInspectorStore(ic plan.InspectorConfig, log *slog.Logger) *inspector.Store {
 	if ic.Address == "" {
 		return nil
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hookback/hookback/builtin/controllers"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/registration"
 )
 
@@ -109,7 +110,7 @@ func TestRunEnds(t *testing.T) {
 		didNot:  []string{"delete test-unit", "delete lease"},
 	}, {
 		name:        "--no-verify: runs unverified, then a clean stop",
-		setup:       func(r *run, _ *journal, _ *fake.Clientset) { r.cfg.RequireVerified = false },
+		setup:       func(r *run, _ *journal, _ *fake.Clientset) { r.cfg.NoVerify = true },
 		unreachable: true,
 		then:        func(*testing.T, *run, *fake.Clientset) {},
 		wantErr:     func(err error) bool { return err == nil },
@@ -193,7 +194,7 @@ func TestRunReappliesAChangedTemplate(t *testing.T) {
 	r.cfg.ReloadInterval = 50 * time.Millisecond
 	out := &syncBuffer{}
 	r.cfg.Out = out
-	r.config = &Config{opts: r.cfg} // the run's Config, with the template file
+	r.config = new(plan.Config).With(func(o *plan.Options) { *o = r.cfg }) // the run's plan.Config, with the template file
 	h := startRun(t, r)
 	waitFor(t, "the ready banner", func() bool { return strings.Contains(out.String(), "Stop with Ctrl-C") })
 	changed := strings.Replace(testTemplate, "failurePolicy: Ignore", "failurePolicy: Fail", 1)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/reload"
 )
@@ -14,21 +15,21 @@ import (
 // render is what the session registers now, with bundle, the current
 // caBundle (user-provided certificate files may change it), and your
 // manifests as last read: Config.Objects, as render prints it.
-func (r *run) render(bundle string) (*Objects, error) {
+func (r *run) render(bundle string) (*plan.Objects, error) {
 	to := registration.Target{URL: r.url, CABundle: bundle}
 	if r.tunnel != nil {
 		// The apiserver reaches hookback only through the relay's Service.
 		svc := r.tunnel.Service()
 		to.Service = &svc
 	}
-	objs, err := r.config.Objects(Placement{Target: to, LeaseRef: r.leaseRef, Scope: r.cfg.Scope, Manifests: r.user.manifests,
-		Observe: r.chain.observe})
+	objs, err := r.config.Objects(plan.Placement{Target: to, LeaseRef: r.leaseRef, Scope: r.cfg.Scope, Manifests: r.user.manifests,
+		Observers: r.policyObservers, Observe: r.chain.observe})
 	if err != nil {
 		return nil, err
 	}
 	r.scopeNotes = objs.Notes
 	r.takeOver.split(objs, r.cfg.Session)
-	r.config.policies.learn(objs.Configurations.Objects)
+	r.policies.learn(objs.Configurations.Objects)
 	r.chain.learn(objs.Configurations.Objects)
 	r.kinds.learn(objs.Configurations.Objects)
 	return objs, nil

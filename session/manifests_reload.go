@@ -90,12 +90,12 @@ func (u *userWebhooks) reread(session string) (*manifests.Set, []registration.Ro
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if err := u.spec.checkMapped(m); err != nil {
+	if err := u.spec.CheckMapped(m); err != nil {
 		return nil, nil, nil, err
 	}
 	var routes []registration.Route
 	if len(m.Webhooks) > 0 {
-		if _, routes, err = manifests.Rewrite(m.Webhooks, u.spec.manifestOptions("https://hookback.invalid", "", session, "")); err != nil {
+		if _, routes, err = manifests.Rewrite(m.Webhooks, u.spec.ManifestOptions("https://hookback.invalid", "", session, "")); err != nil {
 			return nil, nil, nil, err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/plan"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -42,7 +43,7 @@ func TestStartReloadsYourManifests(t *testing.T) {
 	out, logs := &syncBuffer{}, &syncBuffer{}
 	cfg := startConfig(t, out)
 	cfg.Log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	cfg.User = UserWebhooks{Manifests: []string{file}, Upstreams: []Upstream{{URL: upstreamServer(t).URL}}, UpstreamInsecure: true}
+	cfg.User = plan.UserWebhooks{Manifests: []string{file}, Upstreams: []plan.Upstream{{URL: upstreamServer(t).URL}}, UpstreamInsecure: true}
 	stop := startUntilReady(t, cfg, &kubeconfig.Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, out)
 	if got := yourOperations(t, dyn); got != "CREATE" {
 		t.Fatalf("registered operations %q, want CREATE", got)

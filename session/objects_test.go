@@ -24,6 +24,7 @@ import (
 
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/project"
 	"github.com/hookback/hookback/registration"
 )
@@ -37,37 +38,37 @@ func TestRenderIsWhatStartApplies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	yours := func(paths ...string) func(*Options) {
-		return func(o *Options) {
+	yours := func(paths ...string) func(*plan.Options) {
+		return func(o *plan.Options) {
 			up := httptest.NewServer(http.NotFoundHandler()) // never called: neither render nor start's canary reaches it
 			t.Cleanup(up.Close)
-			o.User = UserWebhooks{Manifests: paths, Upstreams: []Upstream{{URL: up.URL}}, UpstreamInsecure: true}
+			o.User = plan.UserWebhooks{Manifests: paths, Upstreams: []plan.Upstream{{URL: up.URL}}, UpstreamInsecure: true}
 		}
 	}
 	tests := []struct {
 		name   string
-		change func(*Options)
+		change func(*plan.Options)
 	}{
-		{"the template: built-ins and an extra webhook", func(*Options) {}},
+		{"the template: built-ins and an extra webhook", func(*plan.Options) {}},
 		{"--webhook-config file", yours(filepath.Join("testdata", "user", "webhooks.yaml"))},
 		{"--webhook-config directory", yours(filepath.Join("..", "testdata", "manifests", "in"))},
 		{"--webhook-config kustomize directory", yours(filepath.Join("..", "testdata", "project", "config", "default"))},
 		{"--webhook-config bundle", yours(filepath.Join("..", "testdata", "project", "dist", "install.yaml"))},
-		{"project mode", func(o *Options) {
+		{"project mode", func(o *plan.Options) {
 			yours(proj.Manifests...)(o)
 			o.Project = proj
 		}},
-		{"an observer beside your webhook", func(o *Options) {
+		{"an observer beside your webhook", func(o *plan.Options) {
 			yours(filepath.Join("testdata", "user", "webhooks.yaml"))(o)
 			watch := admission.HandlerFunc(func(context.Context, admission.Request) admission.Response { return admission.Allowed("") })
-			o.Observers = []Observer{{Webhook: admission.Webhook{Name: "watch", Path: "/observe", Handler: watch},
+			o.Observers = []plan.Observer{{Webhook: admission.Webhook{Name: "watch", Path: "/observe", Handler: watch},
 				Template: []byte(strings.NewReplacer("name: test", "name: observe", "/test", "/observe").Replace(testTemplate))}}
 		}},
-		{"--chain: the observers beside your webhook", func(o *Options) {
+		{"--chain: the observers beside your webhook", func(o *plan.Options) {
 			yours(filepath.Join("..", "testdata", "project", "config", "default"))(o)
 			o.Chain = true
 		}},
-		{"scoped", func(o *Options) {
+		{"scoped", func(o *plan.Options) {
 			yours(filepath.Join("testdata", "user", "webhooks.yaml"))(o)
 			o.Scope = registration.Scope{Namespaces: []string{"team-a"}, ObjectSelector: "app=web"}
 		}},

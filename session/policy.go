@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"io"
 	"log/slog"
 
 	"k8s.io/client-go/discovery/cached/memory"
@@ -11,22 +10,16 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/hookback/hookback/field"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/policy"
 )
-
-// PolicyInput is what --policy names: the manifests (files, directories,
-// kustomize directories, "-" for Stdin).
-type PolicyInput struct {
-	Paths []string
-	Stdin io.Reader
-}
 
 // LoadPolicyEngine reads the policies, checks that the cluster serves
 // them at admissionregistration.k8s.io/v1, logs the expressions the
 // apiserver would refuse to compile (they are evaluated anyway, and fail
 // under their failurePolicy as the plugin makes them), and connects the
 // engine to the cluster (namespaces, params, authorizer, schemas).
-func LoadPolicyEngine(ctx context.Context, in PolicyInput, cs kubernetes.Interface, dyn dynamic.Interface, log *slog.Logger) (*policy.Engine, *policy.Set, error) {
+func LoadPolicyEngine(ctx context.Context, in plan.PolicyInput, cs kubernetes.Interface, dyn dynamic.Interface, log *slog.Logger) (*policy.Engine, *policy.Set, error) {
 	set, err := policy.Load(in.Paths, in.Stdin)
 	if err != nil {
 		return nil, nil, err
@@ -43,7 +36,7 @@ func LoadPolicyEngine(ctx context.Context, in PolicyInput, cs kubernetes.Interfa
 // again at each edit.
 func connectPolicies(ctx context.Context, set *policy.Set, cs kubernetes.Interface, dyn dynamic.Interface, log *slog.Logger) (*policy.Engine, error) {
 	if err := set.CheckCluster(cs.Discovery()); err != nil {
-		return nil, field.Errorf("session.PolicyInput.Paths", "", "%w", err)
+		return nil, field.Errorf("plan.PolicyInput.Paths", "", "%w", err)
 	}
 	errs := set.CompileErrors()
 	for _, name := range policy.Names(errs) {
@@ -57,7 +50,7 @@ func connectPolicies(ctx context.Context, set *policy.Set, cs kubernetes.Interfa
 		Mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cs.Discovery())),
 	})
 	if err != nil {
-		return nil, field.Errorf("session.PolicyInput.Paths", "", "%w", err)
+		return nil, field.Errorf("plan.PolicyInput.Paths", "", "%w", err)
 	}
 	return e, nil
 }

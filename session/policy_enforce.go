@@ -12,54 +12,24 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/hookback/hookback/field"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/policy"
-	"github.com/hookback/hookback/rbac"
 	"github.com/hookback/hookback/registration"
 )
 
-// PolicyEnforce is start --policy-enforce: the admission policies of
-// --policy, with their bindings and the params the files hold, applied to
-// the cluster for the session, so that the real apiserver decides. Their
-// names carry the session, the bindings are narrowed to the session's
-// scope, they carry hookback's labels, and they go with the webhook
-// configurations: at exit, or after a crash by the next start or
-// `hookback cleanup`.
-type PolicyEnforce struct {
-	// Enabled is --policy-enforce.
-	Enabled bool
-	// Input is --policy.
-	Input PolicyInput
-}
-
-// policyEnforcePermissions are what applying and removing the policies
-// takes; a param's own kind is checked by the apiserver when it is applied.
-func policyEnforcePermissions(on bool) []rbac.Permission {
-	if !on {
-		return nil
-	}
-	var out []rbac.Permission
-	for _, res := range []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings", "mutatingadmissionpolicies", "mutatingadmissionpolicybindings"} {
-		for _, verb := range []string{"list", "create", "patch", "delete"} {
-			out = append(out, rbac.Permission{Verb: verb, Group: "admissionregistration.k8s.io", Resource: res,
-				Why: "--policy-enforce: apply the session's copies of the policies, and remove them at exit", Part: "policy-enforce"})
-		}
-	}
-	return out
-}
-
 // loadEnforced reads the policies, checks that the cluster serves them at
 // admissionregistration.k8s.io/v1, and prepares the session's copies.
-func loadEnforced(pe PolicyEnforce, d discovery.DiscoveryInterface, session, leaseRef string, scope registration.Scope) (*registration.EnforcedPolicies, error) {
+func loadEnforced(pe plan.PolicyEnforce, d discovery.DiscoveryInterface, session, leaseRef string, scope registration.Scope) (*registration.EnforcedPolicies, error) {
 	set, err := policy.Load(pe.Input.Paths, pe.Input.Stdin)
 	if err != nil {
-		return nil, field.Errorf("session.PolicyEnforce.Enabled", "", "%w", err)
+		return nil, field.Errorf("plan.PolicyEnforce.Enabled", "", "%w", err)
 	}
 	if err := set.CheckCluster(d); err != nil {
-		return nil, field.Errorf("session.PolicyEnforce.Enabled", "", "%w", err)
+		return nil, field.Errorf("plan.PolicyEnforce.Enabled", "", "%w", err)
 	}
 	m, err := set.Manifests()
 	if err != nil {
-		return nil, field.Errorf("session.PolicyEnforce.Enabled", "", "%w", err)
+		return nil, field.Errorf("plan.PolicyEnforce.Enabled", "", "%w", err)
 	}
 	in := &registration.EnforcedPolicies{Policies: m.Policies, Bindings: m.Bindings}
 	if len(m.Params) > 0 {
@@ -73,7 +43,7 @@ func loadEnforced(pe PolicyEnforce, d discovery.DiscoveryInterface, session, lea
 		}
 	}
 	if err := registration.PreparePolicies(in, session, leaseRef, scope); err != nil {
-		return nil, field.Errorf("session.PolicyEnforce.Enabled", "", "%w", err)
+		return nil, field.Errorf("plan.PolicyEnforce.Enabled", "", "%w", err)
 	}
 	return in, nil
 }
@@ -103,7 +73,7 @@ func paramOf(mapper meta.RESTMapper, o *unstructured.Unstructured) (registration
 	gvk := o.GroupVersionKind()
 	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		return registration.PolicyParam{}, field.Errorf("session.PolicyEnforce.Enabled", "", "param %s %q: the cluster does not serve its kind (%s): %w", o.GetKind(), o.GetName(), gvk, err)
+		return registration.PolicyParam{}, field.Errorf("plan.PolicyEnforce.Enabled", "", "param %s %q: the cluster does not serve its kind (%s): %w", o.GetKind(), o.GetName(), gvk, err)
 	}
 	return registration.PolicyParam{Object: o, Resource: m.Resource, Namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace}, nil
 }
@@ -120,7 +90,7 @@ func (r *run) enforcePolicies(ctx context.Context) error {
 		return err
 	}
 	if err := r.registrar.ApplyPolicies(ctx, in); err != nil {
-		return field.Errorf("session.PolicyEnforce.Enabled", "", "%w", err)
+		return field.Errorf("plan.PolicyEnforce.Enabled", "", "%w", err)
 	}
 	for _, kind := range builtinParamKinds(in.Policies) {
 		r.cfg.Log.Warn("a param of a built-in kind: kube-apiserver (1.36) stops watching a built-in paramKind for good once no binding uses it, so if this session's bindings are its only users, policies with such params created after this session ends are denied \"no params found\" until the apiserver restarts (kubernetes/kubernetes#130887)",

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/registration"
 )
 
@@ -30,7 +31,7 @@ var (
 )
 
 func TestLoadEnforced(t *testing.T) {
-	in := PolicyEnforce{Enabled: true, Input: PolicyInput{Paths: []string{"../policy/testdata/params/policy.yaml"}}}
+	in := plan.PolicyEnforce{Enabled: true, Input: plan.PolicyInput{Paths: []string{"../policy/testdata/params/policy.yaml"}}}
 	tests := []struct {
 		name    string
 		cluster *fake.Clientset
@@ -46,7 +47,7 @@ func TestLoadEnforced(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := loadEnforced(in, tt.cluster.Discovery(), "s1", "default/hookback-s1", registration.Scope{Namespaces: []string{"team-a"}})
 			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.HasPrefix(err.Error(), "session.PolicyEnforce.Enabled: ") {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.HasPrefix(err.Error(), "plan.PolicyEnforce.Enabled: ") {
 					t.Fatalf("error %v, want one naming the field and %q", err, tt.wantErr)
 				}
 				return

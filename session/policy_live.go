@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"slices"
 	"strings"
@@ -19,9 +18,8 @@ import (
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/inspector"
-	"github.com/hookback/hookback/internal/errkind"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/policy"
-	"github.com/hookback/hookback/rbac"
 	"github.com/hookback/hookback/reload"
 )
 
@@ -37,7 +35,7 @@ const (
 // code on every review the observer or your webhooks receive, and read
 // again at each edit of their files.
 type livePolicies struct {
-	in  PolicyInput
+	in  plan.PolicyInput
 	log *slog.Logger
 	// set is the policies as last read; rules the observer's rules, as
 	// registered (a reload that needs others says to restart).
@@ -57,49 +55,34 @@ type livePolicies struct {
 }
 
 // readPolicies reads start --policy's manifests; nil without --policy.
-func readPolicies(in PolicyInput, log *slog.Logger) (*livePolicies, error) {
+func readPolicies(in plan.PolicyInput, log *slog.Logger) (*livePolicies, error) {
 	if len(in.Paths) == 0 {
 		return nil, nil
 	}
 	set, err := policy.Load(in.Paths, in.Stdin)
 	if err != nil {
-		return nil, field.Errorf("session.PolicyInput.Paths", "", "%w", err)
+		return nil, field.Errorf("plan.PolicyInput.Paths", "", "%w", err)
 	}
 	p := &livePolicies{in: in, log: log, rules: observedRules(set), out: newPolicyReport(log)}
 	if len(p.rules) == 0 {
-		return nil, field.New("session.PolicyInput.Paths", strings.Join(in.Paths, ","),
+		return nil, field.New("plan.PolicyInput.Paths", strings.Join(in.Paths, ","),
 			"no ValidatingAdmissionPolicy or MutatingAdmissionPolicy with matchConstraints.resourceRules: nothing to observe")
 	}
 	p.set.Store(set)
 	return p, nil
 }
 
-// readPolicies reads --policy's manifests into c, and adds their observer
-// to c's observers: Config.Objects then registers it with the rest.
-func (c *Config) readPolicies() error {
-	p, err := readPolicies(c.opts.Policies, c.opts.Log)
-	if err != nil || p == nil {
-		return err
+// observers are the policies' observer as a Placement adds it (Run and
+// Render): none without --policy.
+func (p *livePolicies) observers() ([]plan.Observer, error) {
+	if p == nil {
+		return nil, nil
 	}
-	obs, err := p.observer()
+	o, err := p.observer()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if errs := validateObservers(append(slices.Clone(c.opts.Observers), obs), c.opts.Extra); len(errs) > 0 {
-		return errkind.New(ErrInvalidConfig, errors.Join(errs...))
-	}
-	c.opts.Observers = append(slices.Clone(c.opts.Observers), obs)
-	c.policies = p
-	return nil
-}
-
-// policyPermissions are what --policy's engine reads: the Namespaces, for
-// the policies' and bindings' namespaceSelectors.
-func policyPermissions(paths []string) []rbac.Permission {
-	if len(paths) == 0 {
-		return nil
-	}
-	return []rbac.Permission{{Verb: "list", Resource: "namespaces", Why: "--policy: match the policies' namespace selectors", Part: "policy"}}
+	return []plan.Observer{o}, nil
 }
 
 // observedRules are the resourceRules of every policy's matchConstraints,
@@ -137,10 +120,10 @@ func sameRule(a, b admissionregistrationv1.RuleWithOperations) bool {
 // ValidatingWebhookConfiguration for the policies' resources that always
 // allows, never patches and fails open. Config.Objects names, labels and
 // scopes it like every other webhook of the session.
-func (p *livePolicies) observer() (Observer, error) {
+func (p *livePolicies) observer() (plan.Observer, error) {
 	rules, err := json.Marshal(p.rules)
 	if err != nil {
-		return Observer{}, field.Errorf("session.PolicyInput.Paths", "", "encode the observer's rules: %w", err)
+		return plan.Observer{}, field.Errorf("plan.PolicyInput.Paths", "", "encode the observer's rules: %w", err)
 	}
 	tmpl := `apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingWebhookConfiguration
@@ -165,7 +148,7 @@ webhooks:
     admissionReviewVersions: ["v1"]
 `
 	h := admission.HandlerFunc(p.observe)
-	return Observer{Webhook: admission.Webhook{Name: PolicyObserverName, Path: PolicyObserverPath, Handler: h}, Template: []byte(tmpl)}, nil
+	return plan.Observer{Webhook: admission.Webhook{Name: PolicyObserverName, Path: PolicyObserverPath, Handler: h}, Template: []byte(tmpl)}, nil
 }
 
 // connect compiles the policies against the cluster (served versions,

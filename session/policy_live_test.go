@@ -25,6 +25,7 @@ import (
 	"github.com/hookback/hookback/admission"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/internal/admissionhttp"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/policy"
 	"github.com/hookback/hookback/registration"
 )
@@ -39,7 +40,7 @@ var docsPolicy = filepath.Join("..", "policy", "testdata", "basic", "policy.yaml
 // resources, always failing open, narrowed by the scope.
 func TestPolicyObserverRendered(t *testing.T) {
 	cfg := startConfig(t, &syncBuffer{})
-	cfg.Policies = PolicyInput{Paths: []string{docsPolicy}}
+	cfg.Policies = plan.PolicyInput{Paths: []string{docsPolicy}}
 	cfg.Scope = registration.Scope{Namespaces: []string{"team-a"}}
 	out, err := render(context.Background(), cfg)
 	if err != nil {
@@ -67,14 +68,13 @@ func TestPolicyReadErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, path, want string
 	}{
-		{"missing file", filepath.Join(dir, "nope.yaml"), "session.PolicyInput.Paths: "},
+		{"missing file", filepath.Join(dir, "nope.yaml"), "plan.PolicyInput.Paths: "},
 		{"no policy", noRules, "no ValidatingAdmissionPolicy or MutatingAdmissionPolicy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := startConfig(t, &syncBuffer{})
-			cfg.Policies = PolicyInput{Paths: []string{tc.path}}
-			if _, err := Complete(cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Complete = %v, want an error containing %q", err, tc.want)
+			// Read before the run dials anything (runOn, Render).
+			if _, err := readPolicies(plan.PolicyInput{Paths: []string{tc.path}}, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("readPolicies = %v, want an error containing %q", err, tc.want)
 			}
 		})
 	}
@@ -85,7 +85,7 @@ func TestPolicyReadErrors(t *testing.T) {
 func livePoliciesFor(t testing.TB, path string, logs *bytes.Buffer) (*livePolicies, *inspector.Store, string) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	p, err := readPolicies(PolicyInput{Paths: []string{path}}, log)
+	p, err := readPolicies(plan.PolicyInput{Paths: []string{path}}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func TestPolicyReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
-	p, err := readPolicies(PolicyInput{Paths: []string{file}}, slog.New(slog.NewTextHandler(logs, nil)))
+	p, err := readPolicies(plan.PolicyInput{Paths: []string{file}}, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,7 +104,7 @@ func (r *policyReport) attach(s sinks, reg prometheus.Registerer) error {
 	if s.recordDir != "" {
 		r.dir = filepath.Join(s.recordDir, "policy")
 		if err := os.MkdirAll(r.dir, 0o700); err != nil {
-			return field.Errorf("session.PolicyInput.Paths", "", "create %s: %w", r.dir, err)
+			return field.Errorf("plan.PolicyInput.Paths", "", "create %s: %w", r.dir, err)
 		}
 	}
 	if reg == nil {
@@ -112,7 +112,7 @@ func (r *policyReport) attach(s sinks, reg prometheus.Registerer) error {
 	}
 	for _, c := range []prometheus.Collector{r.evaluations, r.comparisons} {
 		if err := reg.Register(c); err != nil {
-			return field.Errorf("session.PolicyInput.Paths", "", "register metrics: %w", err)
+			return field.Errorf("plan.PolicyInput.Paths", "", "register metrics: %w", err)
 		}
 	}
 	return nil

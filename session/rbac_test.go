@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hookback/hookback/assembly"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/rbac"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
@@ -21,7 +22,7 @@ func docsRBAC(t *testing.T) []byte {
 	t.Helper()
 	hooks, _ := assembly.SelectWebhooks([]string{"all"})
 	ctls, _ := assembly.SelectControllers([]string{"all"})
-	out, err := RBACYAML(completed(t, Options{LeaseNamespace: "default", Webhooks: hooks, Controllers: ctls}), "hookback-developer",
+	out, err := plan.RBACYAML(completed(t, plan.Options{LeaseNamespace: "default", Webhooks: hooks, Controllers: ctls}), "hookback-developer",
 		[]rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "hookback-developers"}})
 	if err != nil {
 		t.Fatal(err)
@@ -55,12 +56,12 @@ func TestRBACDocMatchesDeclarations(t *testing.T) {
 func TestRBACGrantsEveryDeclaredPermission(t *testing.T) {
 	hooks, _ := assembly.SelectWebhooks([]string{"all"})
 	ctls, _ := assembly.SelectControllers([]string{"all"})
-	cfg := Options{LeaseNamespace: "hookback-leases", Webhooks: hooks, Controllers: ctls}
-	perms, err := Permissions(completed(t, cfg))
+	cfg := plan.Options{LeaseNamespace: "hookback-leases", Webhooks: hooks, Controllers: ctls}
+	perms, err := plan.Permissions(completed(t, cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := RBAC(completed(t, cfg), "x", nil)
+	r, err := plan.RBAC(completed(t, cfg), "x", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

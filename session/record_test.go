@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/hookback/hookback/internal/admissionhttp"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/registration"
 )
 
@@ -48,14 +49,14 @@ func TestSessionRecorder(t *testing.T) {
 func TestInspectorConfigValidate(t *testing.T) {
 	tests := []struct {
 		name    string
-		cfg     InspectorConfig
+		cfg     plan.InspectorConfig
 		wantErr string
 	}{
-		{name: "disabled", cfg: InspectorConfig{}},
-		{name: "loopback", cfg: InspectorConfig{Address: "127.0.0.1:8082", Keep: 10}},
-		{name: "every interface", cfg: InspectorConfig{Address: ":8082"}, wantErr: "pass session.InspectorConfig.Expose"},
-		{name: "exposed", cfg: InspectorConfig{Address: "0.0.0.0:8082", Expose: true}},
-		{name: "negative keep", cfg: InspectorConfig{Address: "127.0.0.1:8082", Keep: -1}, wantErr: "session.InspectorConfig.Keep -1"},
+		{name: "disabled", cfg: plan.InspectorConfig{}},
+		{name: "loopback", cfg: plan.InspectorConfig{Address: "127.0.0.1:8082", Keep: 10}},
+		{name: "every interface", cfg: plan.InspectorConfig{Address: ":8082"}, wantErr: "pass plan.InspectorConfig.Expose"},
+		{name: "exposed", cfg: plan.InspectorConfig{Address: "0.0.0.0:8082", Expose: true}},
+		{name: "negative keep", cfg: plan.InspectorConfig{Address: "127.0.0.1:8082", Keep: -1}, wantErr: "plan.InspectorConfig.Keep -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -29,28 +29,29 @@ import (
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/tunnel"
 )
 
 // startConfig is a start on a local cluster at 127.0.0.1 with one extra
 // webhook the test template registers; its banner goes to out.
-func startConfig(t *testing.T, out *syncBuffer) Options {
+func startConfig(t *testing.T, out *syncBuffer) plan.Options {
 	t.Helper()
 	allow := admission.HandlerFunc(func(context.Context, admission.Request) admission.Response { return admission.Allowed("") })
-	return Options{Session: "unit", AdvertiseAddress: "127.0.0.1", Port: freePort(t), HealthAddress: "127.0.0.1:0",
-		LeaseNamespace: "default", RequireVerified: true, VerifyTimeout: 5 * time.Second,
+	return resolved(plan.Options{Session: "unit", AdvertiseAddress: "127.0.0.1", Port: freePort(t), HealthAddress: "127.0.0.1:0",
+		LeaseNamespace: "default", VerifyTimeout: 5 * time.Second,
 		Template:       registration.Template{Default: []byte(testTemplate)},
 		Certs:          certs.Options{Mode: certs.ModeSelfSigned, StateDir: t.TempDir()},
 		Extra:          []admission.Webhook{{Name: "test", Path: "/test", Handler: allow}},
 		WebhookOptions: webhooks.DefaultOptions(),
 		Out:            out,
-	}.withDefaults()
+	})
 }
 
 // startUntilReady runs cfg on cl until the banner is out, and returns a stop that
 // cancels the run and returns what it returned.
-func startUntilReady(t *testing.T, cfg Options, cl *kubeconfig.Cluster, out *syncBuffer) func() error {
+func startUntilReady(t *testing.T, cfg plan.Options, cl *kubeconfig.Cluster, out *syncBuffer) func() error {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -90,20 +91,20 @@ func startUntilReady(t *testing.T, cfg Options, cl *kubeconfig.Cluster, out *syn
 func TestStartWritesInOrder(t *testing.T) {
 	tests := []struct {
 		name   string
-		change func(t *testing.T, cfg *Options)
+		change func(t *testing.T, cfg *plan.Options)
 		banner []string
 		// ready acts on the ready run; after checks what the stopped run left.
 		ready func(t *testing.T, dyn *dynamicfake.FakeDynamicClient)
-		after func(t *testing.T, cfg Options)
+		after func(t *testing.T, cfg plan.Options)
 	}{{
 		name:   "the test webhook alone",
-		change: func(*testing.T, *Options) {},
+		change: func(*testing.T, *plan.Options) {},
 	}, {
 		name: "built-ins, the inspector and a record directory",
-		change: func(t *testing.T, cfg *Options) {
+		change: func(t *testing.T, cfg *plan.Options) {
 			cfg.Webhooks = []string{webhooks.NamePodEviction, webhooks.NameNodeStatus}
 			cfg.Controllers = []string{controllers.ExecRBACName}
-			cfg.Inspector = InspectorConfig{Address: "127.0.0.1:0"}
+			cfg.Inspector = plan.InspectorConfig{Address: "127.0.0.1:0"}
 			cfg.RecordDir = t.TempDir()
 		},
 		banner: []string{"inspect:  http://127.0.0.1:", "kubectl"},
@@ -117,7 +118,7 @@ func TestStartWritesInOrder(t *testing.T) {
 				t.Fatalf("the apiserver's call of the test webhook: %v", err)
 			}
 		},
-		after: func(t *testing.T, cfg Options) {
+		after: func(t *testing.T, cfg plan.Options) {
 			files, err := os.ReadDir(cfg.RecordDir)
 			if err != nil || len(files) == 0 {
 				t.Errorf("the review was not recorded in %s: %v", cfg.RecordDir, err)
@@ -125,10 +126,10 @@ func TestStartWritesInOrder(t *testing.T) {
 		},
 	}, {
 		name: "your webhook, from its manifest, forwarded to your server",
-		change: func(t *testing.T, cfg *Options) {
+		change: func(t *testing.T, cfg *plan.Options) {
 			up := upstreamServer(t)
-			cfg.User = UserWebhooks{Manifests: []string{filepath.Join("testdata", "user", "webhooks.yaml")},
-				Upstreams: []Upstream{{URL: up.URL}}, UpstreamInsecure: true}
+			cfg.User = plan.UserWebhooks{Manifests: []string{filepath.Join("testdata", "user", "webhooks.yaml")},
+				Upstreams: []plan.Upstream{{URL: up.URL}}, UpstreamInsecure: true}
 		},
 		ready: func(t *testing.T, dyn *dynamicfake.FakeDynamicClient) {
 			list, err := dyn.Resource(validatingGVR).List(context.Background(), metav1.ListOptions{})
@@ -263,8 +264,8 @@ func TestStartReportsALateAnswer(t *testing.T) {
 	out := &syncBuffer{}
 	cfg := startConfig(t, out)
 	cfg.RecordDir = t.TempDir()
-	cfg.User = UserWebhooks{Manifests: []string{filepath.Join("testdata", "user", "webhooks.yaml")},
-		Upstreams: []Upstream{{URL: up.URL}}, UpstreamInsecure: true, Timeout: time.Second, LateAnswerTimeout: 10 * time.Second}
+	cfg.User = plan.UserWebhooks{Manifests: []string{filepath.Join("testdata", "user", "webhooks.yaml")},
+		Upstreams: []plan.Upstream{{URL: up.URL}}, UpstreamInsecure: true, Timeout: time.Second, LateAnswerTimeout: 10 * time.Second}
 	stop := startUntilReady(t, cfg, &kubeconfig.Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, out)
 	defer func() {
 		if err := stop(); err != nil {
@@ -327,9 +328,9 @@ func TestStartShadow(t *testing.T) {
 	out := &syncBuffer{}
 	cfg := startConfig(t, out)
 	cfg.RecordDir = t.TempDir()
-	cfg.Inspector = InspectorConfig{Address: "127.0.0.1:0"}
-	cfg.User = UserWebhooks{Manifests: []string{filepath.Join("testdata", "user", "webhooks.yaml")},
-		Upstreams: []Upstream{{URL: up.URL}}, UpstreamInsecure: true, Shadow: ShadowConfig{Target: dep.URL, CAFile: ca}}
+	cfg.Inspector = plan.InspectorConfig{Address: "127.0.0.1:0"}
+	cfg.User = plan.UserWebhooks{Manifests: []string{filepath.Join("testdata", "user", "webhooks.yaml")},
+		Upstreams: []plan.Upstream{{URL: up.URL}}, UpstreamInsecure: true, Shadow: plan.ShadowConfig{Target: dep.URL, CAFile: ca}}
 	stop := startUntilReady(t, cfg, &kubeconfig.Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, out)
 	o, err := dyn.Tracker().Get(validatingGVR, "", "yours-unit")
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/registration"
 )
 
@@ -13,7 +14,7 @@ import (
 // with --convert are redirected, and one line names those left alone.
 func TestScopeConversions(t *testing.T) {
 	var log bytes.Buffer
-	cfg := Options{Log: slog.New(slog.NewTextHandler(&log, nil)),
+	cfg := plan.Options{Log: slog.New(slog.NewTextHandler(&log, nil)),
 		Scope: registration.Scope{Namespaces: []string{"a"}, ConvertCRDs: []string{"widgets.example.com"}}}
 	conv := &conversions{crds: []registration.CRD{
 		{Name: "widgets.example.com", Conversion: &registration.Route{}},

@@ -1,11 +1,18 @@
-// Package session is one run of `hookback start`. From a Options, Run
-// connects and checks every permission, decides the address the apiserver
-// dials, obtains a certificate for it, serves, takes the session Lease,
-// starts the controllers, registers the webhooks, proves with a canary that
-// the apiserver calls back, and keeps all that alive until its context ends.
-// Then it undoes it in reverse: deregister first, so the cluster stops
-// calling, then stop the controllers, stop serving, clean up shared objects
-// and release the Lease.
+// Package session is one run of `hookback start`. From a plan.Config,
+// Run connects and checks every permission, decides the address the
+// apiserver dials, obtains a certificate for it, serves, takes the session
+// Lease, starts the controllers, registers the webhooks, proves with a
+// canary that the apiserver calls back, and keeps all that alive until its
+// context ends. It builds and owns what the Config only describes: the
+// clients, the policy engine (--policy), the chain's observers (--chain),
+// your webhooks' forwarders. Then it undoes it in reverse: deregister
+// first, so the cluster stops calling, then stop the controllers, stop
+// serving, clean up shared objects and release the Lease.
+//
+// The other exports are the runs that share start's assembly of your
+// webhooks without registering it (Render, Audit, TestTargets), or
+// register it once per fault (Drill), and what start leaves behind
+// (Cleanup).
 package session
 
 import (
@@ -24,9 +31,11 @@ import (
 	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/inspector"
+	"github.com/hookback/hookback/internal/errkind"
 	"github.com/hookback/hookback/internal/lifecycle"
 	"github.com/hookback/hookback/internal/portholder"
 	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/server"
 	"github.com/hookback/hookback/tunnel"
@@ -34,14 +43,14 @@ import (
 
 // Run runs one session of c until ctx is done. A clean stop returns nil.
 // It does not change c.
-func Run(ctx context.Context, c *Config) error {
+func Run(ctx context.Context, c *plan.Config) error {
 	started := time.Now()
-	perms, err := Permissions(c)
+	perms, err := plan.Permissions(c)
 	if err != nil {
 		return err
 	}
 	// 1. The cluster, and every permission the enabled parts declare.
-	cl, err := kubeconfig.Connect(ctx, c.opts.Kubeconfig, c.opts.Log, perms)
+	cl, err := kubeconfig.Connect(ctx, c.Options().Kubeconfig, c.Options().Log, perms)
 	if err != nil {
 		return err
 	}
@@ -51,8 +60,8 @@ func Run(ctx context.Context, c *Config) error {
 // runOn is the rest of Run, on a connected cluster (tests pass fake
 // clients here). cfg is the run's own copy of c's options: what the run
 // resolves (the scope) it sets there.
-func runOn(ctx context.Context, c *Config, cl *kubeconfig.Cluster, started time.Time) (err error) {
-	cfg := c.opts
+func runOn(ctx context.Context, c *plan.Config, cl *kubeconfig.Cluster, started time.Time) (err error) {
+	cfg := c.Options()
 	if cfg.Scope, err = resolveScope(ctx, cfg.Scope, cfg.Log, cl); err != nil {
 		return err
 	}
@@ -63,7 +72,7 @@ func runOn(ctx context.Context, c *Config, cl *kubeconfig.Cluster, started time.
 	}
 	// 2. The address the apiserver dials: this machine's, or with --tunnel
 	// the Service of the session's relay.
-	leaseRef := cfg.leaseRef()
+	leaseRef := cfg.LeaseRef()
 	decision, tun, err := reach(ctx, cl, cfg.AdvertiseAddress, cfg.Tunnel, cfg.Session, leaseRef, cfg.Log)
 	if err != nil {
 		return err
@@ -77,7 +86,7 @@ func runOn(ctx context.Context, c *Config, cl *kubeconfig.Cluster, started time.
 	defer crt.Stop()
 	// Your webhooks and CRD conversions, forwarded to your server, with the
 	// serving certificate start writes for it.
-	pair, err := cfg.User.upstreamCert(cfg.Certs.StateDir, cfg.Log)
+	pair, err := upstreamCert(&cfg.User, cfg.Certs.StateDir, cfg.Log)
 	if err != nil {
 		return err
 	}
@@ -87,7 +96,13 @@ func runOn(ctx context.Context, c *Config, cl *kubeconfig.Cluster, started time.
 	}
 	defer y.user.shadow.summary()
 	// start --policy's engine, on the cluster's namespaces and params.
-	y.policies = c.policies
+	if y.policies, err = readPolicies(cfg.Policies, cfg.Log); err != nil {
+		return errkind.New(plan.ErrInvalidConfig, err)
+	}
+	policyObservers, err := y.policies.observers()
+	if err != nil {
+		return err
+	}
 	if err := y.policies.connect(ctx, cl.Client, cl.Dynamic); err != nil {
 		return err
 	}
@@ -99,7 +114,7 @@ func runOn(ctx context.Context, c *Config, cl *kubeconfig.Cluster, started time.
 	y.probes = []admission.Webhook{{Name: "canary", Path: registration.CanaryPath, Handler: canary}}
 	y.chain = newChainRun(cfg.Chain, cfg.ChainAuditLog, cfg.Session, cfg.Log, cl, y)
 	a, err := assembly.Assemble(ctx, assembly.Options{Webhooks: cfg.Webhooks, Controllers: cfg.Controllers,
-		WebhookOptions: cfg.WebhookOptions, Extra: slices.Concat(cfg.Extra, observerWebhooks(cfg.Observers)), Watch: cl.Watch, TLS: crt.TLSConfig(),
+		WebhookOptions: cfg.WebhookOptions, Extra: slices.Concat(cfg.Extra, plan.ObserverWebhooks(cfg.Observers), plan.ObserverWebhooks(policyObservers)), Watch: cl.Watch, TLS: crt.TLSConfig(),
 		Address: net.JoinHostPort(bind, strconv.Itoa(cfg.Port)), HealthAddress: cfg.HealthAddress, Log: cfg.Log, Additions: y})
 	if err != nil {
 		return err
@@ -119,7 +134,7 @@ func runOn(ctx context.Context, c *Config, cl *kubeconfig.Cluster, started time.
 	// 5. to 10. The run: the Lease, the controllers, the tunnel, the
 	// configurations and their drift watch, the canary, ready; at the end
 	// deregistration first (steps, shutdown).
-	url := URL(decision.Host, cfg.Port)
+	url := plan.URL(decision.Host, cfg.Port)
 	if tun != nil {
 		url = "https://" + decision.Host // the relay's Service port, 443
 	}
@@ -129,15 +144,16 @@ func runOn(ctx context.Context, c *Config, cl *kubeconfig.Cluster, started time.
 	r.drift = newDrift(cfg.Session, cfg.Certs.StateDir, cfg.Log, cl, r.registrar, r.kubectl())
 	r.registrar.Wrote = r.drift.Wrote
 	r.chain, r.kinds = y.chain, y.kinds
+	r.policies, r.policyObservers = y.policies, policyObservers
 	r.takeOver = takeOver
 	return r.run(ctx, started)
 }
 
 // loadYours reads your webhooks and CRDs and builds their forwarders, and
 // says which conversions the scope leaves alone.
-func loadYours(c *Config, spec UserWebhooks, scope registration.Scope) (*yours, error) {
-	cfg := c.opts
-	user, err := c.userWebhooks(spec)
+func loadYours(c *plan.Config, spec plan.UserWebhooks, scope registration.Scope) (*yours, error) {
+	cfg := c.Options()
+	user, err := newUserWebhooks(c, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -180,8 +196,8 @@ func certOptions(co certs.Options, host, bind string, tun *tunnel.Session) certs
 type run struct {
 	// config is the completed Config; cfg its options as this run
 	// resolved them (the scope).
-	config  *Config
-	cfg     Options
+	config  *plan.Config
+	cfg     plan.Options
 	cluster *kubeconfig.Cluster
 	server  *server.Server
 	canary  *registration.Canary
@@ -198,6 +214,9 @@ type run struct {
 	inspector   *inspector.Server
 	// chain is start --chain's part; nil without.
 	chain *chainRun
+	// policies are start --policy's, with their observer; nil without.
+	policies        *livePolicies
+	policyObservers []plan.Observer
 	// takeOver is start --take-over's part; nil without.
 	takeOver *takeOverRun
 	// kinds learns the configuration kind of each served path at each
@@ -229,16 +248,16 @@ type run struct {
 	errs             *lifecycle.Errors
 }
 
-func newRun(cfg Options, cl *kubeconfig.Cluster, srv *server.Server, canary *registration.Canary, crt certs.Certs, p *assembly.Parts, url string) *run {
+func newRun(cfg plan.Options, cl *kubeconfig.Cluster, srv *server.Server, canary *registration.Canary, crt certs.Certs, p *assembly.Parts, url string) *run {
 	return &run{
 		// runOn sets the completed Config; a run built by hand (tests) has
 		// its options and no manifests.
-		config: &Config{opts: cfg},
+		config: new(plan.Config).With(func(o *plan.Options) { *o = cfg }),
 		cfg:    cfg, cluster: cl, server: srv, canary: canary, certs: crt, parts: p, url: url, user: &userWebhooks{},
 		registrar: &registration.Registrar{Client: cl.Client, Dynamic: cl.Dynamic, Session: cfg.Session, Log: cfg.Log},
 		heartbeat: &registration.Heartbeat{Client: cl.Client, Namespace: cfg.LeaseNamespace, Session: cfg.Session,
 			Holder: holderIdentity(), Duration: cfg.LeaseDuration, Parts: p.Names(), Now: cl.Now, Meanwhile: ", webhooks fail open meanwhile", Log: cfg.Log},
-		leaseRef: cfg.leaseRef(),
+		leaseRef: cfg.LeaseRef(),
 		regained: make(chan string, 1),
 		lost:     make(chan error, 1),
 	}
@@ -299,7 +318,7 @@ func (r *run) run(ctx context.Context, started time.Time) (err error) {
 		r.serving.GoUntilStopped("the inspector", r.inspector.Start)
 	}
 	r.chain.start(r)
-	r.working.Wait(r.config.policies.watch(r.working.Context(), r.cfg.ReloadInterval))
+	r.working.Wait(r.policies.watch(r.working.Context(), r.cfg.ReloadInterval))
 	defer func() {
 		r.shutdown()
 		err = errors.Join(err, r.errs.Err())
@@ -350,7 +369,7 @@ func (r *run) startDrift(reg *registration.Registration) error {
 // verified decides what a failed verification means: the end of the run,
 // or, when it is not required (--no-verify), a warning.
 func (r *run) verified(err error) error {
-	if err != nil && r.cfg.RequireVerified {
+	if err != nil && !r.cfg.NoVerify {
 		return err
 	}
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/server"
 )
@@ -112,9 +113,9 @@ func newTestRun(t *testing.T, tmpl string, objects ...runtime.Object) (*run, *jo
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Options{Session: "unit", LeaseNamespace: "default", LeaseDuration: 30 * time.Second, RequireVerified: true,
+	cfg := resolved(plan.Options{Session: "unit", LeaseNamespace: "default", LeaseDuration: 30 * time.Second,
 		VerifyTimeout: 300 * time.Millisecond, Template: registration.Template{Default: []byte(tmpl)}, Log: log,
-		Extra: hooks[:1], WebhookOptions: webhooks.DefaultOptions()}.withDefaults()
+		Extra: hooks[:1], WebhookOptions: webhooks.DefaultOptions()})
 	p := &assembly.Parts{Webhooks: hooks[:1], Controllers: []controllers.Controller{fakeController{j}}}
 	r := newRun(cfg, &kubeconfig.Cluster{Config: localConfig(), Client: cs, Watch: cs, Dynamic: dyn}, srv, canary, crt, p, "https://"+srv.Addr().String())
 	return r, j, cs
@@ -189,7 +190,7 @@ func TestRunStopsOnABadTemplate(t *testing.T) {
 // A cancelled context is a clean stop: nil, everything undone.
 func TestRunStopsCleanlyOnCancel(t *testing.T) {
 	r, j, _ := newTestRun(t, testTemplate)
-	r.cfg.RequireVerified = false
+	r.cfg.NoVerify = true
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.run(ctx, time.Now()) }()

@@ -3,10 +3,8 @@ package session
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,57 +14,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hookback/hookback/admission"
-	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/inspector"
 	"github.com/hookback/hookback/kubeconfig"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/record"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/upstream"
 )
 
-// ShadowConfig is `start --shadow TARGET`: the webhook deployed in the
-// cluster, compared with your upstream on every review.
-type ShadowConfig struct {
-	// Target is NAMESPACE/SERVICE[:PORT] (through the apiserver's service
-	// proxy) or a URL; empty: no shadow.
-	Target string
-	// CAFile verifies an https Target instead of the system roots.
-	CAFile string
-}
-
-var serviceTarget = regexp.MustCompile(`^([a-z0-9][-a-z0-9]*)/([a-z0-9][-a-z0-9]*)(?::([0-9]{1,5}))?$`)
-
-// Validate reports every problem at once, each a field.Error.
-func (s ShadowConfig) Validate(u UserWebhooks) error {
-	if s.Target == "" {
-		if s.CAFile != "" {
-			return field.Clause("session.ShadowConfig.CAFile", "", "needs {session.ShadowConfig.Target}")
-		}
-		return nil
-	}
-	var errs []error
-	if len(u.Manifests) == 0 {
-		errs = append(errs, field.Clause("session.ShadowConfig.Target", "", "needs {session.UserWebhooks.Manifests} and {session.UserWebhooks.Upstream}: your webhooks, to compare with the deployed ones"))
-	}
-	if u.KeepFailurePolicy {
-		errs = append(errs, field.Clause("session.ShadowConfig.Target", "", "registers copies that never change the apiserver's decision: drop {session.UserWebhooks.KeepFailurePolicy}"))
-	}
-	if serviceTarget.MatchString(s.Target) && s.CAFile != "" {
-		errs = append(errs, field.Clause("session.ShadowConfig.CAFile", "", fmt.Sprintf("verifies a {session.ShadowConfig.Target} URL; %s is reached through the apiserver's service proxy, verified with your kubeconfig: drop {session.ShadowConfig.CAFile}", s.Target)))
-	}
-	if !serviceTarget.MatchString(s.Target) {
-		if _, err := upstream.NewShadowTarget(upstream.ShadowTarget{URL: s.Target, CAFile: s.CAFile}, "/", upstream.Options{}); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// target resolves the Target: a URL as it is, a Service through the
+// shadowTarget resolves the Target: a URL as it is, a Service through the
 // apiserver's service proxy with the kubeconfig's credentials, once the
 // apiserver has shown the Service exists.
-func (s ShadowConfig) target(kc kubeconfig.Options) (upstream.ShadowTarget, error) {
-	m := serviceTarget.FindStringSubmatch(s.Target)
+func shadowTarget(s plan.ShadowConfig, kc kubeconfig.Options) (upstream.ShadowTarget, error) {
+	m := s.Service()
 	if m == nil {
 		return upstream.ShadowTarget{URL: s.Target, CAFile: s.CAFile}, nil
 	}
@@ -74,22 +34,22 @@ func (s ShadowConfig) target(kc kubeconfig.Options) (upstream.ShadowTarget, erro
 	if err != nil {
 		return upstream.ShadowTarget{}, err
 	}
-	port, _ := strconv.ParseInt(m[3], 10, 32) // "": 0, the default port
+	port, _ := strconv.ParseInt(m[2], 10, 32) // "": 0, the default port
 	ctx, cancel := context.WithTimeout(context.Background(), serviceCheckTimeout)
 	defer cancel()
-	return upstream.ServiceTarget(ctx, cfg.Rest, upstream.ServiceRef{Namespace: m[1], Name: m[2], Port: int32(port)})
+	return upstream.ServiceTarget(ctx, cfg.Rest, upstream.ServiceRef{Namespace: m[0], Name: m[1], Port: int32(port)})
 }
 
 // serviceCheckTimeout bounds reading the --shadow Service at start.
 const serviceCheckTimeout = 30 * time.Second
 
-// wrap puts the deployed webhook beside each route's forwarder, or returns
+// shadowWrap puts the deployed webhook beside each route's forwarder, or returns
 // the hooks as they are without --shadow.
-func (s ShadowConfig) wrap(kco kubeconfig.Options, log *slog.Logger, routes []registration.Route, hooks []admission.Webhook, rep *shadowReport) ([]admission.Webhook, error) {
+func shadowWrap(s plan.ShadowConfig, kco kubeconfig.Options, log *slog.Logger, routes []registration.Route, hooks []admission.Webhook, rep *shadowReport) ([]admission.Webhook, error) {
 	if s.Target == "" {
 		return hooks, nil
 	}
-	t, err := s.target(kco)
+	t, err := shadowTarget(s, kco)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/hookback/hookback/assembly"
 	"github.com/hookback/hookback/conversion"
 	"github.com/hookback/hookback/field"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/upstream"
 )
@@ -55,14 +56,14 @@ func (w TestWebhook) Name() string {
 // When the options' User.CertDir is set (--exec, project mode), a serving
 // pair signed by hookback's CA in Certs.StateDir is written there first, as
 // start writes it, and that CA is trusted for the upstreams.
-func TestTargets(c *Config) (*TestSetup, error) {
-	cfg := c.opts
+func TestTargets(c *plan.Config) (*TestSetup, error) {
+	cfg := c.Options()
 	// --exec (project mode) writes the pair its manager serves, as start
 	// does, and trusts the CA that signed it.
-	if _, err := cfg.User.upstreamCert(cfg.Certs.StateDir, cfg.Log); err != nil {
+	if _, err := upstreamCert(&cfg.User, cfg.Certs.StateDir, cfg.Log); err != nil {
 		return nil, err
 	}
-	user, err := c.callerUpstreams(cfg.User)
+	user, err := callerUpstreams(c, cfg.User)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +71,7 @@ func TestTargets(c *Config) (*TestSetup, error) {
 	if err != nil {
 		return nil, err
 	}
-	yours, err := c.userWebhooks(user)
+	yours, err := newUserWebhooks(c, user)
 	if err != nil {
 		return nil, err
 	}
@@ -78,12 +79,12 @@ func TestTargets(c *Config) (*TestSetup, error) {
 	if err != nil {
 		return nil, err
 	}
-	objs, err := c.Objects(Placement{Target: registration.Target{URL: auditBase}})
+	objs, err := c.Objects(plan.Placement{Target: registration.Target{URL: auditBase}})
 	if err != nil {
 		return nil, err
 	}
 	handlers := map[string]admission.Handler{}
-	for _, h := range slices.Concat(served, observerWebhooks(cfg.Observers), yours.hooks) {
+	for _, h := range slices.Concat(served, plan.ObserverWebhooks(cfg.Observers), yours.hooks) {
 		handlers[h.Path] = h.Handler
 	}
 	var out []TestWebhook
@@ -96,9 +97,9 @@ func TestTargets(c *Config) (*TestSetup, error) {
 	}
 	setup := &TestSetup{Webhooks: out, Conversions: convs.hooks, user: user}
 	if len(user.Manifests) == 0 && len(user.Upstreams) > 0 {
-		setup.Recorded = user.recorded(cfg.Log)
-		setup.Unmatched = field.Advise("session.UserWebhooks.Manifests",
-			"which of your webhooks it goes to is decided by their configurations, and none were given: pass {session.UserWebhooks.Manifests} (a recorded case needs none)")
+		setup.Recorded = recordedUpstreams(user, cfg.Log)
+		setup.Unmatched = field.Advise("plan.UserWebhooks.Manifests",
+			"which of your webhooks it goes to is decided by their configurations, and none were given: pass {plan.UserWebhooks.Manifests} (a recorded case needs none)")
 	}
 	for _, c := range convs.crds {
 		if c.Conversion != nil {
@@ -123,12 +124,12 @@ type TestSetup struct {
 	// run.
 	Recorded  func(path string) (admission.Handler, error)
 	Unmatched error
-	user      UserWebhooks
+	user      plan.UserWebhooks
 }
 
 // recorded forwards to u's upstreams by recorded path, one forwarder per
 // path.
-func (u UserWebhooks) recorded(log *slog.Logger) func(path string) (admission.Handler, error) {
+func recordedUpstreams(u plan.UserWebhooks, log *slog.Logger) func(path string) (admission.Handler, error) {
 	var mu sync.Mutex
 	made := map[string]admission.Handler{}
 	return func(path string) (admission.Handler, error) {
@@ -143,11 +144,11 @@ func (u UserWebhooks) recorded(log *slog.Logger) func(path string) (admission.Ha
 		} else if !strings.HasPrefix(path, registration.RoutePrefixURL) {
 			return nil, fmt.Errorf("path %s is no webhook of yours that hookback forwarded (one of hookback's own?)", path)
 		}
-		up, err := u.upstreamFor(r)
+		up, err := upstreamFor(u, r)
 		if err != nil {
 			return nil, err
 		}
-		opts := u.options(up)
+		opts := u.UpstreamOptions(up)
 		opts.Log = log
 		h, err := upstream.New(opts, registration.UpstreamPathOf(path))
 		if err != nil {
@@ -162,7 +163,7 @@ func (u UserWebhooks) recorded(log *slog.Logger) func(path string) (admission.Ha
 // handshake verified as the forwarding verifies it), named.
 func (t *TestSetup) Probe(ctx context.Context) error {
 	var errs []error
-	for up, err := range t.user.probe(ctx) {
+	for up, err := range probeUpstreams(ctx, t.user) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("upstream %s: %w", up, err))
 		}

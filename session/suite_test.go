@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/plan"
 )
 
 // answering is an upstream that allows every review with a message
@@ -33,8 +34,8 @@ func answering(t *testing.T, name string) string {
 // the path the webhook had in the cluster; a path of hookback's own
 // webhooks is no upstream's.
 func TestRecordedUpstreams(t *testing.T) {
-	u := UserWebhooks{Upstreams: []Upstream{{Service: "acme/mapped", URL: answering(t, "mapped")}, {URL: answering(t, "default")}}}
-	forward := u.recorded(nil)
+	u := plan.UserWebhooks{Upstreams: []plan.Upstream{{Service: "acme/mapped", URL: answering(t, "mapped")}, {URL: answering(t, "default")}}}
+	forward := recordedUpstreams(u, nil)
 	review := []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1","operation":"CREATE",` +
 		`"kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},"name":"p","namespace":"a",` +
 		`"object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}}}`)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -14,11 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/internal/lifecycle"
 	"github.com/hookback/hookback/kubeconfig"
 	"github.com/hookback/hookback/manifests"
-	"github.com/hookback/hookback/rbac"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/takeover"
 )
@@ -30,61 +28,6 @@ const takeOverPodWait = 30 * time.Second
 // takeOverWatchInterval is how often a taken-over operator is looked at
 // for someone else's changes.
 const takeOverWatchInterval = 2 * time.Second
-
-// takeOverTargets reads Options.TakeOver. A target without a namespace is
-// in the one namespace of the scope, else in the one namespace your
-// manifests' Services are in (a project's config/default).
-func takeOverTargets(o Options, m *manifests.Set) ([]takeover.Target, error) {
-	def := ""
-	if len(o.Scope.Namespaces) == 1 {
-		def = o.Scope.Namespaces[0]
-	} else if m != nil {
-		def = oneNamespace(m.Services())
-	}
-	var out []takeover.Target
-	for _, s := range o.TakeOver {
-		t, err := takeover.ParseTarget(s, def)
-		if err != nil {
-			return nil, field.New("session.Options.TakeOver", strconv.Quote(s), err.Error())
-		}
-		out = append(out, t)
-	}
-	return out, nil
-}
-
-// takeOverUser is o.User as Validate judges it: with --take-over, the
-// operator's configurations read from the cluster are manifests too (they
-// say which requests go to the upstream), and an upstream is needed.
-func takeOverUser(o Options) UserWebhooks {
-	u := o.User
-	if len(o.TakeOver) > 0 && len(u.Manifests) == 0 && (len(u.Upstream) > 0 || len(u.Upstreams) > 0) {
-		u.Manifests = []string{"the cluster (take-over)"}
-	}
-	return u
-}
-
-// validateTakeOver: the operator's webhooks need somewhere to go.
-func validateTakeOver(o Options) error {
-	u := o.User
-	if len(o.TakeOver) > 0 && len(u.Upstream) == 0 && len(u.Upstreams) == 0 {
-		return field.Clause("session.Options.TakeOver", "", "needs {session.UserWebhooks.Upstream}: your webhook server, which the operator's webhooks call while it is taken over (a project's is https://127.0.0.1:9443)")
-	}
-	return nil
-}
-
-// oneNamespace is the namespace every NAMESPACE/NAME of services is in; ""
-// when there are none or several.
-func oneNamespace(services []string) string {
-	ns := ""
-	for _, s := range services {
-		n, _, _ := strings.Cut(s, "/")
-		if ns != "" && n != ns {
-			return ""
-		}
-		ns = n
-	}
-	return ns
-}
 
 // takeOverRun is start --take-over's part of a run: the operators found,
 // and the redirects of the last render.
@@ -106,16 +49,16 @@ type takeOverRun struct {
 // yours. Without targets it takes nothing over, but still gives back what
 // this session took over before a crash, and in project mode looks for
 // your operator deployed.
-func discoverTakeOver(ctx context.Context, c *Config, cl *kubeconfig.Cluster, cfg Options) (*takeOverRun, *Config, error) {
-	targets, err := takeOverTargets(cfg, c.manifests)
+func discoverTakeOver(ctx context.Context, c *plan.Config, cl *kubeconfig.Cluster, cfg plan.Options) (*takeOverRun, *plan.Config, error) {
+	targets, err := plan.TakeOverTargets(cfg, c.Manifests())
 	if err != nil {
 		return nil, nil, err
 	}
 	clients := takeover.Clients{Client: cl.Client, Dynamic: cl.Dynamic}
-	t := &takeOverRun{taker: &takeover.Taker{Clients: clients, Session: cfg.Session, LeaseRef: cfg.leaseRef(), Log: cfg.Log}}
+	t := &takeOverRun{taker: &takeover.Taker{Clients: clients, Session: cfg.Session, LeaseRef: cfg.LeaseRef(), Log: cfg.Log}}
 	if len(targets) == 0 {
-		if cfg.Project != nil && c.manifests != nil {
-			t.deployed = takeover.Deployed(ctx, clients, c.manifests.Services())
+		if cfg.Project != nil && c.Manifests() != nil {
+			t.deployed = takeover.Deployed(ctx, clients, c.Manifests().Services())
 		}
 		return t, c, nil
 	}
@@ -126,13 +69,11 @@ func discoverTakeOver(ctx context.Context, c *Config, cl *kubeconfig.Cluster, cf
 		}
 		t.ops = append(t.ops, op)
 	}
-	m, err := t.withLive(ctx, cl, c.manifests)
+	m, err := t.withLive(ctx, cl, c.Manifests())
 	if err != nil {
 		return nil, nil, err
 	}
-	out := *c
-	out.manifests = m
-	return t, &out, nil
+	return t, c.WithManifests(m), nil
 }
 
 // withLive is m plus the live objects of the take-over that m lacks.
@@ -188,7 +129,7 @@ func (t *takeOverRun) withLive(ctx context.Context, cl *kubeconfig.Cluster, m *m
 // their webhooks go into the operator's own configurations instead (same
 // name, so the apiserver's order is kept), and the taken-over CRDs'
 // conversions are redirected wherever the cluster is.
-func (t *takeOverRun) split(objs *Objects, session string) {
+func (t *takeOverRun) split(objs *plan.Objects, session string) {
 	if t == nil {
 		return
 	}
@@ -327,23 +268,6 @@ func (t *takeOverRun) writeBanner(w io.Writer, local bool) {
 	}
 }
 
-// takeOverPermissions are what --take-over needs in the namespaces of its
-// targets; none without.
-func takeOverPermissions(o Options, m *manifests.Set) []rbac.Permission {
-	if len(o.TakeOver) == 0 {
-		return nil
-	}
-	var namespaces []string
-	if targets, err := takeOverTargets(o, m); err == nil {
-		for _, t := range targets {
-			if !slices.Contains(namespaces, t.Namespace) {
-				namespaces = append(namespaces, t.Namespace)
-			}
-		}
-	}
-	return takeover.Permissions(namespaces)
-}
-
 // restoreTakenOver gives back what the sessions opts select took over,
 // before their configurations are removed (those it could not give back
 // are kept, see registration.AnnotationTakeOver). It returns the sessions
@@ -354,15 +278,15 @@ func restoreTakenOver(ctx context.Context, cl *kubeconfig.Cluster, opts registra
 
 // renderTakeOver is discoverTakeOver for render, which writes nothing:
 // nil without targets.
-func renderTakeOver(ctx context.Context, c *Config) (*takeOverRun, *kubeconfig.Cluster, *Config, error) {
-	if len(c.opts.TakeOver) == 0 {
+func renderTakeOver(ctx context.Context, c *plan.Config) (*takeOverRun, *kubeconfig.Cluster, *plan.Config, error) {
+	if len(c.Options().TakeOver) == 0 {
 		return nil, nil, c, nil
 	}
-	cl, err := kubeconfig.Connect(ctx, c.opts.Kubeconfig, c.opts.Log, nil)
+	cl, err := kubeconfig.Connect(ctx, c.Options().Kubeconfig, c.Options().Log, nil)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	t, c, err := discoverTakeOver(ctx, c, cl, c.opts)
+	t, c, err := discoverTakeOver(ctx, c, cl, c.Options())
 	return t, cl, c, err
 }
 

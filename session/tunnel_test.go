@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookback/hookback/builtin/webhooks"
 	"github.com/hookback/hookback/certs"
+	"github.com/hookback/hookback/plan"
 	"github.com/hookback/hookback/registration"
 	"github.com/hookback/hookback/tunnel"
 )
@@ -35,17 +36,17 @@ func newTestTunnel(t *testing.T, c tunnel.Clients, session, ns string) *tunnel.S
 // TestTunnelConfig: the session's Validate and Permissions include the
 // tunnel's (tunnel/ TestConfig and TestPermissions hold the rest).
 func TestTunnelConfig(t *testing.T) {
-	base := Options{Session: "dev", Port: 8643, LeaseNamespace: "default", Certs: certs.Options{Mode: certs.ModeSelfSigned}, WebhookOptions: webhooks.DefaultOptions(),
+	base := plan.Options{Session: "dev", Port: 8643, LeaseNamespace: "default", Certs: certs.Options{Mode: certs.ModeSelfSigned}, WebhookOptions: webhooks.DefaultOptions(),
 		Tunnel: tunnel.Config{Enabled: true, Namespace: "hookback-system", Image: "img"}}
 	tests := []struct {
 		name   string
-		mutate func(*Options)
+		mutate func(*plan.Options)
 		want   string
 	}{
-		{name: "valid", mutate: func(*Options) {}},
-		{name: "an advertise address too", mutate: func(c *Options) { c.AdvertiseAddress = "10.0.0.1" }, want: "exclude each other"},
-		{name: "acme", mutate: func(c *Options) { c.Certs.Mode = certs.ModeACME }, want: "cannot certify the relay's Service name"},
-		{name: "no image", mutate: func(c *Options) { c.Tunnel.Image = "" }, want: "tunnel.Config.Image"},
+		{name: "valid", mutate: func(*plan.Options) {}},
+		{name: "an advertise address too", mutate: func(c *plan.Options) { c.AdvertiseAddress = "10.0.0.1" }, want: "exclude each other"},
+		{name: "acme", mutate: func(c *plan.Options) { c.Certs.Mode = certs.ModeACME }, want: "cannot certify the relay's Service name"},
+		{name: "no image: hookback's own", mutate: func(c *plan.Options) { c.Tunnel.Image = "" }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,7 +61,7 @@ func TestTunnelConfig(t *testing.T) {
 	t.Run("permissions: the tunnel part's, in the default namespace when none is given", func(t *testing.T) {
 		c := base
 		c.Tunnel.Namespace = ""
-		perms, err := Permissions(completed(t, c))
+		perms, err := plan.Permissions(completed(t, c))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,7 +102,7 @@ func TestRedeployRelay(t *testing.T) {
 				}
 				return true, &unstructured.Unstructured{}, nil
 			})
-			r := &run{tunnel: newTestTunnel(t, c, "s", "tun"), cfg: Options{Log: slog.New(slog.DiscardHandler)}}
+			r := &run{tunnel: newTestTunnel(t, c, "s", "tun"), cfg: plan.Options{Log: slog.New(slog.DiscardHandler)}}
 			r.redeployRelay(ctx, tc.why)
 			if !slices.Equal(applied, tc.applied) {
 				t.Errorf("applied %v, want %v", applied, tc.applied)

@@ -14,11 +14,12 @@ import (
 
 	"github.com/hookback/hookback/certs"
 	"github.com/hookback/hookback/internal/syncbuf"
+	"github.com/hookback/hookback/plan"
 )
 
 func TestLoadUserWebhooksMapping(t *testing.T) {
 	def := filepath.Join("..", "testdata", "project", "config", "default")
-	cfg := Options{Session: "dev", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	cfg := plan.Options{Session: "dev", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	tests := []struct {
 		name      string
 		upstreams []string
@@ -29,16 +30,16 @@ func TestLoadUserWebhooksMapping(t *testing.T) {
 		{name: "rendered webhook service", upstreams: []string{"project-system/project-webhook-service=https://127.0.0.1:9443"}, routes: 2},
 		{name: "conversion service only, webhooks without upstream",
 			upstreams: []string{"project-system/webhook-service=https://127.0.0.1:9443"},
-			wantErr:   "no session.UserWebhooks.Upstream takes them"},
+			wantErr:   "no plan.UserWebhooks.Upstream takes them"},
 		{name: "name before the kustomize prefix",
 			upstreams: []string{"https://127.0.0.1:9443", "system/webhook-service=https://127.0.0.1:9444"},
-			wantErr:   "session.UserWebhooks.Upstream system/webhook-service=https://127.0.0.1:9444: no webhook or CRD conversion in the manifests sends to Service system/webhook-service; the Services they name (as rendered, kustomize's namespace and namePrefix applied): project-system/project-webhook-service, project-system/webhook-service"},
+			wantErr:   "plan.UserWebhooks.Upstream system/webhook-service=https://127.0.0.1:9444: no webhook or CRD conversion in the manifests sends to Service system/webhook-service; the Services they name (as rendered, kustomize's namespace and namePrefix applied): project-system/project-webhook-service, project-system/webhook-service"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			spec := UserWebhooks{Manifests: []string{def}}
+			spec := plan.UserWebhooks{Manifests: []string{def}}
 			for _, s := range tt.upstreams {
-				up, err := ParseUpstream(s)
+				up, err := plan.ParseUpstream(s)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -74,7 +75,7 @@ func TestPermissionsFollowWhatRuns(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			perms, err := Permissions(completed(t, Options{LeaseNamespace: "default", User: UserWebhooks{Manifests: tt.manifests}}))
+			perms, err := plan.Permissions(completed(t, plan.Options{LeaseNamespace: "default", User: plan.UserWebhooks{Manifests: tt.manifests}}))
 			if err != nil {
 				t.Fatal(err)
 			}

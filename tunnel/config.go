@@ -45,7 +45,7 @@ func (c Config) WithDefaults() Config {
 }
 
 // Validate reports every problem of an enabled tunnel at once, given the
-// session's advertise address (session.Options.AdvertiseAddress) and TLS
+// session's advertise address (plan.Options.AdvertiseAddress) and TLS
 // mode (certs.Options.Mode), which it rules out; each is a field.Error.
 func (c Config) Validate(advertiseAddress, tlsMode string) error {
 	if !c.Enabled {
@@ -59,7 +59,7 @@ func (c Config) Validate(advertiseAddress, tlsMode string) error {
 		errs = append(errs, field.Clause("tunnel.Config.Enabled", "", "needs {tunnel.Config.Image}: this build has no released image"))
 	}
 	if advertiseAddress != "" {
-		errs = append(errs, field.Clause("session.Options.AdvertiseAddress", "", "and {tunnel.Config.Enabled} exclude each other: with {tunnel.Config.Enabled} the apiserver dials the relay's Service"))
+		errs = append(errs, field.Clause("plan.Options.AdvertiseAddress", "", "and {tunnel.Config.Enabled} exclude each other: with {tunnel.Config.Enabled} the apiserver dials the relay's Service"))
 	}
 	if tlsMode == certs.ModeACME {
 		errs = append(errs, field.Clause("certs.Options.Mode", certs.ModeACME, "cannot certify the relay's Service name (NAME.NAMESPACE.svc): use self-signed or files with {tunnel.Config.Enabled}"))

@@ -192,7 +192,7 @@ func TestConfig(t *testing.T) {
 		{name: "bad namespace", mutate: func(c *Config) { c.Namespace = "Hookback_System" }, want: []string{`tunnel.Config.Namespace "Hookback_System": `}},
 		{name: "no image", mutate: func(c *Config) { c.Image = "" }, want: []string{"tunnel.Config.Enabled needs tunnel.Config.Image"}},
 		{name: "every problem at once", mutate: func(c *Config) { c.Namespace, c.Image = "Hookback_System", "" }, advertise: "10.0.0.1",
-			want: []string{"tunnel.Config.Namespace", "tunnel.Config.Image", "session.Options.AdvertiseAddress and tunnel.Config.Enabled exclude each other"}},
+			want: []string{"tunnel.Config.Namespace", "tunnel.Config.Image", "plan.Options.AdvertiseAddress and tunnel.Config.Enabled exclude each other"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -193,7 +193,7 @@ func TestNoVerifyKeepsRunningAndSaysWhy(t *testing.T) {
 		t.Errorf("no diagnosis logged:\n%s", p.stderr.String())
 	}
 	// The library's diagnosis names fields; the CLI's log shows its flags.
-	if log := p.stderr.String(); !strings.Contains(log, "set --advertise-address to an address") || strings.Contains(log, "session.Options.") {
+	if log := p.stderr.String(); !strings.Contains(log, "set --advertise-address to an address") || strings.Contains(log, "plan.Options.") {
 		t.Errorf("the diagnosis does not name the flag to set:\n%s", log)
 	}
 }

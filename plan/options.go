@@ -1,4 +1,4 @@
-package session
+package plan
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,24 +24,22 @@ import (
 	"github.com/hookback/hookback/tunnel"
 )
 
-// Options is everything one run needs, already parsed: the CLI builds it
-// from flags, and a Go program that embeds hookback builds it itself, then
-// Complete turns it into the Config every command takes. A zero field
-// takes its default there: HealthAddress DefaultHealthAddress (loopback),
-// LeaseDuration DefaultLeaseDuration, VerifyTimeout DefaultVerifyTimeout,
-// ReloadInterval DefaultReloadInterval, User.LateAnswerTimeout
-// DefaultLateAnswerTimeout, the tunnel's tunnel.Config.WithDefaults; Log
-// discards, Out is io.Discard, Inspector is off. Session, Port,
-// LeaseNamespace and Certs.Mode have no default: zero is an error
-// (DefaultSession, DefaultPort, DefaultLeaseNamespace and DefaultStateDir
-// are what the CLI passes). Nothing listens on every
-// interface unless asked: health is on loopback, and an empty BindAddress
-// binds the advertised host when this machine owns it; every interface
-// only when the apiserver is to dial an address this machine does not own
-// (NAT, a forwarded port), where no single local address would do.
+// Options is everything one run of start needs, as the user chose it.
+// Start from DefaultOptions (the one place start's defaults are set: the
+// CLI binds each flag to a field of it, so a program that embeds hookback
+// runs as `hookback start` does) and change what you need; Complete then
+// resolves what depends on the machine, the project and the environment
+// and validates it into the Config every command takes. A zero duration or
+// address takes DefaultOptions' value there; Log discards and Out is
+// io.Discard when nil. Nothing listens on every interface unless asked:
+// health is on loopback, and an empty BindAddress binds the advertised
+// host when this machine owns it; every interface only when the apiserver
+// is to dial an address this machine does not own (NAT, a forwarded
+// port), where no single local address would do.
 type Options struct {
 	Kubeconfig kubeconfig.Options
 	// Session names the run; every object it writes is suffixed with it.
+	// Empty: <user>-<host> (DefaultSession).
 	Session string
 	// AdvertiseAddress is the IP or DNS name the apiserver dials; empty:
 	// decided from the kubeconfig (see advertise.Decide).
@@ -59,12 +58,15 @@ type Options struct {
 	Certs          certs.Options
 	LeaseNamespace string
 	LeaseDuration  time.Duration
-	// RequireVerified stops the run (deregistering) when verification fails;
-	// without it a failure is logged and the run goes on (--no-verify).
-	RequireVerified bool
-	VerifyTimeout   time.Duration
-	// Webhooks and Controllers select built-ins by name; nil or empty
-	// selects none. Resolve "all" with Select before.
+	// NoVerify keeps the run going (the failure logged) when verification
+	// shows the apiserver cannot reach hookback; by default the run stops,
+	// deregistering.
+	NoVerify      bool
+	VerifyTimeout time.Duration
+	// Webhooks and Controllers select built-ins by name, All or None (an
+	// element may be a comma list; nil selects none). The default, All,
+	// selects none in project mode: name the built-ins to serve beside a
+	// project's webhooks. Complete resolves them into names.
 	Webhooks       []string
 	Controllers    []string
 	WebhookOptions webhooks.Options
@@ -82,9 +84,19 @@ type Options struct {
 	Policies PolicyInput
 	// User are the user's own webhook manifests and upstream servers.
 	User UserWebhooks
-	// Project is the kubebuilder or Operator SDK project whose manifests
-	// User reads (project mode), for the banner; nil otherwise.
+	// ProjectDir is the root of a kubebuilder or Operator SDK project:
+	// project mode reads its config/default (User.Manifests), turns the
+	// built-ins off and sends your webhooks to controller-runtime's server
+	// (project.DefaultUpstream), with a certificate in its directory, where
+	// you set none of those. AutoProject: the current directory when it
+	// holds a PROJECT file and no manifests are given; empty: none.
+	ProjectDir string
+	// Project is the project of project mode, as Complete read it from
+	// ProjectDir (set it to skip the read).
 	Project *project.Project
+	// Version is hookback's version, for the tunnel relay's default image
+	// (DefaultImage); the CLI passes its build's.
+	Version string
 	// RedirectConversion selects the CRDs whose conversion webhook is
 	// pointed at hookback; nil selects every one.
 	RedirectConversion func(crd string) bool
@@ -117,7 +129,7 @@ type Options struct {
 	Out io.Writer
 	Log *slog.Logger
 	// Kubectl is the kubectl command the ready banner's suggestions use;
-	// empty: "kubectl".
+	// empty: $HOOKBACK_KUBECTL, else "kubectl".
 	Kubectl string
 	// OnReady, when set, is called once the session is registered,
 	// verified and ready: the drill sends its requests then.
@@ -126,7 +138,7 @@ type Options struct {
 
 // ErrInvalidConfig marks what Options.Validate reports: the CLI shows it as
 // a usage error, and errors.Is finds it in what Run, Render and Audit return.
-var ErrInvalidConfig = errors.New("session: invalid configuration")
+var ErrInvalidConfig = errors.New("plan: invalid configuration")
 
 // validSession is a session name: it suffixes the names of what the session
 // writes, so it must stay a DNS label with room for the prefixes.
@@ -137,25 +149,36 @@ var validSession = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$`)
 // Audit run it once; a program that embeds hookback gets the same errors as
 // the CLI, with field names.
 func (c Options) Validate() error {
+	r, err := c.Resolve()
+	if err != nil {
+		// With the other problems, so every one is said at once.
+		return errkind.New(ErrInvalidConfig, errors.Join(err, errors.Unwrap(r.validate())))
+	}
+	return r.validate()
+}
+
+// validate is Validate of resolved options.
+func (c Options) validate() error {
 	var errs []error
 	switch {
-	case c.Session == "":
-		errs = append(errs, errors.New("the session name is empty"))
 	case !validSession.MatchString(c.Session):
-		errs = append(errs, field.New("session.Options.Session", strconv.Quote(c.Session), "use lowercase letters, digits and '-', at most 40 characters"))
+		errs = append(errs, field.New("plan.Options.Session", strconv.Quote(c.Session), "use lowercase letters, digits and '-', at most 40 characters"))
 	}
 	if c.Port < 1 || c.Port > 65535 {
-		errs = append(errs, field.New("session.Options.Port", strconv.Itoa(c.Port), "want a TCP port, 1 to 65535"))
+		errs = append(errs, field.New("plan.Options.Port", strconv.Itoa(c.Port), "want a TCP port, 1 to 65535"))
 	}
 	if c.LeaseNamespace == "" {
 		errs = append(errs, errors.New("the lease namespace is empty"))
 	}
 	// Zero durations take their defaults (Complete).
 	if c.VerifyTimeout < 0 {
-		errs = append(errs, field.New("session.Options.VerifyTimeout", c.VerifyTimeout.String(), "want more than 0"))
+		errs = append(errs, field.New("plan.Options.VerifyTimeout", c.VerifyTimeout.String(), "want more than 0"))
 	}
 	if c.LeaseDuration != 0 && c.LeaseDuration < time.Second {
-		errs = append(errs, field.New("session.Options.LeaseDuration", c.LeaseDuration.String(), "want at least 1s"))
+		errs = append(errs, field.New("plan.Options.LeaseDuration", c.LeaseDuration.String(), "want at least 1s"))
+	}
+	if c.User.LateAnswerTimeout < 0 {
+		errs = append(errs, field.New("plan.UserWebhooks.LateAnswerTimeout", c.User.LateAnswerTimeout.String(), "want 0 (off) or more"))
 	}
 	if err := c.Tunnel.Validate(c.AdvertiseAddress, c.Certs.Mode); err != nil {
 		errs = append(errs, err)
@@ -175,8 +198,14 @@ func (c Options) Validate() error {
 	if err := c.Scope.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if c.PolicyEnforce.Enabled && len(c.PolicyEnforce.Input.Paths) == 0 {
+		errs = append(errs, field.Clause("plan.PolicyEnforce.Enabled", "", "applies the policies of {plan.PolicyInput.Paths}: name them"))
+	}
+	if slices.Contains(slices.Concat(c.Policies.Paths, c.PolicyEnforce.Input.Paths), "-") && slices.Contains(c.User.Manifests, "-") {
+		errs = append(errs, field.Clause("plan.PolicyInput.Paths", "-", "and {plan.UserWebhooks.Manifests} - both read stdin: give one of them a file"))
+	}
 	if c.ChainAuditLog != "" && !c.Chain {
-		errs = append(errs, field.New("session.Options.ChainAuditLog", c.ChainAuditLog, "it serves {session.Options.Chain} only: add {session.Options.Chain}"))
+		errs = append(errs, field.New("plan.Options.ChainAuditLog", c.ChainAuditLog, "it serves {plan.Options.Chain} only: add {plan.Options.Chain}"))
 	}
 	if err := c.Inspector.Validate(); err != nil {
 		errs = append(errs, err)
@@ -203,8 +232,8 @@ func URL(host string, port int) string {
 	return "https://" + net.JoinHostPort(host, strconv.Itoa(port))
 }
 
-// leaseRef is the session Lease as namespace/name: every object the
+// LeaseRef is the session Lease as namespace/name: every object the
 // session writes names it, and the relay's Pod holds on to it.
-func (c Options) leaseRef() string {
+func (c Options) LeaseRef() string {
 	return c.LeaseNamespace + "/" + registration.LeaseName(c.Session)
 }

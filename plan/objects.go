@@ -1,4 +1,4 @@
-package session
+package plan
 
 import (
 	"fmt"
@@ -50,8 +50,8 @@ func validateObservers(obs []Observer, extra []admission.Webhook) []error {
 	return errs
 }
 
-// observerWebhooks are the observers' webhooks, served with the others.
-func observerWebhooks(obs []Observer) []admission.Webhook {
+// ObserverWebhooks are the observers' webhooks, served with the others.
+func ObserverWebhooks(obs []Observer) []admission.Webhook {
 	out := make([]admission.Webhook, len(obs))
 	for i, o := range obs {
 		out[i] = o.Webhook
@@ -73,6 +73,16 @@ type Placement struct {
 	// Scope is the scope as resolved for the command (start: against the
 	// cluster; render and audit: --only-mine's identity only).
 	Scope registration.Scope
+	// Install, set with Target.Service, renders the configurations of an
+	// install in the cluster (`render --in-cluster`, `serve`) rather than
+	// a session's: the template's alone, named as written, labelled with
+	// Install (never as a session's, which a session's cleanup deletes),
+	// each webhook pointed at the Service.
+	Install map[string]string
+	// Observers are added for this run beside Options.Observers: the
+	// observer of start --policy, built by the run that evaluates the
+	// policies.
+	Observers []Observer
 	// Manifests, when set, replace the ones Complete read: start re-reads
 	// yours when they change.
 	Manifests *manifests.Set
@@ -118,19 +128,23 @@ func (c *Config) Objects(p Placement) (*Objects, error) {
 	if err != nil {
 		return nil, err
 	}
-	obs := observerWebhooks(cfg.Observers)
+	observers := slices.Concat(cfg.Observers, p.Observers)
+	obs := ObserverWebhooks(observers)
 	paths := slices.Concat(paths(served), paths(obs))
 	for _, r := range routes {
 		paths = append(paths, r.Path)
 	}
 	data := registration.TemplateData{URL: p.Target.URL, CABundle: p.Target.CABundle, Session: cfg.Session,
 		Enabled: names(served), Namespaces: p.Scope.Namespaces}
+	if p.Install != nil {
+		return install(name, text, data, paths, p)
+	}
 	reg, err := registration.Render(name, text, data, registration.RenderOptions{Paths: paths, LeaseRef: p.LeaseRef})
 	if err != nil {
 		return nil, err
 	}
 	objs := slices.Concat(reg.Objects, mine)
-	for _, o := range cfg.Observers {
+	for _, o := range observers {
 		r, err := registration.Render("observer "+o.Webhook.Name, o.Template, data,
 			registration.RenderOptions{Paths: []string{o.Webhook.Path}, LeaseRef: p.LeaseRef})
 		if err != nil {
@@ -171,9 +185,22 @@ func rewriteYours(u UserWebhooks, m *manifests.Set, p Placement, session string)
 	if m == nil || len(m.Webhooks) == 0 {
 		return nil, nil, nil
 	}
-	reg, routes, err := manifests.Rewrite(m.Webhooks, u.manifestOptions(p.Target.URL, p.Target.CABundle, session, p.LeaseRef))
+	reg, routes, err := manifests.Rewrite(m.Webhooks, u.ManifestOptions(p.Target.URL, p.Target.CABundle, session, p.LeaseRef))
 	if err != nil {
 		return nil, nil, err
 	}
 	return reg.Objects, routes, nil
+}
+
+// install is Objects for an install's Placement.
+func install(name string, text []byte, data registration.TemplateData, paths []string, p Placement) (*Objects, error) {
+	if p.Target.Service == nil {
+		return nil, fmt.Errorf("render %s: an install is reached through a Service: set the placement's Target.Service", name)
+	}
+	data.Session = "" // an install outlives every session
+	reg, err := registration.RenderService(name, text, data, paths, *p.Target.Service, p.Install)
+	if err != nil {
+		return nil, err
+	}
+	return &Objects{Configurations: reg, Redirect: func(string) bool { return false }}, nil
 }
