@@ -375,7 +375,7 @@ func (t *takeOverRun) preview(ctx context.Context, cl *kubeconfig.Cluster) ([]by
 	for _, op := range t.ops {
 		fmt.Fprintf(&b, "---\n# take-over: %s is scaled to 0 (from %d) for the session", op.Target, op.Replicas)
 		if len(op.Leases) > 0 {
-			fmt.Fprintf(&b, "; Lease %s released once its pods are gone", strings.Join(op.Leases, ", "))
+			fmt.Fprintf(&b, "; Lease %s released once its pods are gone, and again at exit (the restored pods lead at once)", strings.Join(op.Leases, ", "))
 		}
 		b.WriteString("\n")
 		for _, crd := range op.CRDs {
