@@ -277,6 +277,8 @@ type StartOptions struct {
 	Policies startPolicyOptions
 	// TakeOver are the deployed operators to pause (docs/take-over.md).
 	TakeOver []string
+	// TakeOverConfirm allows TakeOver off a local cluster.
+	TakeOverConfirm bool
 }
 
 func defaultStartOptions() StartOptions {
@@ -303,6 +305,7 @@ func (o *StartOptions) bind(b *binder) {
 	o.Policies.bind(b)
 	o.Policies.bindEnforce(b)
 	bind(b, &o.TakeOver, "take-over", catUser, "[NAMESPACE/]deployment/NAME: pause your operator deployed in the cluster for the session (scaled to 0, its webhook configurations and CRD conversions pointed at hookback under their own names, the Lease its manager leads with released) and give it back exactly at exit (repeatable; without NAMESPACE: the one -n, else your manifests' namespace; docs/take-over.md)", sets("session.Options.TakeOver"))
+	bind(b, &o.TakeOverConfirm, "take-over-confirm", catUser, "on a cluster that is not local, take over anyway: without it start refuses and names who the take-over affects (the Deployment, its webhook configurations and their namespaces, the CRDs)", sets("session.Options.TakeOverConfirm"))
 	bind(b, &o.RecordDir, "record-dir", catUser, "write every review and the answer sent into this directory, one JSON file each (Secrets' data redacted)", sets("session.Options.RecordDir"))
 	bind(b, &o.Inspector.Address, "inspector-address", catInspector, "host:port of the inspector, a local page of the last reviews, live (\"\" disables it; loopback unless --inspector-expose)", sets("session.InspectorConfig.Address", "inspector.Options.Address"))
 	bind(b, &o.Inspector.Expose, "inspector-expose", catInspector, "allow an --inspector-address beyond loopback: whoever reaches it sees every review (Secrets' data redacted) and can replay them", sets("session.InspectorConfig.Expose", "inspector.Options.Expose"))
@@ -334,7 +337,7 @@ func (o StartOptions) config(ext Extension, log *slog.Logger, out io.Writer, ins
 	cfg.BindAddress, cfg.HealthAddress = o.BindAddress, o.HealthAddress
 	cfg.RequireVerified, cfg.VerifyTimeout, cfg.LeaseDuration = !o.NoVerify, o.VerifyTimeout, o.LeaseDuration
 	cfg.Out, cfg.RecordDir, cfg.Inspector, cfg.Tunnel, cfg.Chain = out, o.RecordDir, o.Inspector, o.Tunnel, o.Chain
-	cfg.ChainAuditLog, cfg.TakeOver = o.ChainAuditLog, o.TakeOver
+	cfg.ChainAuditLog, cfg.TakeOver, cfg.TakeOverConfirm = o.ChainAuditLog, o.TakeOver, o.TakeOverConfirm
 	cfg.User.CertDir = o.UpstreamCertDir
 	o.Policies.apply(&cfg, os.Stdin)
 	cfg.User.LateAnswerTimeout, cfg.User.Shadow, cfg.User.Fault = o.LateAnswerTimeout, o.shadow(), o.Fault
