@@ -39,7 +39,8 @@ from priority and fairness, never retried; server_error; client_error; transport
 knee: the first step whose p99 passes --budget or that has errors. Per webhook it reports
 the apiserver's own histogram of its calls (when /metrics is readable) and, for the webhooks
 a hookback session serves (its /metrics on --health-address), your server's latency and
-hookback's own share.
+hookback's own share. With --inspector-address (a session's inspector, or the one --start
+serves), the inspector shows the steps and the plot live, at /load.
 Off a cluster on this machine, more than 50 requests a second needs --allow-high-rate.
 Ctrl-C stops at once and reports the steps measured (docs/load.md).
 
@@ -169,7 +170,8 @@ func runLoad(c *cli.Context, ext Extension, o LoadOptions) error {
 	progress := func(s load.Step) {
 		log.Info("step", "step", s.Step, "offered", s.OfferedRate, "achieved", s.AchievedRate, "p99_ms", s.P99Ms, "error_rate", s.ErrorRate)
 	}
-	rep, err := load.Run(c.Context, cl, load.Config{Options: l, Gates: o.Gates, Objects: objs, HookbackMetrics: metrics, Log: log, Progress: progress})
+	rep, err := load.Run(c.Context, cl, load.Config{Options: l, Gates: o.Gates, Objects: objs, HookbackMetrics: metrics,
+		Inspector: o.Start.Plan.Inspector.Address, Log: log, Progress: progress})
 	if err != nil {
 		return usage(err)
 	}

@@ -19,8 +19,9 @@ import (
 )
 
 // loadSharedStartFlags are start's flags that mean something to load
-// without --start: the cluster, the namespace, the session's /metrics.
-var loadSharedStartFlags = []string{"kubeconfig", "context", "log-format", "log-level", "namespace", "health-address"}
+// without --start: the cluster, the namespace, the session's /metrics and
+// its inspector, which shows the run.
+var loadSharedStartFlags = []string{"kubeconfig", "context", "log-format", "log-level", "namespace", "health-address", "inspector-address"}
 
 // startFlagsNeedStart refuses start's other flags, typed on the command
 // line, without --start: they would change nothing, silently. Set through

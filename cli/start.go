@@ -17,6 +17,8 @@ var startExamples = []Example{
 	{Command: "hookback start --webhooks pod-name,pod-sidecar --controllers none", Serves: true},
 	{Command: "hookback start --template my-webhooks.yaml.tmpl --banned-words forbidden", Comment: "your own copy of the template, hot-reloaded", Serves: true},
 	{Command: "hookback start -n team-a --only-mine", Comment: "a shared cluster: only your own requests in team-a reach you (docs/shared-clusters.md)", Serves: true},
+	{Command: "hookback start --take-over my-operator-system/deployment/my-operator-controller-manager --upstream https://127.0.0.1:9443",
+		Comment: "your operator, deployed: paused, its webhooks served by your manager on :9443, given back exactly at exit (docs/take-over.md)", Serves: true},
 }
 
 func startCommand(ext Extension) (*cli.Command, *binder) {

@@ -3,7 +3,9 @@
 // patch as operations and as a before/after diff, warnings, the Events the
 // webhook recorded), offers each for download in the format `hookback
 // replay` reads, and replays one to the same built-in or upstream to show
-// whether the answer changed.
+// whether the answer changed. Its /load page shows a hookback load run
+// live, step by step, with load's own plot of latency against rate (the
+// run posts itself there; package loadplot draws it for both).
 //
 // A Store is the admissionhttp.ServedRecorder the transport feeds: its hot path
 // copies bytes into a ring bounded in count and bytes (Secrets' data
@@ -65,6 +67,8 @@ type Server struct {
 	log  *slog.Logger
 	tmpl *template.Template
 	ln   net.Listener
+	// loads is the load run shown at /load.
+	loads loadRuns
 }
 
 // New checks the address, parses the pages and binds the listener now, so

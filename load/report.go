@@ -224,17 +224,7 @@ type GateResult struct {
 
 // finish names the knee and judges the gates.
 func (r *Report) finish(g Gates) {
-	for _, s := range r.Steps {
-		switch {
-		case s.ErrorRate > 0:
-			r.Knee, r.KneeReason = s.Step, fmt.Sprintf("errors start (%.2f%%)", s.ErrorRate*100)
-		case r.BudgetMs > 0 && s.P99Ms > r.BudgetMs:
-			r.Knee, r.KneeReason = s.Step, fmt.Sprintf("p99 %.1f ms passes the budget of %g ms", s.P99Ms, r.BudgetMs)
-		default:
-			continue
-		}
-		break
-	}
+	r.Knee, r.KneeReason = knee(r.Steps, r.BudgetMs)
 	r.Passed = true
 	if g.MaxP99 > 0 {
 		r.gate("max-p99 (ms)", ms(g.MaxP99), func(s Step) float64 { return s.P99Ms })
@@ -242,6 +232,20 @@ func (r *Report) finish(g Gates) {
 	if rate, ok, _ := g.errorRate(); ok {
 		r.gate("max-error-rate", rate, func(s Step) float64 { return s.ErrorRate })
 	}
+}
+
+// knee is the first step whose p99 passes the budget or that has errors,
+// and why (0: none).
+func knee(steps []Step, budgetMs float64) (int, string) {
+	for _, s := range steps {
+		switch {
+		case s.ErrorRate > 0:
+			return s.Step, fmt.Sprintf("errors start (%.2f%%)", s.ErrorRate*100)
+		case budgetMs > 0 && s.P99Ms > budgetMs:
+			return s.Step, fmt.Sprintf("p99 %.1f ms passes the budget of %g ms", s.P99Ms, budgetMs)
+		}
+	}
+	return 0, ""
 }
 
 func (r *Report) gate(name string, limit float64, value func(Step) float64) {

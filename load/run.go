@@ -36,7 +36,10 @@ type Config struct {
 	// HookbackMetrics is the /metrics URL of the hookback session that
 	// serves the webhooks, when one does ("": none).
 	HookbackMetrics string
-	Log             *slog.Logger
+	// Inspector is the base URL of an inspector (http://127.0.0.1:8682)
+	// told of the run after each step, to show it live ("": none).
+	Inspector string
+	Log       *slog.Logger
 	// Progress, when set, is told each step as it ends.
 	Progress func(Step)
 }
@@ -54,7 +57,10 @@ type run struct {
 	// apiserverMetrics and hookbackMetrics are the URLs read at each step's
 	// edges ("" once unreadable, with a note saying why).
 	apiserverMetrics, hookbackMetrics string
-	notes                             []string
+	// inspector is the URL the run is posted to ("" once unreachable); id
+	// tells this run's reports from another's.
+	inspector, id string
+	notes         []string
 }
 
 // Run sends the load, step by step, and reports. Ctrl-C (ctx) stops it at
@@ -75,11 +81,13 @@ func Run(ctx context.Context, cl Cluster, cfg Config) (*Report, error) {
 	}
 	base := strings.TrimSuffix(cl.Server.String(), "/")
 	r := &run{cfg: cfg, cl: cl, targets: targets, send: sender{client: cl.Client, base: base, timeout: cfg.Timeout},
-		apiserverMetrics: base + "/metrics", hookbackMetrics: cfg.HookbackMetrics}
+		apiserverMetrics: base + "/metrics", hookbackMetrics: cfg.HookbackMetrics,
+		inspector: inspectorURL(cfg.Inspector), id: fmt.Sprintf("%s-%d", cfg.Namespace, time.Now().UnixNano())}
 	rep := &Report{Server: cl.Server.String(), Namespace: cfg.Namespace, Rates: rates, BudgetMs: ms(cfg.Budget)}
 	for _, t := range targets {
 		rep.Sources = append(rep.Sources, t.source+" ("+t.resource+")")
 	}
+	r.publish(ctx, rep, false)
 	before := r.scrapeAll(ctx)
 	length := cfg.stepLength(len(rates))
 	var deadline time.Time
@@ -101,6 +109,7 @@ func Run(ctx context.Context, cl Cluster, cfg Config) (*Report, error) {
 			before = after
 		}
 		rep.Steps = append(rep.Steps, s)
+		r.publish(ctx, rep, false)
 		if cfg.Progress != nil {
 			cfg.Progress(s)
 		}
@@ -109,8 +118,9 @@ func Run(ctx context.Context, cl Cluster, cfg Config) (*Report, error) {
 		}
 	}
 	rep.Interrupted = ctx.Err() != nil
-	rep.Notes = r.notes
 	rep.finish(cfg.Gates)
+	r.publish(ctx, rep, true)
+	rep.Notes = r.notes
 	return rep, nil
 }
 

@@ -104,6 +104,9 @@ type Options struct {
 	// back at its end, each [NAMESPACE/]deployment/NAME (package takeover,
 	// docs/take-over.md).
 	TakeOver []string
+	// TakeOverConfirm allows TakeOver on a cluster that is not local
+	// (confirmTakeOver).
+	TakeOverConfirm bool
 	// Scope narrows every webhook registered (the canary excepted); Run
 	// resolves it against the cluster.
 	Scope registration.Scope

@@ -70,6 +70,9 @@ func runOn(ctx context.Context, c *plan.Config, cl *kubeconfig.Cluster, started 
 	if err != nil {
 		return err
 	}
+	if err := takeOver.confirm(cl, cfg); err != nil {
+		return err
+	}
 	// 2. The address the apiserver dials: this machine's, or with --tunnel
 	// the Service of the session's relay.
 	leaseRef := cfg.LeaseRef()

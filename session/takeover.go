@@ -55,7 +55,7 @@ func discoverTakeOver(ctx context.Context, c *plan.Config, cl *kubeconfig.Cluste
 		return nil, nil, err
 	}
 	clients := takeover.Clients{Client: cl.Client, Dynamic: cl.Dynamic}
-	t := &takeOverRun{taker: &takeover.Taker{Clients: clients, Session: cfg.Session, LeaseRef: cfg.LeaseRef(), Log: cfg.Log}}
+	t := &takeOverRun{taker: &takeover.Taker{Clients: clients, Session: cfg.Session, LeaseRef: cfg.LeaseRef(), Log: cfg.Log, Now: cl.Now}}
 	if len(targets) == 0 {
 		if cfg.Project != nil && c.Manifests() != nil {
 			t.deployed = takeover.Deployed(ctx, clients, c.Manifests().Services())
@@ -260,7 +260,8 @@ func (t *takeOverRun) writeBanner(w io.Writer, local bool) {
 	switch {
 	case len(t.ops) == 0:
 	case len(t.released) > 0:
-		fmt.Fprintf(w, "  lease:    released %s: your manager leads at its next try (2s by controller-runtime's defaults)\n", strings.Join(t.released, ", "))
+		fmt.Fprintf(w, "  lease:    released %s: your manager leads at its next try (2s by controller-runtime's defaults);\n"+
+			"            at exit it is released again, not put back to the stopped pod, so the restored pods lead at their first try\n", strings.Join(t.released, ", "))
 	case t.leaseErr != nil:
 		fmt.Fprintf(w, "  lease:    not released (%v): your manager leads once it expires (15s by controller-runtime's defaults)\n", t.leaseErr)
 	default:
@@ -298,7 +299,7 @@ func (t *takeOverRun) preview(ctx context.Context, cl *kubeconfig.Cluster) ([]by
 	for _, op := range t.ops {
 		fmt.Fprintf(&b, "---\n# take-over: %s is scaled to 0 (from %d) for the session", op.Target, op.Replicas)
 		if len(op.Leases) > 0 {
-			fmt.Fprintf(&b, "; Lease %s released once its pods are gone", strings.Join(op.Leases, ", "))
+			fmt.Fprintf(&b, "; Lease %s released once its pods are gone, and again at exit (the restored pods lead at once)", strings.Join(op.Leases, ", "))
 		}
 		b.WriteString("\n")
 		for _, crd := range op.CRDs {

@@ -18,9 +18,10 @@ func Permissions(namespaces []string) []rbac.Permission {
 		add("patch", "apps", "deployments", ns, "scale the Deployment to zero and back")
 		add("list", "", "services", ns, "find the Services that select its pods")
 		add("list", "", "pods", ns, "find its pods, and wait for them to stop")
-		add("list", "coordination.k8s.io", "leases", ns, "find its manager's leader-election Lease")
-		add("get", "coordination.k8s.io", "leases", ns, "release that Lease")
-		add("update", "coordination.k8s.io", "leases", ns, "release that Lease")
+		add("get", "", "pods", ns, "tell at exit whether a pod of the re-deployed operator leads already")
+		add("list", "coordination.k8s.io", "leases", ns, "find its manager's leader-election Lease, and at exit the Leases released")
+		add("get", "coordination.k8s.io", "leases", ns, "release that Lease, and again at exit")
+		add("update", "coordination.k8s.io", "leases", ns, "release that Lease, and again at exit")
 		add("list", "autoscaling", "horizontalpodautoscalers", ns, "find an autoscaler of the Deployment")
 	}
 	add("list", "apps", "deployments", "", "find Deployments a crashed session took over, to give them back")

@@ -23,12 +23,16 @@ import (
 // Restore gives back everything this session took over, but what keep
 // selects (by Key: Deployment/NS/NAME, KIND/NAME, CustomResourceDefinition/NAME;
 // nil keeps nothing): Deployments first, so their pods start while the
-// configurations still call hookback, then the configurations and CRDs.
+// configurations still call hookback, each with the Leases released in its
+// namespace (GiveBackLeases), then the configurations and CRDs.
 func (t *Taker) Restore(ctx context.Context, keep func(key string) bool) ([]string, error) {
 	if keep == nil {
 		keep = func(string) bool { return false }
 	}
-	sel := registration.ManagedSelector + "," + registration.LabelSession + "=" + t.Session
+	// By the session label alone: a re-deploy (kubectl apply of the
+	// scaffold's app.kubernetes.io/managed-by: kustomize) puts back the
+	// label hookback's replaced, and leaves the session's.
+	sel := registration.LabelSession + "=" + t.Session
 	var restored []string
 	var errs []error
 	deps, err := t.Client.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: sel})
@@ -47,6 +51,11 @@ func (t *Taker) Restore(ctx context.Context, keep func(key string) bool) ([]stri
 				continue
 			}
 			restored = append(restored, key)
+			// Its manager's Lease after its replicas: released now, the
+			// restored pods lead at their first try.
+			leases, err := t.GiveBackLeases(ctx, d.Namespace, t.now)
+			restored = append(restored, leases...)
+			errs = append(errs, err)
 		}
 	}
 	for _, kind := range []string{registration.KindMutatingHook, registration.KindValidatingHook, "CustomResourceDefinition"} {
@@ -103,7 +112,7 @@ func (t *Taker) restoreDeployment(ctx context.Context, d *appsv1.Deployment) err
 	default:
 		ops = append(ops, patchOp{Op: "add", Path: "/spec/replicas", Value: *st.Replicas})
 	}
-	ops = append(ops, release(d.Labels, d.Annotations)...)
+	ops = append(ops, unmarkOps(d.Labels, d.Annotations, st)...)
 	_, err = t.Client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.JSONPatchType, jsonpatch.Encode(ops), metav1.PatchOptions{FieldManager: registration.FieldManager})
 	if err != nil {
 		return fmt.Errorf("give back %s: %w", what, err)
@@ -148,7 +157,7 @@ func (t *Taker) restoreObject(ctx context.Context, kind string, o *unstructured.
 	// A CRD whose conversion is redirected keeps hookback's labels until
 	// that is restored too (registration.CRDs).
 	if _, conv := anns[registration.AnnotationConversion]; !conv {
-		ops = append(ops, jsonpatch.RemoveOps("/metadata/labels", o.GetLabels(), 0, registration.LabelManagedBy, registration.LabelSession)...)
+		ops = append(ops, unlabelOps(o.GetLabels(), st)...)
 	}
 	res := t.Dynamic.Resource(crdResource)
 	if kind != "CustomResourceDefinition" {
@@ -220,7 +229,7 @@ func sessionsOf(ctx context.Context, c Clients) (map[string]string, error) {
 			out[labels[registration.LabelSession]] = anns[registration.AnnotationLease]
 		}
 	}
-	deps, err := c.Client.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: registration.ManagedSelector})
+	deps, err := c.Client.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: registration.LabelSession})
 	if err != nil && !apierrors.IsForbidden(err) {
 		return nil, fmt.Errorf("list Deployments taken over by hookback: %w", err)
 	}
@@ -230,7 +239,7 @@ func sessionsOf(ctx context.Context, c Clients) (map[string]string, error) {
 		}
 	}
 	for _, gvr := range append(slices.Collect(maps.Values(hookResources)), crdResource) {
-		list, err := c.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: registration.ManagedSelector})
+		list, err := c.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: registration.LabelSession})
 		if apierrors.IsForbidden(err) {
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,10 +25,19 @@ type Taker struct {
 	// session's take-over.
 	Session, LeaseRef string
 	Log               *slog.Logger
+	// Now is the clock of the Leases' renew times (nil: time.Now).
+	Now func() time.Time
 	// told are the objects said to be changed by someone else: said once,
 	// and then left as they are (never fought).
 	mu   sync.Mutex
 	told map[string]bool
+}
+
+func (t *Taker) now() time.Time {
+	if t.Now != nil {
+		return t.Now()
+	}
+	return time.Now()
 }
 
 // tell says once per object that someone else changed what the take-over

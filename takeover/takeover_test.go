@@ -326,7 +326,8 @@ func TestReDeployedDuringTheSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, _ := c.Client.AppsV1().Deployments(ns).Get(ctx, depName, metav1.GetOptions{})
-	d.Spec.Replicas = ptrTo(int32(2))
+	// kubectl apply of the scaffold puts its managed-by label back too.
+	d.Spec.Replicas, d.Labels[registration.LabelManagedBy] = ptrTo(int32(2)), "kustomize"
 	if _, err := c.Client.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -354,6 +355,16 @@ func TestReDeployedDuringTheSession(t *testing.T) {
 		if n := strings.Count(logs.String(), msg); n != 1 {
 			t.Errorf("%q said %d times, want once:\n%s", msg, n, logs)
 		}
+	}
+	// Given back though its managed-by label is no longer hookback's:
+	// their replicas kept, hookback's marks gone.
+	if _, err := tk.Restore(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	d, _ = c.Client.AppsV1().Deployments(ns).Get(ctx, depName, metav1.GetOptions{})
+	_, marked := d.Annotations[AnnotationState]
+	if *d.Spec.Replicas != 2 || marked || d.Labels[registration.LabelSession] != "" || d.Labels[registration.LabelManagedBy] != "kustomize" {
+		t.Errorf("re-deployed Deployment after the give-back: replicas %d, labels %v, annotations %v", *d.Spec.Replicas, d.Labels, d.Annotations)
 	}
 }
 

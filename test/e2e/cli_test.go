@@ -122,6 +122,12 @@ func TestHelpExamplesRun(t *testing.T) {
 				if cmdName == "relay" {
 					s.environ = append(s.environ, "HOOKBACK_RELAY_SECRET=e2e-example")
 				}
+				if ex.Serves && strings.Contains(ex.Command, "--take-over") {
+					givenBack := deployExampleOperator(t)
+					runServing(t, s, ex.Command)
+					givenBack(t)
+					return
+				}
 				if ex.Serves {
 					runServing(t, s, ex.Command)
 					return

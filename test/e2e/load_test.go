@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/hookback/hookback/internal/syncbuf"
 	loadrun "github.com/hookback/hookback/load"
+	"github.com/hookback/hookback/load/loadplot"
 )
 
 // loadPod is a pod the user's webhooks of userManifests select, for a
@@ -40,24 +42,28 @@ spec:
 
 // TestLoad: `hookback load` through the real apiserver to a user's
 // controller-runtime webhook server behind a hookback session: a short
-// ramp whose report adds up and shows each webhook from both sides, a
-// gate that fails, and Ctrl-C mid-run, which leaves nothing behind.
+// ramp whose report adds up and shows each webhook from both sides, and
+// which the session's inspector shows with the same plot; a gate that
+// fails; Ctrl-C mid-run, which leaves nothing behind, the inspector
+// showing the run live until then; and load --start's own inspector.
 func TestLoad(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
 	upstream, _ := startCRUpstream(t)
 	session := sessionFor(t)
+	inspector := "127.0.0.1:" + itoa(freePort(t))
 	p := startEnv(t, append(os.Environ(), "KUBECONFIG="+env.kubeconfig), "--session", session,
 		"--webhooks", "none", "--controllers", "none", "--webhook-config", userManifests(t, session),
-		"--upstream", upstream, "--upstream-insecure")
+		"--upstream", upstream, "--upstream-insecure", "--inspector-address", inspector)
 	p.ready(t)
 	pod := loadPod(t, session)
 	metrics := "--health-address=" + p.health
+	inspectorFlag := "--inspector-address=" + inspector
 
 	t.Run("ramp", func(t *testing.T) {
 		plot := filepath.Join(t.TempDir(), "load.svg")
 		out, errOut, code := hookback(t, env.kubeconfig, "load", "-n", ns, "-f", pod, "--rate", "20..40", "--steps", "2", "--step", "1s",
-			metrics, "-o", "json", "--plot", plot)
+			metrics, inspectorFlag, "-o", "json", "--plot", plot)
 		if code != 0 {
 			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 		}
@@ -70,6 +76,22 @@ func TestLoad(t *testing.T) {
 		if err != nil || !bytes.HasPrefix(svg, []byte("<svg")) || !bytes.Contains(svg, []byte("<polyline")) {
 			t.Errorf("plot: %v\n%.200s", err, svg)
 		}
+		// The session's inspector shows the same run and the same drawing.
+		view := loadView(t, inspector)
+		if !view.Done || len(view.Steps) != 2 || len(rep.Notes) != 0 {
+			t.Errorf("the inspector's view: done %v, %d steps (notes %v)", view.Done, len(view.Steps), rep.Notes)
+		}
+		for i, s := range view.Steps {
+			if r := rep.Steps[i]; s.OfferedRate != r.OfferedRate || s.AchievedRate != r.AchievedRate || s.P99Ms != r.P99Ms || s.Sent != r.Sent {
+				t.Errorf("the inspector's step %+v differs from the report's %+v", s, r)
+			}
+		}
+		if got := get(t, "http://"+inspector+"/load/plot.svg"); got != string(svg) {
+			t.Errorf("the inspector's plot differs from --plot's:\n%.300s", got)
+		}
+		if page := get(t, "http://"+inspector+"/load"); !strings.Contains(page, "done, every gate passed") || strings.Contains(page, `http-equiv="refresh"`) {
+			t.Errorf("the inspector's load page after the run:\n%s", page)
+		}
 	})
 
 	t.Run("gate fails", func(t *testing.T) {
@@ -81,7 +103,7 @@ func TestLoad(t *testing.T) {
 	})
 
 	t.Run("ctrl-c", func(t *testing.T) {
-		cmd := exec.Command(env.binary, "load", "-n", ns, "-f", pod, "--rate", "10..20", "--steps", "60", "--step", "1s", metrics, "-o", "json")
+		cmd := exec.Command(env.binary, "load", "-n", ns, "-f", pod, "--rate", "10..20", "--steps", "60", "--step", "1s", metrics, inspectorFlag, "-o", "json")
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+env.kubeconfig)
 		var stdout, stderr syncbuf.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -93,6 +115,13 @@ func TestLoad(t *testing.T) {
 		eventually(t, "the first step reported", func(context.Context) (bool, error) {
 			return strings.Contains(stderr.String(), "msg=step"), nil
 		})
+		// Live: the inspector has the step the load logged, the run going on.
+		if view := loadView(t, inspector); view.Done || len(view.Steps) == 0 || view.Planned != 60 {
+			t.Errorf("the inspector mid-run: done %v, %d steps of %d", view.Done, len(view.Steps), view.Planned)
+		}
+		if page := get(t, "http://"+inspector+"/load"); !strings.Contains(page, `http-equiv="refresh"`) || !strings.Contains(page, "running: step") {
+			t.Errorf("the inspector's load page mid-run does not reload itself:\n%s", page)
+		}
 		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +142,98 @@ func TestLoad(t *testing.T) {
 		if err != nil || len(pods.Items) != 0 {
 			t.Errorf("pods left behind in %s: %v, %v", ns, len(pods.Items), err)
 		}
+		if view := loadView(t, inspector); !view.Done || !view.Interrupted || len(view.Steps) != len(rep.Steps) {
+			t.Errorf("the inspector after Ctrl-C: done %v, interrupted %v, %d steps; the report has %d", view.Done, view.Interrupted, len(view.Steps), len(rep.Steps))
+		}
 	})
+
+	t.Run("start with its inspector", func(t *testing.T) {
+		loadStartInspector(t, ns, pod)
+	})
+}
+
+// loadView is the load run an inspector shows.
+func loadView(t *testing.T, inspector string) loadplot.Run {
+	t.Helper()
+	var v loadplot.Run
+	if err := json.Unmarshal([]byte(get(t, "http://"+inspector+"/load.json")), &v); err != nil {
+		t.Fatalf("the inspector's load.json: %v", err)
+	}
+	return v
+}
+
+// loadStartInspector: load --start with --inspector-address serves the
+// session's inspector for the run, and it shows the run's steps and plot
+// as they end (the built-in pod-name, which allows the pod, is called:
+// hookback's row counts it).
+func loadStartInspector(t *testing.T, ns, pod string) {
+	inspector := "127.0.0.1:" + itoa(freePort(t))
+	args := append([]string{"load", "--start"}, startArgs(t, sessionFor(t), freePort(t), "127.0.0.1:"+itoa(freePort(t)))[1:]...)
+	args = append(args, "--webhooks", "pod-name", "--controllers", "none", "--inspector-address", inspector,
+		"-n", ns, "-f", pod, "--rate", "10..20", "--steps", "3", "--step", "1s", "-o", "json")
+	cmd := exec.Command(env.binary, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.kubeconfig)
+	var stdout, stderr syncbuf.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}()
+	var view loadplot.Run
+	eventually(t, "the first step on the inspector of load --start", func(context.Context) (bool, error) {
+		select {
+		case err := <-done:
+			t.Fatalf("load --start ended before its inspector showed a step: %v\n%s\n%s", err, stdout.String(), stderr.String())
+		default:
+		}
+		resp, err := http.Get("http://" + inspector + "/load.json")
+		if err != nil {
+			return false, nil
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return false, nil
+		}
+		return json.NewDecoder(resp.Body).Decode(&view) == nil && len(view.Steps) > 0, nil
+	})
+	if view.Namespace != ns || view.Steps[0].OfferedRate != 10 || view.Steps[0].Sent == 0 {
+		t.Errorf("the inspector of load --start: %+v", view)
+	}
+	if svg, err := http.Get("http://" + inspector + "/load/plot.svg"); err != nil || svg.StatusCode != http.StatusOK || svg.Header.Get("Content-Type") != "image/svg+xml" {
+		t.Errorf("the inspector of load --start serves no plot: %v %v", err, svg)
+	} else {
+		svg.Body.Close()
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("load --start: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(deadline):
+		t.Fatalf("load --start still running after %s", deadline)
+	}
+	var rep loadrun.Report
+	if err := json.Unmarshal([]byte(stdout.String()), &rep); err != nil || len(rep.Steps) == 0 {
+		t.Fatalf("report: %v\n%s", err, stdout.String())
+	}
+	calls := 0.0
+	for _, s := range rep.Steps {
+		for _, w := range s.Webhooks {
+			if w.Source == loadrun.SourceHookback && w.Webhook == "pod-name" {
+				calls += w.Calls
+			}
+		}
+	}
+	if calls == 0 || len(rep.Notes) != 0 {
+		t.Errorf("hookback counted %g calls of pod-name (notes %v)", calls, rep.Notes)
+	}
 }
 
 // checkRamp: the report's counts add up, the achieved rate is within

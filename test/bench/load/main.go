@@ -1,17 +1,22 @@
 // Command load measures `hookback load` itself: that the generator is not
-// the bottleneck. It serves a no-op validating webhook over loopback HTTPS
-// (HTTP/2, as the apiserver's client prefers), registers it for ConfigMap
-// creates in a namespace of its own, runs the hookback binary's load
-// command at a fixed rate or a ramp against the cluster, and prints, per
-// step, the rate offered and achieved and the end-to-end percentiles
-// beside the apiserver's own histogram of the calls to the webhook
-// (apiserver_admission_webhook_admission_duration_seconds, read by load
-// itself) and the webhook's count of the calls it answered; then the
-// generator's CPU per request (the load process's user+system time, from
-// its rusage, over the requests it sent). It prints Markdown
-// (docs/performance.md, "The load generator").
+// the bottleneck (issue 55, item 4). It serves a no-op validating webhook
+// over loopback HTTPS (HTTP/2), for ConfigMap creates in a namespace of its
+// own, either through a hookback session (-via hookback, the default: a
+// `hookback start` process forwards to it as to your webhook) or registered
+// bare (-via direct), and runs the hookback binary's load command at a ramp
+// against the cluster. It prints Markdown (docs/performance.md, "The load
+// generator"): per step the rate offered and achieved and the end-to-end
+// percentiles, beside the apiserver's own histogram of the calls to the
+// webhook (apiserver_admission_webhook_admission_duration_seconds, as load
+// read it per step) and, through hookback, hookback's; for the whole run,
+// the apiserver's histogram as this program read it before and after (its
+// own reading, the difference); and the generator's CPU per request apart
+// from its fixed costs: the load process's user+system time (rusage) in
+// two runs of the same steps, the second shorter, the slope between them
+// being the cost of a request and the rest startup, discovery and /metrics
+// readings. The machine's load average is printed before and after.
 //
-//	hack/bench-load [-rate 250..1000] [-steps 4] [-step 5s]
+//	hack/bench-load [-rate 250..1250] [-steps 5] [-step 5s] [-short 0.25] [-via hookback|direct]
 package main
 
 import (
@@ -29,7 +34,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -39,14 +43,25 @@ import (
 	"github.com/hookback/hookback/load"
 )
 
+// config is one bench run.
+type config struct {
+	kubeconfig, binary, rate, via string
+	steps                         int
+	step                          time.Duration
+	short                         float64
+}
+
 func main() {
-	kubeconfig := flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "the cluster's kubeconfig")
-	binary := flag.String("hookback", "hookback", "the hookback binary")
-	rate := flag.String("rate", "250..1000", "load's --rate")
-	steps := flag.Int("steps", 4, "load's --steps")
-	step := flag.Duration("step", 5*time.Second, "load's --step")
+	var c config
+	flag.StringVar(&c.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "the cluster's kubeconfig")
+	flag.StringVar(&c.binary, "hookback", "hookback", "the hookback binary")
+	flag.StringVar(&c.rate, "rate", "250..1250", "load's --rate")
+	flag.IntVar(&c.steps, "steps", 5, "load's --steps")
+	flag.DurationVar(&c.step, "step", 5*time.Second, "load's --step")
+	flag.Float64Var(&c.short, "short", 0.25, "the second run's steps, as a fraction of -step (the CPU slope's other point)")
+	flag.StringVar(&c.via, "via", "hookback", "hookback: the no-op webhook behind a hookback session; direct: registered bare")
 	flag.Parse()
-	if err := run(*kubeconfig, *binary, *rate, *steps, *step); err != nil {
+	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "bench load:", err)
 		os.Exit(1)
 	}
@@ -54,10 +69,16 @@ func main() {
 
 const webhookName = "noop.load.bench"
 
-func run(kubeconfig, binary, rate string, steps int, step time.Duration) error {
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+func run(c config) error {
+	if c.via != "hookback" && c.via != "direct" {
+		return fmt.Errorf("-via %q: want hookback or direct", c.via)
+	}
+	if c.short <= 0 || c.short >= 1 {
+		return fmt.Errorf("-short %g: want a fraction between 0 and 1", c.short)
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
 	if err != nil {
-		return fmt.Errorf("load kubeconfig %q: %w", kubeconfig, err)
+		return fmt.Errorf("load kubeconfig %q: %w", c.kubeconfig, err)
 	}
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
@@ -75,69 +96,85 @@ func run(kubeconfig, binary, rate string, steps int, step time.Duration) error {
 		return err
 	}
 	defer stop()
-	name, err := register(ctx, cs, ns.Name, url, caBundle)
-	if err != nil {
-		return err
-	}
-	defer cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), name, metav1.DeleteOptions{}) //nolint:errcheck // best effort
-	if err := waitCalled(ctx, cs, ns.Name, &calls); err != nil {
-		return err
-	}
 	dir, err := os.MkdirTemp("", "bench-load-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	health := ""
+	if c.via == "direct" {
+		name, err := register(ctx, cs, ns.Name, url, caBundle)
+		if err != nil {
+			return err
+		}
+		defer cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), name, metav1.DeleteOptions{}) //nolint:errcheck // best effort
+	} else {
+		var stopSession func()
+		health, stopSession, err = startSession(ctx, c, dir, ns.Name, url)
+		if err != nil {
+			return err
+		}
+		defer stopSession()
+	}
+	if err := waitCalled(ctx, cs, ns.Name, &calls); err != nil {
+		return err
+	}
 	obj := filepath.Join(dir, "cm.yaml")
 	if err := os.WriteFile(obj, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {generateName: load-}\ndata: {k: v}\n"), 0o600); err != nil {
 		return err
 	}
-	before := calls.Load()
-	rep, cpu, err := runLoad(binary, kubeconfig, ns.Name, obj, rate, steps, step)
+	loadBefore := loadAverage()
+	before, err := scrapeWebhook(ctx, cs)
 	if err != nil {
 		return err
 	}
-	return report(rep, cpu, calls.Load()-before)
+	callsBefore := calls.Load()
+	full, err := runLoad(c, ns.Name, obj, health, c.step)
+	if err != nil {
+		return err
+	}
+	answered := calls.Load() - callsBefore
+	after, err := scrapeWebhook(ctx, cs)
+	if err != nil {
+		return err
+	}
+	short, err := runLoad(c, ns.Name, obj, health, time.Duration(float64(c.step)*c.short))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("`hack/bench-load -rate %s -steps %d -step %s -short %g -via %s`; load average %s before, %s after.\n\n",
+		c.rate, c.steps, c.step, c.short, c.via, loadBefore, loadAverage())
+	return report(full, short, after.minus(before), answered)
+}
+
+// loadRun is one run of the load command: its report and its CPU time.
+type loadRun struct {
+	rep  *load.Report
+	cpu  time.Duration
+	sent int
 }
 
 // runLoad runs the load command and returns its report and CPU time.
-func runLoad(binary, kubeconfig, ns, obj, rate string, steps int, step time.Duration) (*load.Report, time.Duration, error) {
-	cmd := exec.Command(binary, "load", "--kubeconfig", kubeconfig, "-n", ns, "-f", obj, "--rate", rate,
-		"--steps", fmt.Sprint(steps), "--step", step.String(), "--health-address", "", "--max-in-flight", "2048", "-o", "json")
+func runLoad(c config, ns, obj, health string, step time.Duration) (loadRun, error) {
+	cmd := exec.Command(c.binary, "load", "--kubeconfig", c.kubeconfig, "-n", ns, "-f", obj, "--rate", c.rate,
+		"--steps", fmt.Sprint(c.steps), "--step", step.String(), "--health-address", health, "--max-in-flight", "2048", "-o", "json")
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
-		return nil, 0, fmt.Errorf("%s load: %w\n%s", binary, err, errOut.String())
+		return loadRun{}, fmt.Errorf("%s load: %w\n%s", c.binary, err, errOut.String())
 	}
 	var rep load.Report
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		return nil, 0, fmt.Errorf("load's report: %w", err)
+		return loadRun{}, fmt.Errorf("load's report: %w", err)
 	}
-	return &rep, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
-}
-
-func report(rep *load.Report, cpu time.Duration, answered int64) error {
-	fmt.Printf("| offered/s | achieved/s | sent | p50 | p99 | errors | apiserver's histogram: calls, p50, p99, mean |\n|---|---|---|---|---|---|---|\n")
-	sent := 0
+	r := loadRun{rep: &rep, cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
 	for _, s := range rep.Steps {
-		sent += s.Sent
-		api := "not read"
-		for _, w := range s.Webhooks {
-			if w.Webhook == webhookName && w.Source == load.SourceAPIServer {
-				api = fmt.Sprintf("%g, %.1f ms, %.1f ms, %.2f ms", w.Calls, w.P50Ms, w.P99Ms, w.MeanMs)
-			}
-		}
-		fmt.Printf("| %g | %g | %d | %.1f ms | %.1f ms | %.2f%% | %s |\n", s.OfferedRate, s.AchievedRate, s.Sent, s.P50Ms, s.P99Ms, s.ErrorRate*100, api)
+		r.sent += s.Sent
 	}
-	if sent == 0 {
-		return fmt.Errorf("no request sent: %v", rep.Notes)
+	if r.sent == 0 {
+		return r, fmt.Errorf("no request sent: %v", rep.Notes)
 	}
-	fmt.Printf("\nThe generator's CPU: %v for %d requests, %.1f µs per request (user+system of the load process, its startup, discovery and /metrics reads included). The no-op webhook answered %d calls.\n",
-		cpu.Round(time.Millisecond), sent, float64(cpu.Microseconds())/float64(sent), answered)
-	for _, n := range rep.Notes {
-		fmt.Printf("Note: %s\n", n)
-	}
-	return nil
+	return r, nil
 }
 
 // serveNoop serves a validating webhook that allows everything, over
@@ -169,36 +206,4 @@ func serveNoop(calls *atomic.Int64) (url string, caBundle []byte, stop func(), e
 	go srv.Serve(ln) //nolint:errcheck // stopped by stop
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.DER})
 	return "https://" + ln.Addr().String() + "/", ca, func() { _ = srv.Close() }, nil
-}
-
-func register(ctx context.Context, cs kubernetes.Interface, ns, url string, caBundle []byte) (string, error) {
-	fail, none := admissionregistrationv1.Fail, admissionregistrationv1.SideEffectClassNone
-	timeout := int32(5)
-	v := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{GenerateName: "bench-load-"},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: webhookName,
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caBundle},
-			Rules: []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}}},
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
-			FailurePolicy:     &fail, SideEffects: &none, TimeoutSeconds: &timeout,
-			AdmissionReviewVersions: []string{"v1"}}}}
-	got, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, v, metav1.CreateOptions{})
-	if err != nil {
-		return "", fmt.Errorf("register the no-op webhook: %w", err)
-	}
-	return got.Name, nil
-}
-
-// waitCalled makes dry-run creates until the apiserver calls the webhook.
-func waitCalled(ctx context.Context, cs kubernetes.Interface, ns string, calls *atomic.Int64) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-"}}
-		_, _ = cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if calls.Load() > 0 {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("the apiserver did not call the no-op webhook within 30 s")
 }

@@ -1,4 +1,4 @@
-package load
+package loadplot
 
 import (
 	"fmt"
@@ -18,10 +18,10 @@ const (
 	colorP50, colorP95, colorP99 = "#1f77b4", "#ff7f0e", "#d62728"
 )
 
-// WritePlot writes an SVG of latency (p50, p95, p99) against the offered
+// WriteSVG writes an SVG of latency (p50, p95, p99) against the offered
 // rate, one point per step, with the budget and the knee marked. It is
 // drawn by hand: a few lines and labels need no plotting library.
-func (r *Report) WritePlot(w io.Writer) error {
+func (r *Run) WriteSVG(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", plotW, plotH, plotW, plotH)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", plotW, plotH)
@@ -34,18 +34,18 @@ func (r *Report) WritePlot(w io.Writer) error {
 		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#888" stroke-dasharray="%s"/>`+"\n", padL, padL+innerW, y(r.BudgetMs), y(r.BudgetMs), budgetDash)
 		fmt.Fprintf(&b, `<text x="%d" y="%.1f" fill="#888">budget %g ms</text>`+"\n", padL+innerW+6, y(r.BudgetMs)+4, r.BudgetMs)
 	}
-	if r.Knee > 0 {
+	if r.Knee > 0 && r.Knee <= len(r.Steps) {
 		kx := x(r.Steps[r.Knee-1].OfferedRate)
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#444" stroke-dasharray="%s"/>`+"\n", kx, kx, padT, padT+innerH, kneeDash)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="#444">knee</text>`+"\n", kx+4, padT+12)
 	}
 	series := []struct {
 		name, color string
-		v           func(Step) float64
+		v           func(Point) float64
 	}{
-		{"p50", colorP50, func(s Step) float64 { return s.P50Ms }},
-		{"p95", colorP95, func(s Step) float64 { return s.P95Ms }},
-		{"p99", colorP99, func(s Step) float64 { return s.P99Ms }},
+		{"p50", colorP50, func(s Point) float64 { return s.P50Ms }},
+		{"p95", colorP95, func(s Point) float64 { return s.P95Ms }},
+		{"p99", colorP99, func(s Point) float64 { return s.P99Ms }},
 	}
 	for i, s := range series {
 		var pts []string
@@ -66,7 +66,7 @@ func (r *Report) WritePlot(w io.Writer) error {
 
 // plotRanges are the axes' ends: a little beyond the highest rate and
 // latency (and the budget), rounded to a readable number.
-func (r *Report) plotRanges() (xmax, ymax float64) {
+func (r *Run) plotRanges() (xmax, ymax float64) {
 	for _, s := range r.Steps {
 		xmax, ymax = max(xmax, s.OfferedRate), max(ymax, s.P99Ms)
 	}
@@ -95,9 +95,9 @@ func plotAxes(b *strings.Builder, xmax, ymax float64, x, y func(float64) float64
 	fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="black"/>`+"\n", padL, padL, padT, padT+innerH)
 	for i := 0; i <= plotTicks; i++ {
 		xv, yv := xmax*float64(i)/plotTicks, ymax*float64(i)/plotTicks
-		fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle">%g</text>`+"\n", x(xv), padT+innerH+18, round(xv, 1))
+		fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle">%g</text>`+"\n", x(xv), padT+innerH+18, math.Round(xv*10)/10)
 		fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/>`+"\n", padL+1, padL+innerW, y(yv), y(yv))
-		fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end">%g</text>`+"\n", padL-6, y(yv)+4, round(yv, 2))
+		fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end">%g</text>`+"\n", padL-6, y(yv)+4, math.Round(yv*100)/100)
 	}
 	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle">offered rate (requests/s)</text>`+"\n", padL+innerW/2, plotH-10)
 	fmt.Fprintf(b, `<text x="16" y="%d" text-anchor="middle" transform="rotate(-90 16 %d)">end-to-end latency (ms)</text>`+"\n", padT+innerH/2, padT+innerH/2)
