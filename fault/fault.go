@@ -3,7 +3,8 @@
 // error (HTTP 500) and slow (answers after a delay). `start --fault` and
 // `hookback drill` wrap the user's webhooks with it, so a developer sees what
 // the apiserver and the cluster do while their webhook is down or slow,
-// with the webhook's own failurePolicy and timeoutSeconds as the judges.
+// with the webhook's own failurePolicy and timeoutSeconds as the judges. A
+// live session holds its fault in a Switch, which the inspector switches.
 package fault
 
 import (
