@@ -107,6 +107,9 @@ type Response struct {
 	// callFailed makes the transport fail the call (HTTP 500) instead of
 	// answering a review: see CallFailed.
 	callFailed bool
+	// refused makes the transport close the connection without an answer:
+	// see CallRefused.
+	refused bool
 }
 
 // CallFailed fails the webhook call itself: the transport answers HTTP 500
@@ -122,8 +125,23 @@ func CallFailed(err error) Response {
 	return r
 }
 
-// Failed reports whether r fails the call (CallFailed) rather than decide.
+// Failed reports whether r fails the call (CallFailed or CallRefused)
+// rather than decide.
 func (r Response) Failed() bool { return r.callFailed }
+
+// CallRefused fails the call as a webhook that went away does: the
+// transport closes the connection (HTTP/1) or resets the stream (HTTP/2)
+// without an answer, and the apiserver applies the failurePolicy showing
+// its own message ("connection reset", "EOF"); err is what hookback logs.
+// hookback's faults use it (fault.Refuse).
+func CallRefused(err error) Response {
+	r := CallFailed(err)
+	r.refused = true
+	return r
+}
+
+// Refused reports whether r closes the connection (CallRefused).
+func (r Response) Refused() bool { return r.refused }
 
 // Handler decides one admission request.
 //

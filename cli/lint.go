@@ -39,11 +39,15 @@ for the pods its own Service needs to come back (self-deadlock), for the control
 namespaces or for leases, nodes, events and tokenreviews; webhooks whose timeouts add
 up past the 34 s deadline of a request, which fails it even under failurePolicy Ignore;
 sideEffects that break dry-run, admissionReviewVersions without v1, "*/*" rules,
-matchPolicy Exact, and labels anyone can set to opt out of enforcement. Whether the
+matchPolicy Exact, and labels anyone can set to opt out of enforcement. It reads
+Validating and MutatingAdmissionPolicies and their bindings too: a binding of a policy
+that does not exist or a policy without one, a paramKind bound without paramRef, a
+failurePolicy Fail bound without Deny, Fail policies on the control plane. Whether the
 apiserver calls a webhook for a request is decided with its own matching code, CEL
 matchConditions included. Each finding names its rule, the object, the field, why (a
 link) and the fix as a JSON patch of the object where one exists. It reads no cluster,
-unless --cluster: then the cluster's webhook configurations, namespaces, and the Services,
+unless --cluster: then the cluster's webhook configurations, admission policies and
+bindings, namespaces, and the Services,
 workloads and EndpointSlices behind its webhooks are linted too, with your manifests
 applied over them as if applied (an object of the same kind and name replaces the
 cluster's), and the online rules run: a Service without a ready endpoint, a url webhook
@@ -161,8 +165,8 @@ func lintInput(c *cli.Context, o LintOptions) (*lint.Input, error) {
 		return nil, exit(err, exitUsage)
 	}
 	in.Live = live
-	if len(in.Hooks) == 0 && !o.Cluster {
-		return nil, cli.Exit(fmt.Sprintf("%s: no MutatingWebhookConfiguration or ValidatingWebhookConfiguration to lint", strings.Join(paths, ", ")), exitUsage)
+	if in.Empty() && !o.Cluster {
+		return nil, cli.Exit(fmt.Sprintf("%s: no webhook configuration, admission policy or binding to lint", strings.Join(paths, ", ")), exitUsage)
 	}
 	return in, nil
 }

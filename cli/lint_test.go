@@ -28,7 +28,9 @@ func TestLintExitStatus(t *testing.T) {
 		{"unknown severity", []string{td("self-deadlock.yaml"), "--fail-on", "fatal"}, "exit 2", `--fail-on "fatal": want error, warning, info or none`, ""},
 		{"unknown format", []string{td("self-deadlock.yaml"), "-o", "xml"}, "exit 2", `--output "xml": want one of table, json, junit, sarif`, ""},
 		{"missing file", []string{td("nope.yaml")}, "exit 2", "nope.yaml", ""},
-		{"no webhooks", []string{filepath.Join("..", "policy", "testdata", "basic", "policy.yaml")}, "exit 2", "no MutatingWebhookConfiguration or ValidatingWebhookConfiguration to lint", ""},
+		{"nothing to lint", []string{td("no-admission.yaml")}, "exit 2", "no webhook configuration, admission policy or binding to lint", ""},
+		{"a policy and its binding", []string{filepath.Join("..", "policy", "testdata", "basic", "policy.yaml")}, "", "0 findings", "no findings"},
+		{"a binding without Deny", []string{td("policy-validation-actions.yaml")}, "", "1 warnings", "validation-actions"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

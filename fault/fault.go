@@ -3,7 +3,8 @@
 // error (HTTP 500) and slow (answers after a delay). `start --fault` and
 // `hookback drill` wrap the user's webhooks with it, so a developer sees what
 // the apiserver and the cluster do while their webhook is down or slow,
-// with the webhook's own failurePolicy and timeoutSeconds as the judges.
+// with the webhook's own failurePolicy and timeoutSeconds as the judges. A
+// live session holds its fault in a Switch, which the inspector switches.
 package fault
 
 import (
@@ -21,10 +22,10 @@ type Kind string
 
 // The kinds of fault.
 const (
-	// Refuse fails the call as an unreachable webhook does. A Handler
-	// cannot reach the connection to close it, so the call fails with HTTP
-	// 500 (admission.CallFailed): the apiserver applies failurePolicy
-	// exactly as for a refused connection; only its message differs.
+	// Refuse fails the call as a webhook that went away does: the
+	// transport closes the connection (resets the stream on HTTP/2) with
+	// no answer (admission.CallRefused), and the apiserver applies
+	// failurePolicy with its own message ("connection reset", "EOF").
 	Refuse Kind = "refuse"
 	// Timeout never answers: the call ends when the apiserver stops
 	// waiting (timeoutSeconds, or the request's own deadline).
@@ -71,23 +72,29 @@ func Parse(s string) (Fault, error) {
 // Wrap returns h with f injected into every call.
 func Wrap(h admission.Handler, f Fault) admission.Handler {
 	return admission.HandlerFunc(func(ctx context.Context, req admission.Request) admission.Response {
-		switch f.Kind {
-		case Refuse:
-			return admission.CallFailed(errors.New("hookback fault refuse: the webhook refused the call"))
-		case Error:
-			return admission.CallFailed(errors.New("hookback fault error: the webhook failed with HTTP 500"))
-		case Timeout:
-			<-ctx.Done() // the apiserver hung up, or hookback is stopping
-			return admission.CallFailed(fmt.Errorf("hookback fault timeout: %w", ctx.Err()))
-		case Slow:
-			t := time.NewTimer(f.Delay)
-			defer t.Stop()
-			select {
-			case <-ctx.Done():
-				return admission.CallFailed(fmt.Errorf("hookback fault slow=%s: %w", f.Delay, ctx.Err()))
-			case <-t.C:
-			}
-		}
-		return h.Handle(ctx, req)
+		return inject(ctx, h, f, req)
 	})
+}
+
+// inject is one call under f: none, or the fault before (or instead of)
+// h.
+func inject(ctx context.Context, h admission.Handler, f Fault, req admission.Request) admission.Response {
+	switch f.Kind {
+	case Refuse:
+		return admission.CallRefused(errors.New("hookback fault refuse: connection closed with no answer"))
+	case Error:
+		return admission.CallFailed(errors.New("hookback fault error: the webhook failed with HTTP 500"))
+	case Timeout:
+		<-ctx.Done() // the apiserver hung up, or hookback is stopping
+		return admission.CallFailed(fmt.Errorf("hookback fault timeout: %w", ctx.Err()))
+	case Slow:
+		t := time.NewTimer(f.Delay)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return admission.CallFailed(fmt.Errorf("hookback fault slow=%s: %w", f.Delay, ctx.Err()))
+		case <-t.C:
+		}
+	}
+	return h.Handle(ctx, req)
 }

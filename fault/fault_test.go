@@ -52,8 +52,10 @@ func TestWrap(t *testing.T) {
 		ctx        context.Context
 		wantFailed bool
 		wantCalls  int
+		// wantRefused: the transport closes the connection
+		wantRefused bool
 	}{
-		{name: "refuse fails the call", fault: Fault{Kind: Refuse}, ctx: context.Background(), wantFailed: true},
+		{name: "refuse closes the connection", fault: Fault{Kind: Refuse}, ctx: context.Background(), wantFailed: true, wantRefused: true},
 		{name: "error fails the call", fault: Fault{Kind: Error}, ctx: context.Background(), wantFailed: true},
 		{name: "timeout waits for the caller to give up", fault: Fault{Kind: Timeout}, ctx: canceled, wantFailed: true},
 		{name: "slow forwards after the delay", fault: Fault{Kind: Slow, Delay: time.Millisecond}, ctx: context.Background(), wantCalls: 1},
@@ -64,6 +66,9 @@ func TestWrap(t *testing.T) {
 			r := Wrap(allow, tc.fault).Handle(tc.ctx, admission.Request{})
 			if r.Failed() != tc.wantFailed {
 				t.Fatalf("Failed() = %v, want %v (%+v)", r.Failed(), tc.wantFailed, r.Result)
+			}
+			if r.Refused() != tc.wantRefused {
+				t.Fatalf("Refused() = %v, want %v", r.Refused(), tc.wantRefused)
 			}
 			if called != tc.wantCalls {
 				t.Fatalf("handler called %d times, want %d", called, tc.wantCalls)

@@ -47,6 +47,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /load/plot.svg", s.loadPlot)
 	mux.HandleFunc("GET /load.json", s.loadJSON)
 	mux.HandleFunc("POST /load", s.postLoad)
+	mux.HandleFunc("POST /fault", s.setFault)
 	static, _ := fs.Sub(assets, "assets/static")
 	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(static)))
 	return s.guard(mux)
@@ -125,6 +126,9 @@ type listPage struct {
 	// Policy: start --policy evaluates the reviews, in a column of their
 	// own.
 	Policy bool
+	// Fault is the session's fault and the form that switches it; nil
+	// without your webhooks.
+	Fault *faultForm
 }
 
 // pageRows is how many reviews a page of the list shows. Laying out a
@@ -137,7 +141,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	f := filterOf(r.URL.Query())
 	all, cursor := s.opts.Store.since(0)
 	p := listPage{Filter: f, Query: f.query(), Decisions: decisions, Keep: s.opts.Store.Keep(), PageRows: pageRows,
-		After: cursor, Shadow: s.opts.Store.shadowColumn(), Policy: s.opts.Store.policyCol.Load()}
+		After: cursor, Shadow: s.opts.Store.shadowColumn(), Policy: s.opts.Store.policyCol.Load(), Fault: s.faultForm()}
 	p.Before, _ = strconv.ParseUint(r.URL.Query().Get("before"), 10, 64)
 	for name := range s.opts.Sources {
 		p.Webhooks = append(p.Webhooks, name)

@@ -59,6 +59,9 @@ type Options struct {
 	// Sources maps each webhook's name to SourceBuiltIn or SourceUpstream.
 	Sources map[string]string
 	Log     *slog.Logger
+	// Fault, when set, is the session's fault, shown and switched from the
+	// list page.
+	Fault FaultSwitch
 }
 
 // Server serves the inspector's pages.

@@ -30,8 +30,8 @@ type Live struct {
 	MetricsErr error
 }
 
-// ReadCluster reads the cluster's webhook configurations, its namespaces'
-// labels, and the Services, workloads and ready endpoints behind every
+// ReadCluster reads the cluster's webhook configurations, admission
+// policies and their bindings, its namespaces' labels, and the Services, workloads and ready endpoints behind every
 // webhook that calls a Service, as documents (Source ClusterSource) for
 // Read, and what only the cluster tells (Live).
 func ReadCluster(ctx context.Context, cs kubernetes.Interface) ([]manifests.Document, *Live, error) {
@@ -87,6 +87,9 @@ func ReadCluster(ctx context.Context, cs kubernetes.Interface) ([]manifests.Docu
 		if err := add("v1", kindNamespace, &nss.Items[i]); err != nil {
 			return nil, nil, err
 		}
+	}
+	if err := readPolicies(ctx, cs, add); err != nil {
+		return nil, nil, err
 	}
 	live := &Live{ReadyEndpoints: map[string]int{}}
 	if err := readBackends(ctx, cs, slices.Sorted(maps.Keys(services)), live, add); err != nil {

@@ -207,3 +207,46 @@ func selfSigned(t *testing.T, notAfter time.Time) []byte {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
+
+// TestClusterPolicies: the cluster's ValidatingAdmissionPolicy without a
+// binding never runs; the user's binding, applied as if with
+// kubectl apply, binds it without the paramRef it needs.
+func TestClusterPolicies(t *testing.T) {
+	fail := admissionregistrationv1.Fail
+	cs := fake.NewClientset(&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "replica-limit"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{FailurePolicy: &fail,
+			ParamKind: &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"},
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}}}}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "object.spec.replicas <= int(params.data.maxReplicas)"}}}})
+	cluster, _, err := ReadCluster(context.Background(), cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var binding []manifests.Document
+	for _, d := range load(t, "policy-params.yaml") {
+		if d.Object.GetKind() == kindVAPB {
+			binding = append(binding, d)
+		}
+	}
+	cases := []struct {
+		name string
+		user []manifests.Document
+		want map[string]Severity
+	}{
+		{"cluster alone", nil, map[string]Severity{"unbound-policy": Warning}},
+		{"with the user's binding applied", binding, map[string]Severity{"policy-params": Error}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in, err := Read(Merge(cluster, c.user))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rulesOf(Run(in, Options{FailOn: "error"})); !equalMaps(got, c.want) {
+				t.Errorf("rules %v, want %v", got, c.want)
+			}
+		})
+	}
+}

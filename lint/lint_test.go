@@ -52,6 +52,13 @@ func TestRules(t *testing.T) {
 		{"wildcard subresources", "wildcard-subresources.yaml", map[string]Severity{"wildcard-subresources": Warning}},
 		{"match policy exact", "match-policy-exact.yaml", map[string]Severity{"match-policy-exact": Warning}},
 		{"opt-out label", "opt-out-label.yaml", map[string]Severity{"opt-out-label": Warning}},
+		{"policy in control-plane namespaces", "policy-control-plane.yaml", map[string]Severity{"control-plane-namespaces": Warning}},
+		{"mutating policy in control-plane namespaces", "policy-control-plane-mutating.yaml", map[string]Severity{"control-plane-namespaces": Warning}},
+		{"policy on critical resources", "policy-critical.yaml", map[string]Severity{"critical-resources": Warning}},
+		{"unbound policy and binding", "policy-unbound.yaml", map[string]Severity{"unbound-policy": Warning}},
+		{"policy params without paramRef", "policy-params.yaml", map[string]Severity{"policy-params": Error}},
+		{"validation actions without Deny", "policy-validation-actions.yaml", map[string]Severity{"validation-actions": Warning}},
+		{"policy scoped out of the control plane", "policy-clean.yaml", map[string]Severity{}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -105,6 +105,9 @@ type Input struct {
 	workloads  []workload
 	namespaces map[string]map[string]string
 	objects    []*Object
+	// policies and bindings are the admission policies (policy.go).
+	policies []*Policy
+	bindings []*Binding
 	// Live is what the cluster tells (ReadCluster); nil offline, and the
 	// online rules then check nothing.
 	Live *Live
@@ -142,6 +145,11 @@ func Read(docs []manifests.Document) (*Input, error) {
 			in.services = append(in.services, service{obj: o, selector: sel})
 		case kindNamespace:
 			in.namespaces[o.Name] = u.GetLabels()
+		case kindVAP, kindVAPB, kindMAP, kindMAPB:
+			if err := in.readPolicy(o, u); err != nil {
+				errs = append(errs, fmt.Errorf("%s %s: %w", d.Location(), o.Ref(), err))
+				continue
+			}
 		default:
 			if w, ok := readWorkload(o, u); ok {
 				in.workloads = append(in.workloads, w)

@@ -13,6 +13,7 @@ import (
 const (
 	admissionDocs = "https://kubernetes.io/docs/reference/access-authn-authz/extensible-admission-controllers/"
 	goodPractices = "https://kubernetes.io/docs/concepts/cluster-administration/admission-webhooks-good-practices/"
+	policyDocs    = "https://kubernetes.io/docs/reference/access-authn-authz/validating-admission-policy/"
 )
 
 // Rule is one check. Its findings carry its ID and Link.
@@ -32,9 +33,9 @@ func Rules() []*Rule {
 		{ID: "self-deadlock", Severity: Error, Link: admissionDocs + "#avoiding-deadlocks-in-self-hosted-webhooks",
 			Summary: "a failurePolicy Fail webhook is called for the pods, ReplicaSets, Deployments or EndpointSlices its own Service needs to come back", check: checkSelfDeadlock},
 		{ID: "control-plane-namespaces", Severity: Error, Link: admissionDocs + "#avoiding-operating-on-the-kube-system-namespace",
-			Summary: "a failurePolicy Fail webhook is called for objects in kube-system or kube-node-lease", check: checkControlPlane},
+			Summary: "a failurePolicy Fail webhook is called for objects in kube-system or kube-node-lease", check: both(checkControlPlane, checkPolicyControlPlane)},
 		{ID: "critical-resources", Severity: Error, Link: goodPractices,
-			Summary: "a failurePolicy Fail webhook is called for leases, nodes, events or tokenreviews, which the cluster needs to stay healthy", check: checkCritical},
+			Summary: "a failurePolicy Fail webhook is called for leases, nodes, events or tokenreviews, which the cluster needs to stay healthy", check: both(checkCritical, checkPolicyCritical)},
 		{ID: "chain-budget", Severity: Error, Link: "https://github.com/kubernetes/kubernetes/issues/128162",
 			Summary: "the webhooks one request passes through can take longer than the request's deadline, which fails it even under failurePolicy Ignore", check: checkBudget},
 		{ID: "dry-run-side-effects", Severity: Error, Link: admissionDocs + "#side-effects",
@@ -53,6 +54,12 @@ func Rules() []*Rule {
 			Summary: "online: the webhook's p99 latency, by the apiserver's metrics, is 80% of its timeout or more", check: checkLatency},
 		{ID: "opt-out-label", Severity: Warning, Link: goodPractices,
 			Summary: "an enforcing webhook's selector reads a label that whoever can edit a namespace or create the object can set or remove", check: checkOptOut},
+		{ID: "unbound-policy", Severity: Warning, Link: policyDocs,
+			Summary: "an admission policy binding names a policy that does not exist, or a policy has no binding: it never runs", check: checkUnbound},
+		{ID: "policy-params", Severity: Error, Link: policyDocs + "#parameter-resources",
+			Summary: "a policy with a paramKind whose expressions read params is bound without a paramRef: its expressions fail on every request", check: checkParams},
+		{ID: "validation-actions", Severity: Warning, Link: policyDocs + "#validation-actions",
+			Summary: "a ValidatingAdmissionPolicy with failurePolicy Fail is bound with validationActions that do not include Deny: it rejects nothing", check: checkActions},
 	}
 }
 

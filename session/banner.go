@@ -37,6 +37,7 @@ func (r *run) banner(reg *registration.Registration, took, rtt time.Duration, ve
 		fmt.Fprintf(w, "  webhook:  %s\n", h)
 	}
 	r.writeUpstream(w)
+	r.user.writeFault(w, r.inspector != nil)
 	r.takeOver.writeBanner(w, r.cfg.Scope.Local)
 	if r.cfg.Scope.Narrowed() {
 		fmt.Fprintf(w, "  scope:    %s\n", r.cfg.Scope)

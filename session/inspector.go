@@ -52,6 +52,9 @@ func (y *yours) newInspector(hooks []admission.Webhook, factory informers.Shared
 	}
 	opts := inspector.Options{Address: ic.Address, Expose: ic.Expose, Store: y.store,
 		Sources: sources, Log: log, Replay: y.conversions.replayTarget(replayTarget(replayHooks, log), sources, log)}
+	if y.user.fault != nil && len(y.user.hooks) > 0 {
+		opts.Fault = y.user.fault
+	}
 	srv, err := inspector.New(opts)
 	if err != nil && ic.Fallback {
 		log.Warn("the inspector's default address is busy (another hookback?): serving it on a free port", "address", opts.Address, "error", err)

@@ -85,6 +85,9 @@ type userWebhooks struct {
 	hooks     []admission.Webhook
 	late      *lateReport
 	shadow    *shadowReport
+	// fault is what every one of hooks injects now (start --fault, the
+	// inspector's switch).
+	fault *faultSwitch
 }
 
 // userWebhooks loads c's webhooks with spec, c's as the command resolved
@@ -162,20 +165,23 @@ func loadUserWebhooks(spec plan.UserWebhooks, m *manifests.Set, session string, 
 	return u, u.injectFault(log)
 }
 
-// injectFault wraps every webhook with spec.Fault, last, so that the
-// apiserver sees the fault whatever the upstream or the shadow answers.
+// injectFault wraps every webhook with the session's fault switch, last,
+// so that the apiserver sees the fault whatever the upstream or the shadow
+// answers: spec.Fault at first (none when unset), then what the inspector
+// switches it to (faults.go).
 func (u *userWebhooks) injectFault(log *slog.Logger) error {
-	if u.spec.Fault == "" {
-		return nil
+	f := fault.Fault{Kind: fault.None}
+	if u.spec.Fault != "" {
+		var err error
+		if f, err = fault.Parse(u.spec.Fault); err != nil {
+			return field.New("plan.UserWebhooks.Fault", strconv.Quote(u.spec.Fault), err.Error())
+		}
 	}
-	f, err := fault.Parse(u.spec.Fault)
-	if err != nil {
-		return field.New("plan.UserWebhooks.Fault", strconv.Quote(u.spec.Fault), err.Error())
-	}
+	u.fault = &faultSwitch{sw: fault.NewSwitch(f), log: log, hooks: len(u.hooks)}
 	for i := range u.hooks {
-		u.hooks[i].Handler = fault.Wrap(u.hooks[i].Handler, f)
+		u.hooks[i].Handler = fault.WrapSwitch(u.hooks[i].Handler, u.fault.sw)
 	}
-	if log != nil {
+	if log != nil && f.Kind != fault.None {
 		log.Warn("fault injected into your webhooks: the apiserver applies each one's failurePolicy", "fault", f.String(), "webhooks", len(u.hooks))
 	}
 	return nil

@@ -135,7 +135,7 @@ func (a *admissionHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 	}
 	resp := a.call(ctx, req)
-	a.reply(w, req, resp, start, waits.Total())
+	a.reply(w, r, req, resp, start, waits.Total())
 }
 
 // readBody reads the review into a buffer of its own, at most max bytes:
@@ -206,8 +206,13 @@ func (a *admissionHTTP) call(ctx context.Context, req admission.Request) (resp a
 
 // reply writes the answer, then hands the bookkeeping to
 // a.after.
-func (a *admissionHTTP) reply(w http.ResponseWriter, req admission.Request, resp admission.Response, start time.Time, waited time.Duration) {
+func (a *admissionHTTP) reply(w http.ResponseWriter, r *http.Request, req admission.Request, resp admission.Response, start time.Time, waited time.Duration) {
 	job := afterJob{a: a, req: req, resp: resp, start: start, took: time.Since(start), waited: waited}
+	if resp.Refused() {
+		a.after.do(job)
+		refuse(w, r, resp.Result.Message)
+		return
+	}
 	if resp.Failed() {
 		http.Error(w, resp.Result.Message, http.StatusInternalServerError)
 		a.after.do(job)
