@@ -79,6 +79,12 @@ func ProjectCRDs(dir string) string {
 // apiserver would refuse: *InvalidCRDError); an object that cannot be
 // judged (a kind without a CRD) is a Result with Problem set.
 func Run(ctx context.Context, o Options, stdin io.Reader) (Report, error) {
+	return run(ctx, o, stdin, nil)
+}
+
+// run is Run with the CRDs compiled through cache (nil: every time).
+func run(ctx context.Context, o Options, stdin io.Reader, cache *compileCache) (Report, error) {
+	defer cache.done()
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -106,7 +112,7 @@ func Run(ctx context.Context, o Options, stdin io.Reader) (Report, error) {
 		if !isCRD(d.Object) {
 			continue
 		}
-		c, err := Compile(d.Object, d.Location())
+		c, err := cache.compile(d)
 		if err != nil {
 			return nil, err
 		}
@@ -116,11 +122,7 @@ func Run(ctx context.Context, o Options, stdin io.Reader) (Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	report := make(Report, 0, len(judged))
-	for _, d := range judged {
-		report = append(report, set.judgeDoc(ctx, d, olds, o))
-	}
-	return report, nil
+	return set.judgeAll(ctx, judged, olds, o), nil
 }
 
 // Set is CRDs by the kind of their objects.
