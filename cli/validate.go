@@ -21,6 +21,7 @@ var validateExamples = []Example{
 
 // ValidateOptions are validate's flags.
 type ValidateOptions struct {
+	Global          GlobalOptions
 	CRD             []string
 	Old             []string
 	Subresource     string
@@ -29,19 +30,23 @@ type ValidateOptions struct {
 	Output          string
 	CRDCost         bool
 	Watch           bool
+
+	SchemasFromCluster bool
 }
 
 func defaultValidateOptions() ValidateOptions {
-	return ValidateOptions{Output: "text", FieldValidation: crdvalidate.FieldValidationWarn}
+	return ValidateOptions{Global: defaultGlobalOptions(), Output: "text", FieldValidation: crdvalidate.FieldValidationWarn}
 }
 
 func (o *ValidateOptions) bind(b *binder) {
+	o.Global.bind(b)
 	bind(b, &o.CRD, "crd", catCRD, "CustomResourceDefinitions (file, directory, kustomize directory, or - for stdin; repeatable); CRDs among the objects count too (default in a kubebuilder project: config/crd)", sets("crdvalidate.Options.CRDs"))
 	bind(b, &o.Old, "old", catCRD, "the stored objects: each object is judged as an update of the one of the same kind, namespace and name here (file or directory; repeatable)", sets("crdvalidate.Options.Old"))
 	bind(b, &o.Subresource, "subresource", catCRD, "status: judge the objects as status updates of their --old objects", sets("crdvalidate.Options.Subresource"))
 	bind(b, &o.Namespace, "namespace", catCRD, "the namespace of namespaced objects that name none (default: default)", alias("n"), sets("crdvalidate.Options.Namespace"))
 	bind(b, &o.FieldValidation, "field-validation", catCRD, "unknown fields: Warn returns them as warnings (the apiserver's default), Strict refuses the object (kubectl's)", sets("crdvalidate.Options.FieldValidation"))
 	bind(b, &o.CRDCost, "crd-cost", catCRD, "print each CEL rule's estimated cost against the per-rule and per-CRD budgets the apiserver enforces, instead of judging objects (exit 2 when over budget)")
+	bind(b, &o.SchemasFromCluster, "schemas-from-cluster", catCRD, "judge native kinds (Deployment, ConfigMap...) against the OpenAPI schemas of the cluster of --kubeconfig, not the bundled ones of Kubernetes 1.36", sets("crdvalidate.Options.Schemas"))
 	bind(b, &o.Watch, "watch", catCRD, "keep running: judge again on every change to the CRDs, objects or old objects, printing only the objects whose verdict changed; Ctrl-C stops")
 	bind(b, &o.Output, "output", catOutput, "text (the apiserver's messages), table, json or junit (a testcase per object)", alias("o"))
 }
@@ -91,6 +96,10 @@ func runValidate(c *cli.Context, o ValidateOptions) error {
 	}
 	if err := errors.Join(o.Validate(), opts.Validate()); err != nil {
 		return usage(err)
+	}
+	var err error
+	if opts.Schemas, err = nativeSchemas(o); err != nil {
+		return exit(err, exitUsage)
 	}
 	if o.Watch {
 		return watchValidate(c, o.Output, opts)

@@ -37,6 +37,9 @@ type Options struct {
 	// FieldValidation is Warn (unknown fields are warnings, the
 	// apiserver's default) or Strict (kubectl's: they are errors).
 	FieldValidation string
+	// Schemas are the OpenAPI schemas of native kinds (Deployment,
+	// ConfigMap...): Bundled{} when nil (native.go).
+	Schemas NativeSchemas
 }
 
 // Validate reports every wrong option at once.
@@ -118,6 +121,9 @@ func run(ctx context.Context, o Options, stdin io.Reader, cache *compileCache) (
 		}
 		set.Add(c)
 	}
+	if err := set.addNative(o.schemas(), objectsOf(judged)); err != nil {
+		return nil, err
+	}
 	olds, err := loadOld(o.Old, stdin)
 	if err != nil {
 		return nil, err
@@ -165,7 +171,7 @@ func (s Set) judgeDoc(ctx context.Context, d manifests.Document, olds map[object
 	r := resultOf(d)
 	c, ok := s[d.Object.GroupVersionKind().GroupKind()]
 	if !ok {
-		r.Problem = fmt.Sprintf("%s: give the CustomResourceDefinition of %s", ErrNoCRD, d.Object.GroupVersionKind().GroupKind())
+		r.Problem = noSchema(d.Object.GroupVersionKind(), o.schemas())
 		return r
 	}
 	req := Request{Object: d.Object, Subresource: o.Subresource, Namespace: o.Namespace, FieldValidation: o.FieldValidation}
