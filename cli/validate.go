@@ -15,6 +15,8 @@ var validateExamples = []Example{
 	{Command: "hookback validate --crd widgets-crd.yaml widget.yaml", Comment: "judge an object as the apiserver would on create: schema, defaults, pruning, CEL rules; exit 1 if any is invalid"},
 	{Command: "hookback validate --crd widgets-crd.yaml --old widget.yaml widget-v2.yaml", Comment: "an update of the stored widget.yaml: transition rules (oldSelf), immutable fields, ratcheting of what did not change"},
 	{Command: "hookback validate --crd widgets-crd.yaml --old widget.yaml --subresource status widget-status.yaml", Comment: "a status update, judged against the status schema and rules"},
+	{Command: "hookback validate deployment.yaml", Comment: "a native kind, with no CRD: judged against the bundled OpenAPI schema of Kubernetes 1.36 (types, enums, required fields, unknown fields; not the native types' hand-written validation)"},
+	{Command: "hookback validate --schemas-from-cluster --field-validation Strict deployment.yaml", Comment: "against the schemas of your cluster's own version, unknown fields refused as kubectl refuses them"},
 	{Command: "hookback validate --crd-cost --crd widgets-crd.yaml", Comment: "each CEL rule's estimated cost against the apiserver's per-rule and per-CRD budgets"},
 	{Command: "hookback validate --crd widgets-crd.yaml -o junit - < widget.yaml > validate.xml", Comment: "objects from stdin; a JUnit report for CI, a testcase per object"},
 }
@@ -64,7 +66,8 @@ compilation and cost), then judges each object with the apiserver's own code
 validation, list types, embedded objects and the CEL rules with their cost budgets; with
 --old, as an update (transition rules with oldSelf, optionalOldSelf, ratcheting of what
 did not change); with --subresource status, as a status update. The messages are the
-apiserver's, text for text. docs/crd-validation.md.
+apiserver's, text for text. Native kinds (Deployment, ConfigMap...) are judged against
+the OpenAPI schema of their group-version, bundled or the cluster's. docs/crd-validation.md.
 
 Exit status: 0 when every object is valid, 1 when any is invalid, 2 on bad input: an
 unreadable file, a CRD the apiserver would refuse (with its reason), an object no CRD
