@@ -15,12 +15,15 @@ var validateExamples = []Example{
 	{Command: "hookback validate --crd widgets-crd.yaml widget.yaml", Comment: "judge an object as the apiserver would on create: schema, defaults, pruning, CEL rules; exit 1 if any is invalid"},
 	{Command: "hookback validate --crd widgets-crd.yaml --old widget.yaml widget-v2.yaml", Comment: "an update of the stored widget.yaml: transition rules (oldSelf), immutable fields, ratcheting of what did not change"},
 	{Command: "hookback validate --crd widgets-crd.yaml --old widget.yaml --subresource status widget-status.yaml", Comment: "a status update, judged against the status schema and rules"},
+	{Command: "hookback validate deployment.yaml", Comment: "a native kind, with no CRD: judged against the bundled OpenAPI schema of Kubernetes 1.36 (types, enums, required fields, unknown fields; not the native types' hand-written validation)"},
+	{Command: "hookback validate --schemas-from-cluster --field-validation Strict deployment.yaml", Comment: "against the schemas of your cluster's own version, unknown fields refused as kubectl refuses them"},
 	{Command: "hookback validate --crd-cost --crd widgets-crd.yaml", Comment: "each CEL rule's estimated cost against the apiserver's per-rule and per-CRD budgets"},
 	{Command: "hookback validate --crd widgets-crd.yaml -o junit - < widget.yaml > validate.xml", Comment: "objects from stdin; a JUnit report for CI, a testcase per object"},
 }
 
 // ValidateOptions are validate's flags.
 type ValidateOptions struct {
+	Global          GlobalOptions
 	CRD             []string
 	Old             []string
 	Subresource     string
@@ -29,19 +32,23 @@ type ValidateOptions struct {
 	Output          string
 	CRDCost         bool
 	Watch           bool
+
+	SchemasFromCluster bool
 }
 
 func defaultValidateOptions() ValidateOptions {
-	return ValidateOptions{Output: "text", FieldValidation: crdvalidate.FieldValidationWarn}
+	return ValidateOptions{Global: defaultGlobalOptions(), Output: "text", FieldValidation: crdvalidate.FieldValidationWarn}
 }
 
 func (o *ValidateOptions) bind(b *binder) {
+	o.Global.bind(b)
 	bind(b, &o.CRD, "crd", catCRD, "CustomResourceDefinitions (file, directory, kustomize directory, or - for stdin; repeatable); CRDs among the objects count too (default in a kubebuilder project: config/crd)", sets("crdvalidate.Options.CRDs"))
 	bind(b, &o.Old, "old", catCRD, "the stored objects: each object is judged as an update of the one of the same kind, namespace and name here (file or directory; repeatable)", sets("crdvalidate.Options.Old"))
 	bind(b, &o.Subresource, "subresource", catCRD, "status: judge the objects as status updates of their --old objects", sets("crdvalidate.Options.Subresource"))
 	bind(b, &o.Namespace, "namespace", catCRD, "the namespace of namespaced objects that name none (default: default)", alias("n"), sets("crdvalidate.Options.Namespace"))
 	bind(b, &o.FieldValidation, "field-validation", catCRD, "unknown fields: Warn returns them as warnings (the apiserver's default), Strict refuses the object (kubectl's)", sets("crdvalidate.Options.FieldValidation"))
 	bind(b, &o.CRDCost, "crd-cost", catCRD, "print each CEL rule's estimated cost against the per-rule and per-CRD budgets the apiserver enforces, instead of judging objects (exit 2 when over budget)")
+	bind(b, &o.SchemasFromCluster, "schemas-from-cluster", catCRD, "judge native kinds (Deployment, ConfigMap...) against the OpenAPI schemas of the cluster of --kubeconfig, not the bundled ones of Kubernetes 1.36", sets("crdvalidate.Options.Schemas"))
 	bind(b, &o.Watch, "watch", catCRD, "keep running: judge again on every change to the CRDs, objects or old objects, printing only the objects whose verdict changed; Ctrl-C stops")
 	bind(b, &o.Output, "output", catOutput, "text (the apiserver's messages), table, json or junit (a testcase per object)", alias("o"))
 }
@@ -59,7 +66,8 @@ compilation and cost), then judges each object with the apiserver's own code
 validation, list types, embedded objects and the CEL rules with their cost budgets; with
 --old, as an update (transition rules with oldSelf, optionalOldSelf, ratcheting of what
 did not change); with --subresource status, as a status update. The messages are the
-apiserver's, text for text. docs/crd-validation.md.
+apiserver's, text for text. Native kinds (Deployment, ConfigMap...) are judged against
+the OpenAPI schema of their group-version, bundled or the cluster's. docs/crd-validation.md.
 
 Exit status: 0 when every object is valid, 1 when any is invalid, 2 on bad input: an
 unreadable file, a CRD the apiserver would refuse (with its reason), an object no CRD
@@ -91,6 +99,10 @@ func runValidate(c *cli.Context, o ValidateOptions) error {
 	}
 	if err := errors.Join(o.Validate(), opts.Validate()); err != nil {
 		return usage(err)
+	}
+	var err error
+	if opts.Schemas, err = nativeSchemas(o); err != nil {
+		return exit(err, exitUsage)
 	}
 	if o.Watch {
 		return watchValidate(c, o.Output, opts)

@@ -45,6 +45,7 @@ type CRD struct {
 	Warnings []string
 
 	crd             *apiextensionsv1.CustomResourceDefinition
+	native          bool // a built-in kind, judged by its OpenAPI schema (native.go)
 	preserveUnknown bool
 	schemas         map[string]*structuralschema.Structural
 	versions        map[string]*version

@@ -37,6 +37,9 @@ type Options struct {
 	// FieldValidation is Warn (unknown fields are warnings, the
 	// apiserver's default) or Strict (kubectl's: they are errors).
 	FieldValidation string
+	// Schemas are the OpenAPI schemas of native kinds (Deployment,
+	// ConfigMap...): Bundled{} when nil (native.go).
+	Schemas NativeSchemas
 }
 
 // Validate reports every wrong option at once.
@@ -79,6 +82,12 @@ func ProjectCRDs(dir string) string {
 // apiserver would refuse: *InvalidCRDError); an object that cannot be
 // judged (a kind without a CRD) is a Result with Problem set.
 func Run(ctx context.Context, o Options, stdin io.Reader) (Report, error) {
+	return run(ctx, o, stdin, nil)
+}
+
+// run is Run with the CRDs compiled through cache (nil: every time).
+func run(ctx context.Context, o Options, stdin io.Reader, cache *compileCache) (Report, error) {
+	defer cache.done()
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -106,21 +115,20 @@ func Run(ctx context.Context, o Options, stdin io.Reader) (Report, error) {
 		if !isCRD(d.Object) {
 			continue
 		}
-		c, err := Compile(d.Object, d.Location())
+		c, err := cache.compile(d)
 		if err != nil {
 			return nil, err
 		}
 		set.Add(c)
 	}
+	if err := set.addNative(o.schemas(), objectsOf(judged)); err != nil {
+		return nil, err
+	}
 	olds, err := loadOld(o.Old, stdin)
 	if err != nil {
 		return nil, err
 	}
-	report := make(Report, 0, len(judged))
-	for _, d := range judged {
-		report = append(report, set.judgeDoc(ctx, d, olds, o))
-	}
-	return report, nil
+	return set.judgeAll(ctx, judged, olds, o), nil
 }
 
 // Set is CRDs by the kind of their objects.
@@ -163,7 +171,7 @@ func (s Set) judgeDoc(ctx context.Context, d manifests.Document, olds map[object
 	r := resultOf(d)
 	c, ok := s[d.Object.GroupVersionKind().GroupKind()]
 	if !ok {
-		r.Problem = fmt.Sprintf("%s: give the CustomResourceDefinition of %s", ErrNoCRD, d.Object.GroupVersionKind().GroupKind())
+		r.Problem = noSchema(d.Object.GroupVersionKind(), o.schemas())
 		return r
 	}
 	req := Request{Object: d.Object, Subresource: o.Subresource, Namespace: o.Namespace, FieldValidation: o.FieldValidation}

@@ -93,11 +93,13 @@ func (c *CRD) Judge(ctx context.Context, req Request) (Verdict, error) {
 	}
 	ns := c.requestNamespace(obj, req.Namespace)
 	ctx = warning.WithWarningRecorder(genericapirequest.WithNamespace(ctx, ns), rec)
+	restore := c.asCore(obj)
 	if req.Old == nil {
 		err = c.create(ctx, ver.main, obj)
 	} else {
 		err = c.update(ctx, ver, req, obj)
 	}
+	err = restore(err)
 	if err != nil {
 		return c.denied(err, rec), nil
 	}

@@ -29,9 +29,9 @@ type WatchOptions struct {
 }
 
 // Watch runs o, then again whenever a file under its CRDs, objects or old
-// objects changes, and hands each run to each, until ctx is done. The
-// CRDs are compiled again on every run: a saved CRD is what the next run
-// judges with.
+// objects changes, and hands each run to each, until ctx is done. A CRD
+// is compiled again when it changed (a saved CRD is what the next run
+// judges with), else reused.
 func Watch(ctx context.Context, o Options, wo WatchOptions, each func(WatchRun)) error {
 	roots := slices.Concat(o.CRDs, o.Objects, o.Old)
 	if slices.Contains(roots, "-") {
@@ -41,8 +41,9 @@ func Watch(ctx context.Context, o Options, wo WatchOptions, each func(WatchRun))
 		wo.Log = slog.New(slog.DiscardHandler)
 	}
 	var last Report
+	cache := newCompileCache()
 	judge := func(ctx context.Context) {
-		rep, err := Run(ctx, o, nil)
+		rep, err := run(ctx, o, nil, cache)
 		run := WatchRun{All: rep, Err: err}
 		if err == nil {
 			run.Changed = rep.changedSince(last)

@@ -57,6 +57,8 @@ func newShellEnv(t *testing.T) *shellEnv {
 	for _, f := range []string{"widget.yaml", "widget-v2.yaml", "widget-status.yaml"} {
 		copyFile(t, repoPath("testdata", "crdvalidate", "examples", f), filepath.Join(dir, f))
 	}
+	// A Deployment, for the validate examples of native kinds.
+	copyFile(t, repoPath("testdata", "crdvalidate", "native", "deployment.yaml"), filepath.Join(dir, "deployment.yaml"))
 	// A suite for the built-ins, for the test examples.
 	if err := os.CopyFS(filepath.Join(dir, "suite"), os.DirFS(repoPath("testdata", "suite"))); err != nil {
 		t.Fatal(err)
