@@ -76,6 +76,7 @@ type LintOptions struct {
 	Deadline time.Duration
 	// RequestTimeout bounds each request to the apiserver (--cluster).
 	RequestTimeout time.Duration
+	Probe          lintProbeOptions
 }
 
 func defaultLintOptions() LintOptions {
@@ -90,6 +91,7 @@ func (o *LintOptions) bind(b *binder) {
 	bind(b, &o.RequestTimeout, "request-timeout", catCluster, "with --cluster: how long each request to the apiserver may take")
 	bind(b, &o.Deadline, "deadline", catOutput, "chain-budget: the request deadline the webhooks' timeouts must fit in, whole seconds (default 34s, what a request without a timeout parameter gets; give your clients' --request-timeout)", sets("lint.Options.Deadline"))
 	bind(b, &o.Disable, "disable", catOutput, "a rule not to run (repeatable): "+strings.Join(lint.RuleIDs(), ", "), sets("lint.Options.Disable"))
+	o.Probe.bind(b)
 }
 
 func (o LintOptions) lintOptions() lint.Options {
@@ -98,7 +100,7 @@ func (o LintOptions) lintOptions() lint.Options {
 
 // Validate reports every problem at once.
 func (o LintOptions) Validate() error {
-	errs := []error{o.GlobalOptions.Validate(), o.lintOptions().Validate()}
+	errs := []error{o.GlobalOptions.Validate(), o.lintOptions().Validate(), o.Probe.Validate()}
 	if err := checkOutput(o.Output, &lint.Report{}); err != nil {
 		errs = append(errs, err)
 	}
@@ -112,6 +114,11 @@ func runLint(c *cli.Context, o LintOptions) error {
 	in, err := lintInput(c, o)
 	if err != nil {
 		return err
+	}
+	if o.Probe.Probe {
+		if err := o.Probe.probe(c.Context, in, c.App.ErrWriter); err != nil {
+			return err
+		}
 	}
 	rep := lint.Run(in, o.lintOptions())
 	if err := report.Write(c.App.Writer, o.Output, rep); err != nil {

@@ -238,6 +238,9 @@ func reportTest(c *cli.Context, o TestOptions, rows []suite.Row) error {
 	}
 	n := suite.Count(rows)
 	summary := fmt.Sprintf("%d results: %d passed, %d failed, %d errors", n.Rows, n.Passed, n.Failed, n.Errors)
+	if n.Notes > 0 {
+		summary += fmt.Sprintf(" (%d notes)", n.Notes)
+	}
 	if o.Update && n.Passed < n.Rows {
 		updated, err := suite.Update(rows, c.App.ErrWriter)
 		if err != nil {

@@ -11,12 +11,13 @@ import (
 )
 
 // Counts sums rows by status.
-type Counts struct{ Rows, Passed, Failed, Errors int }
+type Counts struct{ Rows, Passed, Failed, Errors, Notes int }
 
 // Count sums rows.
 func Count(rows []Row) Counts {
 	c := Counts{Rows: len(rows)}
 	for _, r := range rows {
+		c.Notes += len(r.Notes)
 		switch r.Status {
 		case Pass:
 			c.Passed++

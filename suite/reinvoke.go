@@ -166,6 +166,7 @@ func markReinvocation(row *Row, w *Webhook, r Reinvocation, mode string) {
 func failRow(row *Row, msg string) {
 	if row.Status == Pass {
 		row.Status, row.beyond = Fail, true
+		row.Detail += "; " + msg
 	}
 	if row.Diff == "" {
 		row.Diff = msg
