@@ -20,6 +20,7 @@ var lintExamples = []Example{
 	{Command: "hookback lint config/default -o junit > lint.xml", Comment: "a kustomize directory, rendered as kubectl kustomize would; a JUnit report for CI (--fail-on warning: exit 1 on warnings too)"},
 	{Command: "hookback lint config/webhook/manifests.yaml -o sarif > lint.sarif", Comment: "SARIF 2.1.0 for GitHub code scanning (docs/safety.md has the workflow)"},
 	{Command: "hookback lint config/webhook/ --disable opt-out-label --fail-on none -o json", Comment: "every finding as JSON, one rule off, never failing"},
+	{Command: "hookback lint --probe --upstream-insecure my-mutating-webhooks.yaml --fail-on none", Comment: "your server (controller-runtime's https://127.0.0.1:9443 unless --upstream) sent a pod through each mutating webhook's path, then its own output: reinvocation-unsafe when it changes it again"},
 	{Command: "hookback lint --cluster --fail-on none", Comment: "everything the cluster has: its webhooks' chains, Services without ready endpoints, served certificates, p99 latencies from the apiserver's metrics"},
 	{Command: "hookback lint --cluster config/webhook/ --fail-on none", Comment: "the cluster with your configurations applied over it, as they would be"},
 }
@@ -49,6 +50,12 @@ applied over them as if applied (an object of the same kind and name replaces th
 cluster's), and the online rules run: a Service without a ready endpoint, a url webhook
 whose served certificate the caBundle does not verify, a p99 latency near the timeout
 (from the apiserver's /metrics, when you may read it).
+
+--probe sends each mutating webhook a sample (a minimal object of each resource its rules
+name, or the CREATE cases of --probe-cases) through your server at the webhook's path, as
+start forwards, then the object it made as a new review, as the apiserver does under
+reinvocationPolicy IfNeeded: a second change (a sidecar appended twice), or a refusal, is
+reinvocation-unsafe, an error under IfNeeded and a warning otherwise.
 
 The annotation hookback.dev/lint-ignore: "RULE=reason; RULE=reason" on a configuration
 silences those rules for it: the findings are shown as suppressed, with the reason, and
