@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +12,13 @@ import (
 // 2 on bad input, each with a message that says what to do.
 func TestLintExitStatus(t *testing.T) {
 	td := func(f string) string { return filepath.Join("..", "lint", "testdata", f) }
+	probe := filepath.Join("..", "testdata", "probe", "mutating-webhooks.yaml")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String()
+	l.Close()
 	cases := []struct {
 		name   string
 		args   []string
@@ -29,6 +37,10 @@ func TestLintExitStatus(t *testing.T) {
 		{"unknown format", []string{td("self-deadlock.yaml"), "-o", "xml"}, "exit 2", `--output "xml": want one of table, json, junit, sarif`, ""},
 		{"missing file", []string{td("nope.yaml")}, "exit 2", "nope.yaml", ""},
 		{"no webhooks", []string{filepath.Join("..", "policy", "testdata", "basic", "policy.yaml")}, "exit 2", "no MutatingWebhookConfiguration or ValidatingWebhookConfiguration to lint", ""},
+		{"upstream without probe", []string{probe, "--upstream", "http://127.0.0.1:1"}, "exit 2", "--upstream is for --probe: add --probe", ""},
+		{"probe of a bad upstream", []string{probe, "--probe", "--upstream", "ftp://127.0.0.1"}, "exit 2", `--upstream "ftp://127.0.0.1": want an http or https URL`, ""},
+		{"probe insecure off loopback", []string{probe, "--probe", "--upstream", "https://webhook.example.com", "--upstream-insecure"}, "exit 2", "--upstream-ca", ""},
+		{"probe with nothing listening", []string{probe, "--probe", "--upstream", closed}, "exit 2", "lint --probe: probe: no mutating webhook answered a sample", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
