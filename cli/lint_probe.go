@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 
 	"github.com/hookback/hookback/lint"
 	"github.com/hookback/hookback/project"
@@ -75,9 +76,17 @@ func (o lintProbeOptions) probe(ctx context.Context, in *lint.Input, errOut io.W
 			return usage(err)
 		}
 	}
+	if !slices.ContainsFunc(in.Hooks, func(h *lint.Hook) bool { return h.Mutating }) {
+		fmt.Fprintln(errOut, "lint --probe: no mutating webhook to probe")
+		return nil
+	}
 	res, err := suite.Probe(ctx, in.Hooks, suite.ProbeOptions{Upstream: up, Cases: cases})
-	if err != nil {
-		return exit(fmt.Errorf("lint --probe: %w (is your server running at %s? --upstream says where)", err, up.Base), exitUsage)
+	switch {
+	case errors.Is(err, suite.ErrProbe):
+		// "lint --probe: no mutating webhook answered ...", each saying why.
+		return exit(fmt.Errorf("lint --%w", err), exitUsage)
+	case err != nil:
+		return exit(fmt.Errorf("lint --probe: %w", err), exitUsage)
 	}
 	for _, s := range res.Skipped {
 		fmt.Fprintf(errOut, "reinvocation-unsafe not checked for %s\n", s)

@@ -40,7 +40,7 @@ func TestLintExitStatus(t *testing.T) {
 		{"upstream without probe", []string{probe, "--upstream", "http://127.0.0.1:1"}, "exit 2", "--upstream is for --probe: add --probe", ""},
 		{"probe of a bad upstream", []string{probe, "--probe", "--upstream", "ftp://127.0.0.1"}, "exit 2", `--upstream "ftp://127.0.0.1": want an http or https URL`, ""},
 		{"probe insecure off loopback", []string{probe, "--probe", "--upstream", "https://webhook.example.com", "--upstream-insecure"}, "exit 2", "--upstream-ca", ""},
-		{"probe with nothing listening", []string{probe, "--probe", "--upstream", closed}, "exit 2", "lint --probe: probe: no mutating webhook answered a sample", ""},
+		{"probe with nothing listening", []string{probe, "--probe", "--upstream", closed}, "exit 2", "lint --probe: no mutating webhook answered a sample", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
