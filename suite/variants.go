@@ -36,9 +36,14 @@ func (in *input) variant(op string) *input {
 // configuration never matches for the same object (rules, selectors,
 // matchConditions, decided with the apiserver's code); a variant whose
 // matching errs is not decidable offline and left out. Not a CREATE, a
-// subresource, or no object: none.
+// subresource, no object, or a webhook the case names that its
+// configuration does not call for the CREATE itself (or whose
+// configuration is not at hand, a recorded one): none.
 func unseen(ctx context.Context, m *matcher, w *Webhook, in *input) []string {
 	if in.req.Operation != admissionv1.Create || in.req.SubResource != "" || len(in.req.Object.Raw) == 0 {
+		return nil
+	}
+	if ok, _, err := m.calls(ctx, w, in); err != nil || !ok {
 		return nil
 	}
 	var out []string
