@@ -3,6 +3,7 @@ package suite
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -159,5 +160,31 @@ func TestVariantsTheConfigurationNeverMatches(t *testing.T) {
 				t.Errorf("diff %q, want %q", r.Diff, tt.diff)
 			}
 		})
+	}
+}
+
+// TestUpdateLeavesANotIdempotentCase: a case failed only by the second
+// call has no expectation to rewrite: --update leaves it byte for byte.
+func TestUpdateLeavesANotIdempotentCase(t *testing.T) {
+	ifNeeded := admissionregistrationv1.IfNeededReinvocationPolicy
+	s := newReviewServer(t, map[string]answer{"/m": sidecar})
+	hooks := []*Webhook{{Configuration: "m", Path: "/m", Handler: s.forwarder(t, "/m"), Mutating: &admissionregistrationv1.MutatingWebhook{
+		Name: "inject.example.com", Rules: podRules(), ReinvocationPolicy: &ifNeeded, AdmissionReviewVersions: []string{"v1"}}}}
+	body := header + `- {name: c, operation: CREATE, namespace: y, object: ` + pod("p", "") + `, expect: {result: patched, patch: [{op: add, path: /spec/containers/-, value: {name: agent, image: agent}}]}}` + "\n"
+	path := writeSuite(t, body)
+	files, err := Load([]string{path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := Run(context.Background(), files, Options{Webhooks: hooks})
+	if len(rows) != 1 || rows[0].Status != Fail {
+		t.Fatalf("rows %+v, want the case failed as not idempotent", rows)
+	}
+	var out strings.Builder
+	if n, err := Update(rows, &out); err != nil || n != 0 {
+		t.Errorf("Update = %d, %v, want 0 cases updated\n%s", n, err, out.String())
+	}
+	if b, _ := os.ReadFile(path); string(b) != body {
+		t.Errorf("the suite file changed:\n%s", b)
 	}
 }
