@@ -76,11 +76,14 @@ func (o lintProbeOptions) probe(ctx context.Context, in *lint.Input, errOut io.W
 			return usage(err)
 		}
 	}
-	if !slices.ContainsFunc(in.Hooks, func(h *lint.Hook) bool { return h.Mutating }) {
-		fmt.Fprintln(errOut, "lint --probe: no mutating webhook to probe")
+	// Yours only: with --cluster, the cluster's other webhooks are not
+	// served by your server.
+	hooks := slices.DeleteFunc(slices.Clone(in.Hooks), func(h *lint.Hook) bool { return !h.Mutating || h.Config.Doc.Source == "" })
+	if len(hooks) == 0 {
+		fmt.Fprintln(errOut, "lint --probe: no mutating webhook of yours to probe")
 		return nil
 	}
-	res, err := suite.Probe(ctx, in.Hooks, suite.ProbeOptions{Upstream: up, Cases: cases})
+	res, err := suite.Probe(ctx, hooks, suite.ProbeOptions{Upstream: up, Cases: cases})
 	switch {
 	case errors.Is(err, suite.ErrProbe):
 		// "lint --probe: no mutating webhook answered ...", each saying why.
