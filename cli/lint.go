@@ -20,6 +20,7 @@ var lintExamples = []Example{
 	{Command: "hookback lint config/default -o junit > lint.xml", Comment: "a kustomize directory, rendered as kubectl kustomize would; a JUnit report for CI (--fail-on warning: exit 1 on warnings too)"},
 	{Command: "hookback lint config/webhook/manifests.yaml -o sarif > lint.sarif", Comment: "SARIF 2.1.0 for GitHub code scanning (docs/safety.md has the workflow)"},
 	{Command: "hookback lint config/webhook/ --disable opt-out-label --fail-on none -o json", Comment: "every finding as JSON, one rule off, never failing"},
+	{Command: "hookback lint --probe --upstream-insecure my-mutating-webhooks.yaml --fail-on none", Comment: "your server (controller-runtime's https://127.0.0.1:9443 unless --upstream) sent a pod through each mutating webhook's path, then its own output: reinvocation-unsafe when it changes it again"},
 	{Command: "hookback lint --cluster --fail-on none", Comment: "everything the cluster has: its webhooks' chains, Services without ready endpoints, served certificates, p99 latencies from the apiserver's metrics"},
 	{Command: "hookback lint --cluster config/webhook/ --fail-on none", Comment: "the cluster with your configurations applied over it, as they would be"},
 }
@@ -54,6 +55,12 @@ cluster's), and the online rules run: a Service without a ready endpoint, a url 
 whose served certificate the caBundle does not verify, a p99 latency near the timeout
 (from the apiserver's /metrics, when you may read it).
 
+--probe sends each mutating webhook a sample (a minimal object of each resource its rules
+name, or the CREATE cases of --probe-cases) through your server at the webhook's path, as
+start forwards, then the object it made as a new review, as the apiserver does under
+reinvocationPolicy IfNeeded: a second change (a sidecar appended twice), or a refusal, is
+reinvocation-unsafe, an error under IfNeeded and a warning otherwise.
+
 The annotation hookback.dev/lint-ignore: "RULE=reason; RULE=reason" on a configuration
 silences those rules for it: the findings are shown as suppressed, with the reason, and
 do not fail the run. docs/safety.md describes every rule.
@@ -80,6 +87,7 @@ type LintOptions struct {
 	Deadline time.Duration
 	// RequestTimeout bounds each request to the apiserver (--cluster).
 	RequestTimeout time.Duration
+	Probe          lintProbeOptions
 }
 
 func defaultLintOptions() LintOptions {
@@ -94,6 +102,7 @@ func (o *LintOptions) bind(b *binder) {
 	bind(b, &o.RequestTimeout, "request-timeout", catCluster, "with --cluster: how long each request to the apiserver may take")
 	bind(b, &o.Deadline, "deadline", catOutput, "chain-budget: the request deadline the webhooks' timeouts must fit in, whole seconds (default 34s, what a request without a timeout parameter gets; give your clients' --request-timeout)", sets("lint.Options.Deadline"))
 	bind(b, &o.Disable, "disable", catOutput, "a rule not to run (repeatable): "+strings.Join(lint.RuleIDs(), ", "), sets("lint.Options.Disable"))
+	o.Probe.bind(b)
 }
 
 func (o LintOptions) lintOptions() lint.Options {
@@ -102,7 +111,7 @@ func (o LintOptions) lintOptions() lint.Options {
 
 // Validate reports every problem at once.
 func (o LintOptions) Validate() error {
-	errs := []error{o.GlobalOptions.Validate(), o.lintOptions().Validate()}
+	errs := []error{o.GlobalOptions.Validate(), o.lintOptions().Validate(), o.Probe.Validate()}
 	if err := checkOutput(o.Output, &lint.Report{}); err != nil {
 		errs = append(errs, err)
 	}
@@ -116,6 +125,11 @@ func runLint(c *cli.Context, o LintOptions) error {
 	in, err := lintInput(c, o)
 	if err != nil {
 		return err
+	}
+	if o.Probe.Probe {
+		if err := o.Probe.probe(c.Context, in, c.App.ErrWriter); err != nil {
+			return err
+		}
 	}
 	rep := lint.Run(in, o.lintOptions())
 	if err := report.Write(c.App.Writer, o.Output, rep); err != nil {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +12,13 @@ import (
 // 2 on bad input, each with a message that says what to do.
 func TestLintExitStatus(t *testing.T) {
 	td := func(f string) string { return filepath.Join("..", "lint", "testdata", f) }
+	probe := filepath.Join("..", "testdata", "probe", "mutating-webhooks.yaml")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String()
+	l.Close()
 	cases := []struct {
 		name   string
 		args   []string
@@ -31,6 +39,10 @@ func TestLintExitStatus(t *testing.T) {
 		{"nothing to lint", []string{td("no-admission.yaml")}, "exit 2", "no webhook configuration, admission policy or binding to lint", ""},
 		{"a policy and its binding", []string{filepath.Join("..", "policy", "testdata", "basic", "policy.yaml")}, "", "0 findings", "no findings"},
 		{"a binding without Deny", []string{td("policy-validation-actions.yaml")}, "", "1 warnings", "validation-actions"},
+		{"upstream without probe", []string{probe, "--upstream", "http://127.0.0.1:1"}, "exit 2", "--upstream is for --probe: add --probe", ""},
+		{"probe of a bad upstream", []string{probe, "--probe", "--upstream", "ftp://127.0.0.1"}, "exit 2", `--upstream "ftp://127.0.0.1": want an http or https URL`, ""},
+		{"probe insecure off loopback", []string{probe, "--probe", "--upstream", "https://webhook.example.com", "--upstream-insecure"}, "exit 2", "--upstream-ca", ""},
+		{"probe with nothing listening", []string{probe, "--probe", "--upstream", closed}, "exit 2", "lint --probe: no mutating webhook answered a sample", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

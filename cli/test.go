@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,13 +36,16 @@ type TestOptions struct {
 	Output      string
 	Update      bool
 	Concurrency int
-	Fuzz        fuzzOptions
+	// NotIdempotent is what a mutating webhook that changes its own
+	// output again does to its case (suite.Options.Idempotence).
+	NotIdempotent string
+	Fuzz          fuzzOptions
 	// Policy are --policy's manifests, tested beside the webhooks.
 	Policy []string
 }
 
 func defaultTestOptions() TestOptions {
-	return TestOptions{Serve: defaultServeOptions(), Output: report.FormatTable, ExecTimeout: 2 * time.Minute, Concurrency: 8}
+	return TestOptions{Serve: defaultServeOptions(), Output: report.FormatTable, ExecTimeout: 2 * time.Minute, Concurrency: 8, NotIdempotent: suite.IdempotenceAuto}
 }
 
 func (o *TestOptions) bind(b *binder) {
@@ -63,6 +67,7 @@ func (o *TestOptions) bind(b *binder) {
 	bind(b, &o.Output, "output", catOutput, "table, json or junit (a testsuite per suite file, a testcase per case and webhook)", alias("o"))
 	bind(b, &o.Update, "update", catOutput, "rewrite the expectations of failing cases to the current answers and print what changed; passing cases stay byte for byte")
 	bind(b, &o.Concurrency, "concurrency", catOutput, "cases in flight at once")
+	bind(b, &o.NotIdempotent, "not-idempotent", catOutput, "a mutating webhook is sent its own output again, as the apiserver does under reinvocationPolicy IfNeeded; when it changes it again: auto (fail the case under IfNeeded, a note otherwise), fail, warn (a note) or off (no second call)")
 	o.Fuzz.bind(b)
 }
 
@@ -74,6 +79,9 @@ func (o TestOptions) Validate() error {
 	}
 	if o.Concurrency < 1 {
 		errs = append(errs, fmt.Errorf("--concurrency %d: want 1 or more", o.Concurrency))
+	}
+	if !slices.Contains(suite.IdempotenceModes, o.NotIdempotent) {
+		errs = append(errs, fmt.Errorf("--not-idempotent %q: want %s", o.NotIdempotent, strings.Join(suite.IdempotenceModes, ", ")))
 	}
 	if o.ExecTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--exec-timeout %s: want more than 0", o.ExecTimeout))
@@ -146,7 +154,7 @@ func runTest(c *cli.Context, ext Extension, o TestOptions) error {
 	if err != nil {
 		return exit(err, exitUsage)
 	}
-	opts := suite.Options{Concurrency: o.Concurrency, Log: log, Webhooks: testWebhooks(setup), Recorded: setup.Recorded}
+	opts := suite.Options{Concurrency: o.Concurrency, Log: log, Webhooks: testWebhooks(setup), Recorded: setup.Recorded, Idempotence: o.NotIdempotent}
 	if setup.Unmatched != nil {
 		// The suite's rows are text: the advice is shown with the flag
 		// here, where the field it names is known as one.
@@ -228,6 +236,9 @@ func reportTest(c *cli.Context, o TestOptions, rows []suite.Row) error {
 	}
 	n := suite.Count(rows)
 	summary := fmt.Sprintf("%d results: %d passed, %d failed, %d errors", n.Rows, n.Passed, n.Failed, n.Errors)
+	if n.Notes > 0 {
+		summary += fmt.Sprintf(" (%d notes)", n.Notes)
+	}
 	if o.Update && n.Passed < n.Rows {
 		updated, err := suite.Update(rows, c.App.ErrWriter)
 		if err != nil {

@@ -111,6 +111,9 @@ type Input struct {
 	// Live is what the cluster tells (ReadCluster); nil offline, and the
 	// online rules then check nothing.
 	Live *Live
+	// Reinvocations are what lint --probe saw your mutating webhooks'
+	// server do with its own output (suite.Probe); none offline.
+	Reinvocations []Reinvocation
 	// now is when certificates are judged.
 	now time.Time
 	// deadline is the request's, in seconds (Run sets it).

@@ -52,6 +52,8 @@ func Rules() []*Rule {
 			Summary: "a caBundle certificate has expired or expires within 30 days; online, a url webhook's served certificate does not verify against it", check: checkCABundle},
 		{ID: "slow-webhook", Severity: Warning, Link: admissionDocs + "#timeouts",
 			Summary: "online: the webhook's p99 latency, by the apiserver's metrics, is 80% of its timeout or more", check: checkLatency},
+		{ID: "reinvocation-unsafe", Severity: Error, Link: admissionDocs + "#reinvocation-policy",
+			Summary: "probe (lint --probe): a mutating webhook's server, sent its own output as a new review, changes it again (or refuses it): under reinvocationPolicy IfNeeded every object is changed twice", check: checkReinvocation},
 		{ID: "opt-out-label", Severity: Warning, Link: goodPractices,
 			Summary: "an enforcing webhook's selector reads a label that whoever can edit a namespace or create the object can set or remove", check: checkOptOut},
 		{ID: "unbound-policy", Severity: Warning, Link: policyDocs,

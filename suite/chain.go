@@ -56,16 +56,23 @@ func chainRows(ctx context.Context, m *matcher, l *Loaded, in *input, hooks []pi
 		got := callPicked(ctx, h, cur, opts.Conversions)
 		row := Row{Webhook: h.w.Name(), Got: got}
 		row.Status, row.Detail, row.Diff = judgeWith(l, l.expectFor(h.w.Name()), *got, recorded)
-		rows = append(rows, row)
+		if h.outcome == nil {
+			markVariants(ctx, m, &row, l, h.w, cur)
+		}
 		if h.w.Mutating == nil || got.Result != Patched {
+			rows = append(rows, row)
 			continue
 		}
 		next, err := cur.patchedBy(ctx, h, got.Object, opts.Conversions)
 		if err != nil {
-			rows = append(rows, Row{Webhook: h.w.Name(), Status: Erred,
+			rows = append(rows, row, Row{Webhook: h.w.Name(), Status: Erred,
 				Detail: "the webhooks after it cannot be called with its patch: " + err.Error()})
 			return rows
 		}
+		if opts.Idempotence != IdempotenceOff {
+			markReinvocation(&row, h.w, reinvoke(ctx, h, next, opts.Conversions), opts.Idempotence)
+		}
+		rows = append(rows, row)
 		cur = next
 	}
 	return rows

@@ -101,6 +101,12 @@ type Case struct {
 	// /spec/containers/*/image.
 	Ignore []string `json:"ignore,omitempty"`
 
+	// RequireOperations (UPDATE, DELETE) are the operations every
+	// webhook a CREATE case goes to must also be called for on the same
+	// object: a webhook whose configuration never matches one fails the
+	// case, where otherwise it is a note.
+	RequireOperations []string `json:"requireOperations,omitempty"`
+
 	Expect Expect `json:"expect"`
 	// ExpectWebhooks are the expectations of single webhooks, by name, in
 	// place of Expect: in a chain, each mutating webhook's row holds the

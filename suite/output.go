@@ -11,12 +11,13 @@ import (
 )
 
 // Counts sums rows by status.
-type Counts struct{ Rows, Passed, Failed, Errors int }
+type Counts struct{ Rows, Passed, Failed, Errors, Notes int }
 
 // Count sums rows.
 func Count(rows []Row) Counts {
 	c := Counts{Rows: len(rows)}
 	for _, r := range rows {
+		c.Notes += len(r.Notes)
 		switch r.Status {
 		case Pass:
 			c.Passed++
@@ -60,6 +61,9 @@ func writeTable(w io.Writer, rows []Row) error {
 		return err
 	}
 	for _, r := range rows {
+		for _, n := range r.Notes {
+			fmt.Fprintf(w, "\n--- NOTE %s:%d %s (%s)\n%s\n", r.File, r.Line, r.Case, r.Webhook, n)
+		}
 		if r.Status == Pass {
 			continue
 		}
@@ -89,7 +93,11 @@ func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ")
 func junitRows(rows []Row) report.JUnit {
 	out := report.JUnit{Name: "hookback test"}
 	for _, r := range rows {
-		c := report.Case{Name: r.Case + " [" + r.Webhook + "]", Classname: r.File, SystemOut: r.ServerOutput}
+		sysOut := r.ServerOutput
+		if len(r.Notes) > 0 {
+			sysOut = strings.TrimLeft(sysOut+"\n"+"note: "+strings.Join(r.Notes, "\nnote: "), "\n")
+		}
+		c := report.Case{Name: r.Case + " [" + r.Webhook + "]", Classname: r.File, SystemOut: sysOut}
 		text := r.Diff
 		if text == "" {
 			text = r.Detail

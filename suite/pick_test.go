@@ -109,7 +109,7 @@ func TestNamedWebhookOfAKind(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rows := Run(context.Background(), files, Options{Webhooks: sameName(c)})
+			rows := Run(context.Background(), files, Options{Webhooks: sameName(c), Idempotence: IdempotenceOff})
 			if got := rowList(rows); !slices.Equal(got, tt.want) {
 				t.Errorf("rows %q, want %q\n%+v", got, tt.want, rows)
 			}
@@ -163,7 +163,7 @@ func TestRecordedCasesRunTheirWebhook(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &calls{}
-	rows := Run(context.Background(), files, Options{Webhooks: sameName(c)})
+	rows := Run(context.Background(), files, Options{Webhooks: sameName(c), Idempotence: IdempotenceOff})
 	if got, want := rowList(rows), []string{"same.example.com PASS", "same.example.com PASS", "same.example.com PASS"}; !slices.Equal(got, want) {
 		t.Errorf("rows %q, want %q\n%+v", got, want, rows)
 	}

@@ -34,8 +34,16 @@ type Row struct {
 	Got *Outcome `json:"got,omitempty"`
 	// ServerOutput is what the --exec server wrote while the case ran.
 	ServerOutput string `json:"serverOutput,omitempty"`
+	// Notes are what the run found beyond the case's expectation that
+	// does not fail it: a mutating webhook that changes its own output
+	// again under reinvocationPolicy Never, an operation on the same
+	// object the webhook's configuration never matches.
+	Notes []string `json:"notes,omitempty"`
 
 	loaded *Loaded
+	// beyond: the row fails only for a check beyond the expectation
+	// (reinvocation, requireOperations), which --update cannot fix.
+	beyond bool
 }
 
 // Output is the --exec server's output, read by offsets.
@@ -57,6 +65,10 @@ type Options struct {
 	Unmatched string
 	// Concurrency bounds the cases in flight; zero means 8.
 	Concurrency int
+	// Idempotence is what a mutating webhook that changes its own output
+	// again does to its row: IdempotenceAuto ("" too), IdempotenceFail,
+	// IdempotenceWarn or IdempotenceOff.
+	Idempotence string
 	// Server, when set, is the --exec server's output: a failing case
 	// shows what it wrote meanwhile.
 	Server Output

@@ -107,7 +107,7 @@ func TestRunPicksWebhooksAsTheApiserver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := Run(context.Background(), files, Options{Webhooks: testWebhooks(h)})
+	rows := Run(context.Background(), files, Options{Webhooks: testWebhooks(h), Idempotence: IdempotenceOff})
 	var got []string
 	for _, r := range rows {
 		got = append(got, r.Case+" "+r.Webhook+" "+r.Status)

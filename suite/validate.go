@@ -67,6 +67,14 @@ func validate(l *Loaded, n *yaml.Node) []error {
 	if (c.ConfigurationKind != "" || c.Path != "") && len(c.Webhooks) == 0 && c.Record == "" {
 		bad("name", "case %q: configurationKind and path say which of the webhooks it names it means: give webhooks too", c.Name)
 	}
+	for _, op := range c.RequireOperations {
+		if !slices.Contains(variantOps, op) {
+			bad("requireOperations", "requireOperations %q: want UPDATE or DELETE (the variants of a CREATE case)", op)
+		}
+	}
+	if len(c.RequireOperations) > 0 && c.Operation != "CREATE" && c.Record == "" && len(c.Review) == 0 {
+		bad("requireOperations", "requireOperations is for a CREATE case: its object is checked as updated and deleted")
+	}
 	errs = append(errs, validateExpect(l, n)...)
 	for _, p := range c.Ignore {
 		if !strings.HasPrefix(p, "/") {

@@ -41,6 +41,8 @@ func newShellEnv(t *testing.T) *shellEnv {
 	copyFile(t, repoPath("webhook-url.yaml.tmpl"), filepath.Join(dir, "my-webhooks.yaml.tmpl"))
 	// Your webhook configuration, for the drill examples.
 	copyFile(t, repoPath("testdata", "drill", "pods-webhook.yaml"), filepath.Join(dir, "my-webhooks.yaml"))
+	// Mutating webhooks e2e/crupstream serves, for lint --probe.
+	copyFile(t, repoPath("testdata", "probe", "mutating-webhooks.yaml"), filepath.Join(dir, "my-mutating-webhooks.yaml"))
 	// An operator project's config/, kustomize directories as kubebuilder
 	// lays them out, for the examples that read one.
 	if err := os.CopyFS(filepath.Join(dir, "config"), os.DirFS(repoPath("test", "e2e", "crmanager", "config"))); err != nil {
@@ -120,6 +122,11 @@ func TestHelpExamplesRun(t *testing.T) {
 				}
 				if cmdName == "cluster" {
 					s.environ = append(s.environ, "HOOKBACK_CACHE_DIR="+clusterCache, "HOOKBACK_BINARIES="+clusterBinDir(t))
+				}
+				if cmdName == "lint" && strings.Contains(ex.Command, "--probe") {
+					// Your server where the example expects it.
+					up, _ := startCRUpstream(t)
+					s.environ = append(s.environ, "HOOKBACK_UPSTREAM="+up)
 				}
 				if cmdName == "relay" {
 					s.environ = append(s.environ, "HOOKBACK_RELAY_SECRET=e2e-example")

@@ -3,7 +3,10 @@
 // depend on it): the e2e suite runs it as the upstream a kubebuilder user
 // would debug through hookback. /validate denies pods named deny-* (or
 // -deny-prefix: two builds that differ in one rule, for audit and shadow);
-// /mutate-pods labels pods cr-seen=yes. --metrics-bind-address serves
+// /mutate-pods labels pods cr-seen=yes; /mutate-append appends an x to the
+// annotation crupstream.example.com/calls on every call, as a naive
+// injector does, so that a second call with its own output changes the
+// object again (hookback test and lint --probe find it). --metrics-bind-address serves
 // controller-runtime's own metrics, its count of requests per webhook path
 // among them.
 package main
@@ -50,6 +53,7 @@ func main() {
 	srv := webhook.NewServer(webhook.Options{Host: *host, Port: *port, CertDir: *certDir})
 	srv.Register("/validate", &admission.Webhook{Handler: admission.HandlerFunc(validate)})
 	srv.Register("/mutate-pods", &admission.Webhook{Handler: admission.HandlerFunc(mutate)})
+	srv.Register("/mutate-append", &admission.Webhook{Handler: admission.HandlerFunc(appendCall)})
 	if err := srv.Start(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "crupstream:", err)
 		os.Exit(1)
@@ -74,4 +78,18 @@ func mutate(_ context.Context, req admission.Request) admission.Response {
 		return admission.Patched("", jsonpatch.JsonPatchOperation{Operation: "add", Path: "/metadata/labels", Value: map[string]string{"cr-seen": "yes"}})
 	}
 	return admission.Patched("", jsonpatch.JsonPatchOperation{Operation: "add", Path: "/metadata/labels/cr-seen", Value: "yes"})
+}
+
+// callsAnnotation is what /mutate-append appends to.
+const callsAnnotation = "crupstream.example.com/calls"
+
+func appendCall(_ context.Context, req admission.Request) admission.Response {
+	var pod corev1.Pod
+	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	if len(pod.Annotations) == 0 {
+		return admission.Patched("", jsonpatch.JsonPatchOperation{Operation: "add", Path: "/metadata/annotations", Value: map[string]string{callsAnnotation: "x"}})
+	}
+	return admission.Patched("", jsonpatch.JsonPatchOperation{Operation: "add", Path: "/metadata/annotations/crupstream.example.com~1calls", Value: pod.Annotations[callsAnnotation] + "x"})
 }
