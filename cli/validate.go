@@ -6,9 +6,12 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/hookback/hookback/crdvalidate"
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/internal/report"
+	"github.com/hookback/hookback/kubeconfig"
 )
 
 var validateExamples = []Example{
@@ -21,7 +24,9 @@ var validateExamples = []Example{
 
 // ValidateOptions are validate's flags.
 type ValidateOptions struct {
+	Global          GlobalOptions
 	CRD             []string
+	CRDFromCluster  bool
 	Old             []string
 	Subresource     string
 	Namespace       string
@@ -32,11 +37,13 @@ type ValidateOptions struct {
 }
 
 func defaultValidateOptions() ValidateOptions {
-	return ValidateOptions{Output: "text", FieldValidation: crdvalidate.FieldValidationWarn}
+	return ValidateOptions{Global: defaultGlobalOptions(), Output: "text", FieldValidation: crdvalidate.FieldValidationWarn}
 }
 
 func (o *ValidateOptions) bind(b *binder) {
+	o.Global.bind(b)
 	bind(b, &o.CRD, "crd", catCRD, "CustomResourceDefinitions (file, directory, kustomize directory, or - for stdin; repeatable); CRDs among the objects count too (default in a kubebuilder project: config/crd)", sets("crdvalidate.Options.CRDs"))
+	bind(b, &o.CRDFromCluster, "crd-from-cluster", catCRD, "also read the CRDs of the objects' kinds from the cluster of --kubeconfig (those --crd does not give; needs list on customresourcedefinitions)", sets("crdvalidate.Options.FromCluster"))
 	bind(b, &o.Old, "old", catCRD, "the stored objects: each object is judged as an update of the one of the same kind, namespace and name here (file or directory; repeatable)", sets("crdvalidate.Options.Old"))
 	bind(b, &o.Subresource, "subresource", catCRD, "status: judge the objects as status updates of their --old objects", sets("crdvalidate.Options.Subresource"))
 	bind(b, &o.Namespace, "namespace", catCRD, "the namespace of namespaced objects that name none (default: default)", alias("n"), sets("crdvalidate.Options.Namespace"))
@@ -81,7 +88,7 @@ func (o ValidateOptions) Validate() error {
 func runValidate(c *cli.Context, o ValidateOptions) error {
 	opts := crdvalidate.Options{CRDs: o.CRD, Objects: c.Args().Slice(), Old: o.Old, Subresource: o.Subresource,
 		Namespace: o.Namespace, FieldValidation: o.FieldValidation}
-	if len(opts.CRDs) == 0 {
+	if len(opts.CRDs) == 0 && !o.CRDFromCluster {
 		if dir := crdvalidate.ProjectCRDs("."); dir != "" {
 			opts.CRDs = []string{dir}
 		}
@@ -92,12 +99,19 @@ func runValidate(c *cli.Context, o ValidateOptions) error {
 	if err := errors.Join(o.Validate(), opts.Validate()); err != nil {
 		return usage(err)
 	}
+	if o.CRDFromCluster {
+		client, err := clusterClient(o.Global)
+		if err != nil {
+			return exit(err, exitUsage)
+		}
+		opts.FromCluster = client
+	}
 	if o.Watch {
 		return watchValidate(c, o.Output, opts)
 	}
 	rep, err := crdvalidate.Run(c.Context, opts, c.App.Reader)
 	if err != nil {
-		return cli.Exit(withFlagNames(err).Error(), exitUsage)
+		return exit(explainCluster(err), exitUsage)
 	}
 	if err := writeValidateReport(c, o.Output, rep); err != nil {
 		return err
@@ -165,4 +179,24 @@ func watchValidate(c *cli.Context, format string, opts crdvalidate.Options) erro
 		return cli.Exit(withFlagNames(err).Error(), exitUsage)
 	}
 	return werr
+}
+
+// clusterClient is the dynamic client of --kubeconfig's cluster, for
+// --crd-from-cluster.
+func clusterClient(g GlobalOptions) (dynamic.Interface, error) {
+	cfg, err := kubeconfig.Load(g.kubeconfig())
+	if err != nil {
+		return nil, err
+	}
+	return cfg.Dynamic(30 * time.Second)
+}
+
+// explainCluster says what a cluster's error means (kubeconfig.Explain),
+// keeping an error that already says what to do as it is.
+func explainCluster(err error) error {
+	var fe *field.Error
+	if errors.As(err, &fe) {
+		return err
+	}
+	return kubeconfig.Explain(err)
 }

@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/manifests"
@@ -37,6 +38,9 @@ type Options struct {
 	// FieldValidation is Warn (unknown fields are warnings, the
 	// apiserver's default) or Strict (kubectl's: they are errors).
 	FieldValidation string
+	// FromCluster, when set, is the cluster whose CRDs define the kinds
+	// that no CRD of CRDs or Objects defines (ClusterCRDs).
+	FromCluster dynamic.Interface
 }
 
 // Validate reports every wrong option at once.
@@ -111,6 +115,15 @@ func Run(ctx context.Context, o Options, stdin io.Reader) (Report, error) {
 			return nil, err
 		}
 		set.Add(c)
+	}
+	if o.FromCluster != nil {
+		objs := make([]*unstructured.Unstructured, len(judged))
+		for i, d := range judged {
+			objs[i] = d.Object
+		}
+		if err := set.addFromCluster(ctx, o.FromCluster, objs); err != nil {
+			return nil, err
+		}
 	}
 	olds, err := loadOld(o.Old, stdin)
 	if err != nil {
