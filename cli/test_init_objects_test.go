@@ -34,6 +34,8 @@ func TestTestInitFromObjects(t *testing.T) {
 			want: []string{"kind: Case", "webhooks:\n- widgets.crdvalidate.hookback.dev", "configurationKind: CustomResourceDefinition",
 				"operation: CREATE", "namespace: default", "result: denied", "code: 422",
 				"minReplicas must not exceed maxReplicas"}},
+		{name: "field errors in any order", file: "widgets.crdvalidate.hookback.dev_widget_required-and-bounds_create.yaml",
+			want: []string{"result: denied", "messageRegexp:"}},
 		{name: "allowed with a warning", file: "widgets.crdvalidate.hookback.dev_widget_unknown-field_create.yaml",
 			want: []string{"result: allowed", `- unknown field "spec.colour"`}},
 	} {

@@ -77,16 +77,23 @@ func caseFromObject(ctx context.Context, o ObjectCase, hooks []*Webhook, dir str
 
 const objectCaseHeader = "# A hookback test case (docs/testing.md): a create of the object, and what\n# its CRD's rules answered when test init --from-objects wrote it.\n"
 
-// anyOrder is a regexp that matches msg, which ends in its errors listed
-// as "[e1, e2]", with those errors in any order.
+// anyOrder is a regexp that matches msg, which ends in errs listed as
+// "[e1, e2]" (in whatever order this run gave them), with those errors in
+// any order.
 func anyOrder(msg string, errs []string) (string, bool) {
-	list := "[" + strings.Join(errs, ", ") + "]"
-	prefix, ok := strings.CutSuffix(msg, list)
-	if len(errs) < 2 || !ok {
+	inner := strings.Join(errs, ", ")
+	if len(errs) < 2 || !strings.HasSuffix(msg, "]") || len(msg) < len(inner)+2 {
+		return "", false
+	}
+	prefix, list := msg[:len(msg)-len(inner)-2], msg[len(msg)-len(inner)-2:]
+	if !strings.HasPrefix(list, "[") {
 		return "", false
 	}
 	alts := make([]string, len(errs))
 	for i, e := range errs {
+		if !strings.Contains(list, e) {
+			return "", false
+		}
 		alts[i] = regexp.QuoteMeta(e)
 	}
 	return fmt.Sprintf(`^%s\[(?:(?:%s)(?:, |\]$)){%d}$`, regexp.QuoteMeta(prefix), strings.Join(alts, "|"), len(errs)), true
