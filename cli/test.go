@@ -43,6 +43,8 @@ type TestOptions struct {
 	// CRDFromCluster: the cluster's CRDs of the suite's kinds are
 	// webhooks of the suite too, as --crd's are.
 	CRDFromCluster bool
+	// Watch reruns the suite on every change (test_watch.go).
+	Watch bool
 }
 
 func defaultTestOptions() TestOptions {
@@ -66,6 +68,7 @@ func (o *TestOptions) bind(b *binder) {
 	bind(b, &o.Policy, "policy", catUser, "ValidatingAdmissionPolicies and MutatingAdmissionPolicies (admissionregistration.k8s.io/v1) with their bindings and params: each a webhook of the suite (configuration ValidatingAdmissionPolicy or MutatingAdmissionPolicy, webhook the policy's name), evaluated with the apiserver's code, no cluster (file, directory, kustomize directory, or - for stdin; repeatable)")
 	bind(b, &o.CRDFromCluster, "crd-from-cluster", catUser, "the CRDs of the suite's kinds that --crd does not give, read from the cluster of --kubeconfig, are webhooks of the suite as --crd's are (needs list on customresourcedefinitions)")
 	bind(b, &o.Output, "output", catOutput, "table, json or junit (a testsuite per suite file, a testcase per case and webhook)", alias("o"))
+	bind(b, &o.Watch, "watch", catOutput, "keep running: run the suite again on every change to its files, the --crd CRDs or the --policy policies, printing only the results that changed; Ctrl-C stops")
 	bind(b, &o.Update, "update", catOutput, "rewrite the expectations of failing cases to the current answers and print what changed; passing cases stay byte for byte")
 	bind(b, &o.Concurrency, "concurrency", catOutput, "cases in flight at once")
 	o.Fuzz.bind(b)
@@ -83,6 +86,7 @@ func (o TestOptions) Validate() error {
 	if o.ExecTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--exec-timeout %s: want more than 0", o.ExecTimeout))
 	}
+	errs = append(errs, o.validateWatch())
 	if o.Exec == "" && o.UpstreamCertDir != "" {
 		errs = append(errs, errors.New("--upstream-cert-dir is for --exec: the certificate of the server hookback starts"))
 	}
@@ -178,6 +182,10 @@ func runTest(c *cli.Context, ext Extension, o TestOptions) error {
 		opts.Server = srv.Output()
 	} else if err := setup.Probe(c.Context); err != nil {
 		return exit(err, exitUsage)
+	}
+	if o.Watch {
+		opts.Webhooks = base
+		return watchTest(c, o, paths, opts)
 	}
 	rows := suite.Run(c.Context, files, opts)
 	if o.Fuzz.N > 0 {
