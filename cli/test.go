@@ -165,7 +165,7 @@ func runTest(c *cli.Context, ext Extension, o TestOptions) error {
 		opts.Unmatched = withFlagNames(setup.Unmatched).Error()
 	}
 	base := opts.Webhooks
-	extra, err := suiteWebhooks(c.Context, o, files, c.App.Reader)
+	extra, err := suiteWebhooks(c.Context, o, files, c.App.Reader, nil)
 	if err != nil {
 		return exit(err, exitUsage)
 	}

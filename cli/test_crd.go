@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"slices"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/hookback/hookback/crdvalidate"
@@ -16,7 +18,7 @@ import (
 
 // suiteWebhooks are the webhooks test reads afresh on each run of
 // --watch: --policy's policies and the CRDs (testCRDs).
-func suiteWebhooks(ctx context.Context, o TestOptions, files []*suite.File, stdin io.Reader) ([]*suite.Webhook, error) {
+func suiteWebhooks(ctx context.Context, o TestOptions, files []*suite.File, stdin io.Reader, cache *crdCache) ([]*suite.Webhook, error) {
 	var out []*suite.Webhook
 	if len(o.Policy) > 0 {
 		hooks, err := testPolicyWebhooks(ctx, o.Policy, stdin)
@@ -25,7 +27,7 @@ func suiteWebhooks(ctx context.Context, o TestOptions, files []*suite.File, stdi
 		}
 		out = append(out, hooks...)
 	}
-	crdHooks, err := testCRDs(ctx, o, files, stdin)
+	crdHooks, err := testCRDs(ctx, o, files, stdin, cache)
 	if err != nil {
 		return nil, explainCluster(err)
 	}
@@ -35,10 +37,10 @@ func suiteWebhooks(ctx context.Context, o TestOptions, files []*suite.File, stdi
 // testCRDs are the CRDs of --crd and, with --crd-from-cluster, the
 // cluster's CRDs of the kinds the suite's objects have that --crd does
 // not give, as the suite's webhooks (crdWebhook).
-func testCRDs(ctx context.Context, o TestOptions, files []*suite.File, stdin io.Reader) ([]*suite.Webhook, error) {
+func testCRDs(ctx context.Context, o TestOptions, files []*suite.File, stdin io.Reader, cache *crdCache) ([]*suite.Webhook, error) {
 	var crds []*crdvalidate.CRD
 	if o.Fuzz.CRD != "" {
-		given, err := compileCRDs([]string{o.Fuzz.CRD}, stdin)
+		given, err := cache.compileAll([]string{o.Fuzz.CRD}, stdin)
 		if err != nil {
 			return nil, fmt.Errorf("--crd: %w", err)
 		}
@@ -62,7 +64,48 @@ func testCRDs(ctx context.Context, o TestOptions, files []*suite.File, stdin io.
 	return out, nil
 }
 
+// crdCache keeps compiled CRDs by their manifest's content, so that a
+// rerun of test --watch compiles again only a CRD that changed (a
+// compile is most of a rerun's time); nil compiles every time. A run
+// keeps only the CRDs it used (rotate).
+type crdCache struct {
+	prev, used map[[sha256.Size]byte]*crdvalidate.CRD
+}
+
+func newCRDCache() *crdCache { return &crdCache{used: map[[sha256.Size]byte]*crdvalidate.CRD{}} }
+
+// rotate forgets the CRDs the last run did not use.
+func (cc *crdCache) rotate() {
+	cc.prev, cc.used = cc.used, map[[sha256.Size]byte]*crdvalidate.CRD{}
+}
+
+func (cc *crdCache) compile(u *unstructured.Unstructured, source string) (*crdvalidate.CRD, error) {
+	if cc == nil {
+		return crdvalidate.Compile(u, source)
+	}
+	b, err := u.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	key := sha256.Sum256(append([]byte(source+"\x00"), b...))
+	c, ok := cc.used[key]
+	if !ok {
+		c, ok = cc.prev[key]
+	}
+	if !ok {
+		if c, err = crdvalidate.Compile(u, source); err != nil {
+			return nil, err
+		}
+	}
+	cc.used[key] = c
+	return c, nil
+}
+
 func compileCRDs(paths []string, stdin io.Reader) ([]*crdvalidate.CRD, error) {
+	return (*crdCache)(nil).compileAll(paths, stdin)
+}
+
+func (cc *crdCache) compileAll(paths []string, stdin io.Reader) ([]*crdvalidate.CRD, error) {
 	docs, err := manifests.Load(paths, stdin)
 	if err != nil {
 		return nil, err
@@ -72,7 +115,7 @@ func compileCRDs(paths []string, stdin io.Reader) ([]*crdvalidate.CRD, error) {
 		if d.Object.GetKind() != manifests.KindCRD {
 			continue
 		}
-		c, err := crdvalidate.Compile(d.Object, d.Location())
+		c, err := cc.compile(d.Object, d.Location())
 		if err != nil {
 			return nil, err
 		}

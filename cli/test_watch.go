@@ -39,13 +39,14 @@ func watchTest(c *cli.Context, o TestOptions, paths []string, opts suite.Options
 	if o.Fuzz.CRD != "" {
 		roots = append(roots, o.Fuzz.CRD)
 	}
-	base := opts.Webhooks
+	base, cache := opts.Webhooks, newCRDCache()
 	run := func(ctx context.Context) ([]suite.Row, error) {
+		defer cache.rotate()
 		files, err := loadSuite(paths, false)
 		if err != nil {
 			return nil, err
 		}
-		extra, err := suiteWebhooks(ctx, o, files, nil)
+		extra, err := suiteWebhooks(ctx, o, files, nil, cache)
 		if err != nil {
 			return nil, err
 		}
