@@ -18,6 +18,7 @@ var validateExamples = []Example{
 	{Command: "hookback validate --crd widgets-crd.yaml widget.yaml", Comment: "judge an object as the apiserver would on create: schema, defaults, pruning, CEL rules; exit 1 if any is invalid"},
 	{Command: "hookback validate --crd widgets-crd.yaml --old widget.yaml widget-v2.yaml", Comment: "an update of the stored widget.yaml: transition rules (oldSelf), immutable fields, ratcheting of what did not change"},
 	{Command: "hookback validate --crd widgets-crd.yaml --old widget.yaml --subresource status widget-status.yaml", Comment: "a status update, judged against the status schema and rules"},
+	{Command: "hookback validate --crd-from-cluster widget.yaml", Comment: "the CRD as the cluster of --kubeconfig serves it (needs list on customresourcedefinitions)"},
 	{Command: "hookback validate --crd-cost --crd widgets-crd.yaml", Comment: "each CEL rule's estimated cost against the apiserver's per-rule and per-CRD budgets"},
 	{Command: "hookback validate --crd widgets-crd.yaml -o junit - < widget.yaml > validate.xml", Comment: "objects from stdin; a JUnit report for CI, a testcase per object"},
 }
