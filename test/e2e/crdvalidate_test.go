@@ -71,6 +71,7 @@ func TestCRDValidateFidelity(t *testing.T) {
 
 	crd := filepath.Join(dir, "widgets-crd.yaml")
 	storedClasses(t, crd)
+	suiteFromCluster(t, filepath.Join(dir, "suite"))
 	old := filepath.Join(dir, "update", "old.yaml")
 	runs := []struct {
 		name, subresource string
@@ -116,6 +117,17 @@ func TestCRDValidateFidelity(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// suiteFromCluster runs the CRD cases of testdata/crdvalidate/suite with
+// the CRD read from the cluster (test --crd-from-cluster): they pass as
+// with the CRD's file.
+func suiteFromCluster(t *testing.T, suiteDir string) {
+	t.Helper()
+	stdout, stderr, code := hookback(t, env.kubeconfig, "test", "--crd-from-cluster", "--webhooks", "none", suiteDir)
+	if code != 0 || !strings.Contains(stderr, " passed, 0 failed, 0 errors") {
+		t.Errorf("hookback test --crd-from-cluster: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }
 
