@@ -168,6 +168,9 @@ func flagsOnly(args []string) []string {
 		case cmd == nil && app.Command(a) != nil:
 			cmd = app.Command(a)
 			out = append(out, a)
+		case cmd != nil && cmd.Command(a) != nil && !strings.HasPrefix(a, "-"):
+			cmd = cmd.Command(a) // a subcommand: test init
+			out = append(out, a)
 		case strings.HasPrefix(a, "-") && len(a) > 1:
 			out = append(out, a)
 			if cmd != nil && !strings.Contains(a, "=") && takesValue(cmd, strings.TrimLeft(a, "-")) && i+1 < len(args) {

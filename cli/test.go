@@ -25,6 +25,8 @@ import (
 var testExamples = []Example{
 	{Command: "hookback test --webhooks pod-name,pod-lifespan suite", Comment: "the built-ins against the cases in suite/, no cluster"},
 	{Command: "hookback test --webhooks pod-name,pod-lifespan -o junit suite > report.xml", Comment: "a JUnit report for CI: a testsuite per suite file"},
+	{Command: "hookback test init --from-objects widget.yaml --crd widgets-crd.yaml --out crd-suite", Comment: "a case per object, a create sent to its CRD's rules, expecting what they answer now"},
+	{Command: "hookback test --crd widgets-crd.yaml --webhooks none crd-cases", Comment: "cases that target the CRD's schema and CEL rules (and run after mutating webhooks, before validating ones)"},
 }
 
 // TestOptions are test's flags: start's webhook inputs, how to start your
@@ -42,6 +44,11 @@ type TestOptions struct {
 	Fuzz          fuzzOptions
 	// Policy are --policy's manifests, tested beside the webhooks.
 	Policy []string
+	// CRDFromCluster: the cluster's CRDs of the suite's kinds are
+	// webhooks of the suite too, as --crd's are.
+	CRDFromCluster bool
+	// Watch reruns the suite on every change (test_watch.go).
+	Watch bool
 }
 
 func defaultTestOptions() TestOptions {
@@ -64,7 +71,9 @@ func (o *TestOptions) bind(b *binder) {
 	bind(b, &o.ExecTimeout, "exec-timeout", catUser, "how long --exec's server has to accept TLS (the first go run compiles)", sets("suite.ExecOptions.Deadline"))
 	bind(b, &p.User.CertDir, "upstream-cert-dir", catUser, "with --exec: write the server's tls.crt and tls.key here (default with --exec and in project mode: controller-runtime's, $TMPDIR/k8s-webhook-server/serving-certs)", sets("plan.UserWebhooks.CertDir"))
 	bind(b, &o.Policy, "policy", catUser, "ValidatingAdmissionPolicies and MutatingAdmissionPolicies (admissionregistration.k8s.io/v1) with their bindings and params: each a webhook of the suite (configuration ValidatingAdmissionPolicy or MutatingAdmissionPolicy, webhook the policy's name), evaluated with the apiserver's code, no cluster (file, directory, kustomize directory, or - for stdin; repeatable)")
+	bind(b, &o.CRDFromCluster, "crd-from-cluster", catUser, "the CRDs of the suite's kinds that --crd does not give, read from the cluster of --kubeconfig, are webhooks of the suite as --crd's are (needs list on customresourcedefinitions)")
 	bind(b, &o.Output, "output", catOutput, "table, json or junit (a testsuite per suite file, a testcase per case and webhook)", alias("o"))
+	bind(b, &o.Watch, "watch", catOutput, "keep running: run the suite again on every change to its files, the --crd CRDs or the --policy policies, printing only the results that changed; Ctrl-C stops")
 	bind(b, &o.Update, "update", catOutput, "rewrite the expectations of failing cases to the current answers and print what changed; passing cases stay byte for byte")
 	bind(b, &o.Concurrency, "concurrency", catOutput, "cases in flight at once")
 	bind(b, &o.NotIdempotent, "not-idempotent", catOutput, "a mutating webhook is sent its own output again, as the apiserver does under reinvocationPolicy IfNeeded; when it changes it again: auto (fail the case under IfNeeded, a note otherwise), fail, warn (a note) or off (no second call)")
@@ -86,6 +95,7 @@ func (o TestOptions) Validate() error {
 	if o.ExecTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--exec-timeout %s: want more than 0", o.ExecTimeout))
 	}
+	errs = append(errs, o.validateWatch())
 	return errors.Join(errs...)
 }
 
@@ -160,20 +170,12 @@ func runTest(c *cli.Context, ext Extension, o TestOptions) error {
 		// here, where the field it names is known as one.
 		opts.Unmatched = withFlagNames(setup.Unmatched).Error()
 	}
-	if len(o.Policy) > 0 {
-		hooks, err := testPolicyWebhooks(c.Context, o.Policy, c.App.Reader)
-		if err != nil {
-			return usage(err)
-		}
-		opts.Webhooks = append(opts.Webhooks, hooks...)
+	base := opts.Webhooks
+	extra, err := suiteWebhooks(c.Context, o, files, c.App.Reader, nil)
+	if err != nil {
+		return exit(err, exitUsage)
 	}
-	if o.Fuzz.CRD != "" {
-		hooks, err := testCRDWebhooks([]string{o.Fuzz.CRD}, c.App.Reader)
-		if err != nil {
-			return usage(err)
-		}
-		opts.Webhooks = append(opts.Webhooks, hooks...)
-	}
+	opts.Webhooks = append(base, extra...)
 	for _, h := range setup.Conversions {
 		opts.Conversions = append(opts.Conversions, suite.ConversionWebhook{CRD: h.CRD, Converter: h.Converter})
 	}
@@ -186,6 +188,10 @@ func runTest(c *cli.Context, ext Extension, o TestOptions) error {
 		opts.Server = srv.Output()
 	} else if err := setup.Probe(c.Context); err != nil {
 		return exit(err, exitUsage)
+	}
+	if o.Watch {
+		opts.Webhooks = base
+		return watchTest(c, o, paths, opts)
 	}
 	rows := suite.Run(c.Context, files, opts)
 	if o.Fuzz.N > 0 {
@@ -260,6 +266,8 @@ func reportTest(c *cli.Context, o TestOptions, rows []suite.Row) error {
 // TestInitOptions are test init's flags.
 type TestInitOptions struct {
 	FromRecords []string
+	FromObjects []string
+	CRD         []string
 	Out         string
 }
 
@@ -267,18 +275,28 @@ func testInitCommand() (*cli.Command, *binder) {
 	var o TestInitOptions
 	b := &binder{}
 	bind(b, &o.FromRecords, "from-records", catUser, "recordings: start --record-dir directories or files, or the inspector's downloads (repeatable)")
+	bind(b, &o.FromObjects, "from-objects", catUser, "objects (file, directory, kustomize directory, or - for stdin; repeatable): a case per object, a create sent to its CRD's rules, expecting what they answer now")
+	bind(b, &o.CRD, "crd", catUser, "with --from-objects: the CRDs of the objects (file, directory, kustomize directory; repeatable; default in a kubebuilder project: config/crd); CRDs among the objects count too")
 	bind(b, &o.Out, "out", catOutput, "the suite directory to write the cases into (created; existing cases are never overwritten)")
 	cmd := &cli.Command{
 		Name:  "init",
-		Usage: "write a suite from recordings: one case per distinct review, expecting what the webhook answered then",
+		Usage: "write a suite from recordings, or from objects and their CRDs: one case per distinct review or object, expecting what is answered now",
 		Description: `init reads what start --record-dir recorded (or the inspector's downloads) and writes one
 case file per distinct review into --out, named webhook_resource_name_operation.yaml, each
-expecting the recorded answer. Secrets' data stays redacted as it was recorded.`,
+expecting the recorded answer. Secrets' data stays redacted as it was recorded.
+
+With --from-objects instead, each object whose kind a CRD defines (--crd, the project's
+config/crd, or CRDs among the objects) becomes a case file, a create sent to that CRD's
+schema and CEL rules, expecting what they answer now (allowed with its warnings, or
+denied with the apiserver's message); run them with test --crd.`,
 		Flags: b.flags,
 		Action: func(c *cli.Context) error {
 			b.load(c)
-			if len(o.FromRecords) == 0 || o.Out == "" {
-				return usage(errors.New("test init needs --from-records DIR and --out SUITE_DIR"))
+			if (len(o.FromRecords) == 0) == (len(o.FromObjects) == 0) || o.Out == "" {
+				return usage(errors.New("test init needs --from-records DIR or --from-objects DIR, and --out SUITE_DIR"))
+			}
+			if len(o.FromObjects) > 0 {
+				return runTestInitObjects(c, o)
 			}
 			entries, err := record.ReadEntries(o.FromRecords)
 			if err != nil {

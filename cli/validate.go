@@ -6,9 +6,12 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/hookback/hookback/crdvalidate"
+	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/internal/report"
+	"github.com/hookback/hookback/kubeconfig"
 )
 
 var validateExamples = []Example{
@@ -17,6 +20,7 @@ var validateExamples = []Example{
 	{Command: "hookback validate --crd widgets-crd.yaml --old widget.yaml --subresource status widget-status.yaml", Comment: "a status update, judged against the status schema and rules"},
 	{Command: "hookback validate deployment.yaml", Comment: "a native kind, with no CRD: judged against the bundled OpenAPI schema of Kubernetes 1.36 (types, enums, required fields, unknown fields; not the native types' hand-written validation)"},
 	{Command: "hookback validate --schemas-from-cluster --field-validation Strict deployment.yaml", Comment: "against the schemas of your cluster's own version, unknown fields refused as kubectl refuses them"},
+	{Command: "hookback validate --crd-from-cluster widget.yaml", Comment: "the CRD as the cluster of --kubeconfig serves it (needs list on customresourcedefinitions)"},
 	{Command: "hookback validate --crd-cost --crd widgets-crd.yaml", Comment: "each CEL rule's estimated cost against the apiserver's per-rule and per-CRD budgets"},
 	{Command: "hookback validate --crd widgets-crd.yaml -o junit - < widget.yaml > validate.xml", Comment: "objects from stdin; a JUnit report for CI, a testcase per object"},
 }
@@ -25,6 +29,7 @@ var validateExamples = []Example{
 type ValidateOptions struct {
 	Global          GlobalOptions
 	CRD             []string
+	CRDFromCluster  bool
 	Old             []string
 	Subresource     string
 	Namespace       string
@@ -43,6 +48,7 @@ func defaultValidateOptions() ValidateOptions {
 func (o *ValidateOptions) bind(b *binder) {
 	o.Global.bind(b)
 	bind(b, &o.CRD, "crd", catCRD, "CustomResourceDefinitions (file, directory, kustomize directory, or - for stdin; repeatable); CRDs among the objects count too (default in a kubebuilder project: config/crd)", sets("crdvalidate.Options.CRDs"))
+	bind(b, &o.CRDFromCluster, "crd-from-cluster", catCRD, "also read the CRDs of the objects' kinds from the cluster of --kubeconfig (those --crd does not give; needs list on customresourcedefinitions)", sets("crdvalidate.Options.FromCluster"))
 	bind(b, &o.Old, "old", catCRD, "the stored objects: each object is judged as an update of the one of the same kind, namespace and name here (file or directory; repeatable)", sets("crdvalidate.Options.Old"))
 	bind(b, &o.Subresource, "subresource", catCRD, "status: judge the objects as status updates of their --old objects", sets("crdvalidate.Options.Subresource"))
 	bind(b, &o.Namespace, "namespace", catCRD, "the namespace of namespaced objects that name none (default: default)", alias("n"), sets("crdvalidate.Options.Namespace"))
@@ -89,7 +95,7 @@ func (o ValidateOptions) Validate() error {
 func runValidate(c *cli.Context, o ValidateOptions) error {
 	opts := crdvalidate.Options{CRDs: o.CRD, Objects: c.Args().Slice(), Old: o.Old, Subresource: o.Subresource,
 		Namespace: o.Namespace, FieldValidation: o.FieldValidation}
-	if len(opts.CRDs) == 0 {
+	if len(opts.CRDs) == 0 && !o.CRDFromCluster {
 		if dir := crdvalidate.ProjectCRDs("."); dir != "" {
 			opts.CRDs = []string{dir}
 		}
@@ -100,6 +106,13 @@ func runValidate(c *cli.Context, o ValidateOptions) error {
 	if err := errors.Join(o.Validate(), opts.Validate()); err != nil {
 		return usage(err)
 	}
+	if o.CRDFromCluster {
+		client, err := clusterClient(o.Global)
+		if err != nil {
+			return exit(err, exitUsage)
+		}
+		opts.FromCluster = client
+	}
 	var err error
 	if opts.Schemas, err = nativeSchemas(o); err != nil {
 		return exit(err, exitUsage)
@@ -109,7 +122,7 @@ func runValidate(c *cli.Context, o ValidateOptions) error {
 	}
 	rep, err := crdvalidate.Run(c.Context, opts, c.App.Reader)
 	if err != nil {
-		return cli.Exit(withFlagNames(err).Error(), exitUsage)
+		return exit(explainCluster(err), exitUsage)
 	}
 	if err := writeValidateReport(c, o.Output, rep); err != nil {
 		return err
@@ -177,4 +190,24 @@ func watchValidate(c *cli.Context, format string, opts crdvalidate.Options) erro
 		return cli.Exit(withFlagNames(err).Error(), exitUsage)
 	}
 	return werr
+}
+
+// clusterClient is the dynamic client of --kubeconfig's cluster, for
+// --crd-from-cluster.
+func clusterClient(g GlobalOptions) (dynamic.Interface, error) {
+	cfg, err := kubeconfig.Load(g.kubeconfig())
+	if err != nil {
+		return nil, err
+	}
+	return cfg.Dynamic(30 * time.Second)
+}
+
+// explainCluster says what a cluster's error means (kubeconfig.Explain),
+// keeping an error that already says what to do as it is.
+func explainCluster(err error) error {
+	var fe *field.Error
+	if errors.As(err, &fe) {
+		return err
+	}
+	return kubeconfig.Explain(err)
 }

@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/hookback/hookback/field"
 	"github.com/hookback/hookback/manifests"
@@ -40,6 +41,9 @@ type Options struct {
 	// Schemas are the OpenAPI schemas of native kinds (Deployment,
 	// ConfigMap...): Bundled{} when nil (native.go).
 	Schemas NativeSchemas
+	// FromCluster, when set, is the cluster whose CRDs define the kinds
+	// that no CRD of CRDs or Objects defines (ClusterCRDs).
+	FromCluster dynamic.Interface
 }
 
 // Validate reports every wrong option at once.
@@ -120,6 +124,11 @@ func run(ctx context.Context, o Options, stdin io.Reader, cache *compileCache) (
 			return nil, err
 		}
 		set.Add(c)
+	}
+	if o.FromCluster != nil {
+		if err := set.addFromCluster(ctx, o.FromCluster, objectsOf(judged)); err != nil {
+			return nil, err
+		}
 	}
 	if err := set.addNative(o.schemas(), objectsOf(judged)); err != nil {
 		return nil, err

@@ -16,8 +16,10 @@ import (
 // runs before MutatingAdmissionWebhook), then mutating configurations
 // sorted by name (sort.SliceStable ByName in k8s.io/apiserver's
 // mutating_webhook_manager.go), the webhooks of one configuration in
-// their order, then the validating ones, which all see the object as the
-// mutating ones left it.
+// their order, then a CRD's schema and CEL rules (the registry's
+// rest.BeforeCreate/BeforeUpdate, after mutating admission), then the
+// validating ones (createValidation, after it), which all see the object
+// as the mutating ones left it.
 func chainOrder(hooks []picked) []picked {
 	rank := func(w *Webhook) int {
 		switch {
@@ -25,8 +27,10 @@ func chainOrder(hooks []picked) []picked {
 			return 0
 		case w.Mutating != nil:
 			return 1
+		case w.Schema:
+			return 2
 		}
-		return 2
+		return 3
 	}
 	out := slices.Clone(hooks)
 	slices.SortStableFunc(out, func(a, b picked) int {

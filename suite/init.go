@@ -108,14 +108,21 @@ func part(s string) string {
 
 // caseYAML writes a Case file, its fields in a reader's order.
 func caseYAML(c Case) ([]byte, error) {
+	return caseYAMLWith("# A hookback test case (docs/testing.md): the review as the apiserver sent it,\n# and what the webhook answered then.\n", c)
+}
+
+// caseYAMLWith writes a Case file under header (comment lines).
+func caseYAMLWith(header string, c Case) ([]byte, error) {
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "# A hookback test case (docs/testing.md): the review as the apiserver sent it,\n# and what the webhook answered then.\napiVersion: %s\nkind: %s\nname: %s\n", APIVersion, KindCase, c.Name)
+	fmt.Fprintf(&buf, "%sapiVersion: %s\nkind: %s\nname: %s\n", header, APIVersion, KindCase, c.Name)
 	for _, f := range []struct {
 		key string
 		v   any
 		set bool
 	}{{"webhooks", c.Webhooks, len(c.Webhooks) > 0}, {"configurationKind", c.ConfigurationKind, c.ConfigurationKind != ""},
-		{"path", c.Path, c.Path != ""}, {"review", c.Review, true}, {"expect", c.Expect, true}} {
+		{"path", c.Path, c.Path != ""}, {"review", c.Review, len(c.Review) > 0},
+		{"operation", c.Operation, c.Operation != ""}, {"namespace", c.Namespace, c.Namespace != ""},
+		{"object", c.Object, len(c.Object) > 0}, {"expect", c.Expect, true}} {
 		if !f.set {
 			continue
 		}
@@ -140,16 +147,30 @@ type InitReport struct {
 // a file already there is not overwritten.
 func Init(entries []record.NamedEntry, dir string, w io.Writer) (InitReport, error) {
 	var rep InitReport
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return rep, fmt.Errorf("create %s: %w", dir, err)
-	}
-	seen, names := map[string]bool{}, map[string]int{}
+	var files []CaseFile
 	for _, e := range entries {
 		cf, err := CaseFromEntry(e.Entry)
 		if err != nil {
 			rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s: %v", e.File, err))
 			continue
 		}
+		files = append(files, cf)
+	}
+	written, err := writeCases(files, dir, w, &rep)
+	rep.Written = written
+	return rep, err
+}
+
+// writeCases writes each distinct case file into dir (made 0700), a name
+// taken twice numbered, and never overwrites one; duplicates are counted
+// in rep.
+func writeCases(files []CaseFile, dir string, w io.Writer, rep *InitReport) (int, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return 0, fmt.Errorf("create %s: %w", dir, err)
+	}
+	written := 0
+	seen, names := map[string]bool{}, map[string]int{}
+	for _, cf := range files {
 		if seen[cf.key] {
 			rep.Duplicates++
 			continue
@@ -164,17 +185,17 @@ func Init(entries []record.NamedEntry, dir string, w io.Writer) (InitReport, err
 		path := filepath.Join(dir, name)
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
-			return rep, fmt.Errorf("write case: %w (test init never overwrites a case)", err)
+			return written, fmt.Errorf("write case: %w (test init never overwrites a case)", err)
 		}
 		_, err = f.Write(cf.Body)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
-			return rep, fmt.Errorf("write %s: %w", path, err)
+			return written, fmt.Errorf("write %s: %w", path, err)
 		}
 		fmt.Fprintf(w, "wrote %s\n", path)
-		rep.Written++
+		written++
 	}
-	return rep, nil
+	return written, nil
 }

@@ -37,6 +37,11 @@ type Webhook struct {
 	// mutating policies run before every mutating webhook, as the
 	// apiserver's admission plugins are ordered.
 	Policy bool
+	// Schema marks a CRD's schema and CEL rules judged as a webhook
+	// (--crd): the apiserver judges them after mutating admission and
+	// before validating admission, as the registry validates the object
+	// (rest.BeforeCreate) before createValidation runs.
+	Schema bool
 
 	accessor webhook.WebhookAccessor
 }

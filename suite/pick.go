@@ -17,10 +17,12 @@ const (
 	ValidatingWebhookConfiguration = "ValidatingWebhookConfiguration"
 	MutatingAdmissionPolicy        = "MutatingAdmissionPolicy"
 	ValidatingAdmissionPolicy      = "ValidatingAdmissionPolicy"
+	// CustomResourceDefinition is a CRD's rules (Webhook.Schema).
+	CustomResourceDefinition = "CustomResourceDefinition"
 )
 
 // ConfigurationKinds lists what Case.ConfigurationKind takes.
-var ConfigurationKinds = []string{MutatingWebhookConfiguration, ValidatingWebhookConfiguration, MutatingAdmissionPolicy, ValidatingAdmissionPolicy}
+var ConfigurationKinds = []string{MutatingWebhookConfiguration, ValidatingWebhookConfiguration, MutatingAdmissionPolicy, ValidatingAdmissionPolicy, CustomResourceDefinition}
 
 // Kind is the kind of the configuration that declares w: a webhook
 // configuration's, or the policy's own for --policy.
@@ -28,6 +30,8 @@ func (w *Webhook) Kind() string {
 	switch {
 	case w.Policy:
 		return w.Configuration
+	case w.Schema:
+		return CustomResourceDefinition
 	case w.Mutating != nil:
 		return MutatingWebhookConfiguration
 	}

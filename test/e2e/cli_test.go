@@ -65,6 +65,10 @@ func newShellEnv(t *testing.T) *shellEnv {
 	if err := os.CopyFS(filepath.Join(dir, "suite"), os.DirFS(repoPath("testdata", "suite"))); err != nil {
 		t.Fatal(err)
 	}
+	// Cases that target the Widget CRD's rules.
+	if err := os.CopyFS(filepath.Join(dir, "crd-cases"), os.DirFS(repoPath("testdata", "crdvalidate", "suite"))); err != nil {
+		t.Fatal(err)
+	}
 	return &shellEnv{dir: dir, environ: append(os.Environ(),
 		"PATH="+path+":"+os.Getenv("PATH"),
 		"KUBECONFIG="+env.kubeconfig,
@@ -130,6 +134,10 @@ func TestHelpExamplesRun(t *testing.T) {
 				}
 				if cmdName == "relay" {
 					s.environ = append(s.environ, "HOOKBACK_RELAY_SECRET=e2e-example")
+				}
+				if strings.Contains(ex.Command, "--crd-from-cluster") {
+					// The CRD the example reads from the cluster.
+					installValidateCRD(t, dynamicClient(t), repoPath("testdata", "crdvalidate", "widgets-crd.yaml"))
 				}
 				if ex.Serves && strings.Contains(ex.Command, "--take-over") {
 					givenBack := deployExampleOperator(t)

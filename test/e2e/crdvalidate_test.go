@@ -54,7 +54,8 @@ func (a validateResult) sameAs(b validateResult) bool {
 // reason, a run-time error on a missing key, transition rules,
 // optionalOldSelf, ratcheting) gets the same verdict, message and
 // warnings from `hookback validate` as from the apiserver with the CRD
-// installed, through server-side dry-runs. The stored objects of the
+// installed, through server-side dry-runs; the creates again with the
+// CRD read from the cluster (--crd-from-cluster). The stored objects of the
 // updates are created under the CRD's previous release
 // (widgets-crd-v0.yaml), their status set through /status, before the
 // current CRD replaces it: as on a real upgrade, some are invalid now.
@@ -70,6 +71,7 @@ func TestCRDValidateFidelity(t *testing.T) {
 
 	crd := filepath.Join(dir, "widgets-crd.yaml")
 	storedClasses(t, crd)
+	suiteFromCluster(t, filepath.Join(dir, "suite"))
 	old := filepath.Join(dir, "update", "old.yaml")
 	runs := []struct {
 		name, subresource string
@@ -77,11 +79,16 @@ func TestCRDValidateFidelity(t *testing.T) {
 		objects           string
 	}{
 		{name: "create", objects: filepath.Join(dir, "create")},
+		// The CRD as the cluster serves it, read with --crd-from-cluster.
+		{name: "create-from-cluster", args: []string{"--crd-from-cluster"}, objects: filepath.Join(dir, "create")},
 		{name: "update", args: []string{"--old", old}, objects: filepath.Join(dir, "update", "new.yaml")},
 		{name: "status", subresource: "status", args: []string{"--old", old, "--subresource", "status"}, objects: filepath.Join(dir, "update", "status.yaml")},
 	}
 	for _, run := range runs {
-		args := append([]string{"validate", "--crd", crd, "--namespace", ns, "-o", "json"}, run.args...)
+		args := append([]string{"validate", "--namespace", ns, "-o", "json"}, run.args...)
+		if !slices.Contains(run.args, "--crd-from-cluster") {
+			args = append(args, "--crd", crd)
+		}
 		stdout, stderr, code := hookback(t, env.kubeconfig, append(args, run.objects)...)
 		if code != 0 && code != 1 {
 			t.Fatalf("hookback %v: exit %d\n%s", args, code, stderr)
@@ -110,6 +117,17 @@ func TestCRDValidateFidelity(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// suiteFromCluster runs the CRD cases of testdata/crdvalidate/suite with
+// the CRD read from the cluster (test --crd-from-cluster): they pass as
+// with the CRD's file.
+func suiteFromCluster(t *testing.T, suiteDir string) {
+	t.Helper()
+	stdout, stderr, code := hookback(t, env.kubeconfig, "test", "--crd-from-cluster", "--webhooks", "none", suiteDir)
+	if code != 0 || !strings.Contains(stderr, " passed, 0 failed, 0 errors") {
+		t.Errorf("hookback test --crd-from-cluster: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }
 
