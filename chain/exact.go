@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/hookback/hookback/internal/jsondiff"
 )
 
 // The apiserver's audit annotations of mutating webhooks (k8s.io/apiserver
@@ -108,7 +110,7 @@ func (e *Exact) attribute(round int, path, yourConf string, before bool) ([]Acto
 			continue
 		}
 		for _, p := range patchPaths(c.Patch) {
-			if Related(p, path) {
+			if jsondiff.Related(p, path) {
 				out = append(out, Actor{Kind: KindMutatingConfiguration, Name: c.Configuration, Webhook: c.Webhook})
 				break
 			}

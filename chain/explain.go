@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hookback/hookback/internal/jsondiff"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 )
 
@@ -174,7 +175,7 @@ func (e *explainer) policies() Step {
 		st.Missing = "the first observer did not see this request"
 		return st
 	}
-	changes, err := Diff(e.rec.Requested, e.c.Submitted.Object)
+	changes, err := jsondiff.Pointers(e.rec.Requested, e.c.Submitted.Object)
 	if err != nil {
 		st.Missing = err.Error()
 		return st
@@ -191,7 +192,7 @@ func (e *explainer) policies() Step {
 
 // compare fills st with the changes from a to b, each attributed.
 func (e *explainer) compare(st *Step, a, b []byte, round int) error {
-	changes, err := diffWith(e.decode, a, b)
+	changes, err := jsondiff.PointersDecoded(e.decode, a, b)
 	if err != nil {
 		return err
 	}
@@ -220,7 +221,7 @@ func (e *explainer) compare(st *Step, a, b []byte, round int) error {
 
 func mine(paths map[string]bool, p string) bool {
 	for q := range paths {
-		if Related(q, p) {
+		if jsondiff.Related(q, p) {
 			return true
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hookback/hookback/internal/jsondiff"
 )
 
 func TestJoiner(t *testing.T) {
@@ -93,7 +95,7 @@ func TestDiff(t *testing.T) {
 		{"no object before", ``, `{"a":1}`, []string{"add "}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			changes, err := Diff([]byte(tc.a), []byte(tc.b))
+			changes, err := jsondiff.Pointers([]byte(tc.a), []byte(tc.b))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,7 +106,7 @@ func TestDiff(t *testing.T) {
 			same(t, "changes", got, tc.want)
 		})
 	}
-	if _, err := Diff([]byte(`{`), nil); err == nil || !strings.Contains(err.Error(), "the earlier object") {
+	if _, err := jsondiff.Pointers([]byte(`{`), nil); err == nil || !strings.Contains(err.Error(), "the earlier object") {
 		t.Errorf("a broken object: %v, want an error naming it", err)
 	}
 }

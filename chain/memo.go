@@ -1,18 +1,22 @@
 package chain
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/hookback/hookback/internal/jsondiff"
+)
 
 // decode is decode(raw), once per object of the chain. The walk only
 // reads what it returns.
 func (e *explainer) decode(raw []byte) (any, error) {
 	if len(raw) == 0 {
-		return decode(raw)
+		return jsondiff.Decode(raw)
 	}
 	k := keyOf(raw)
 	if v, ok := e.objects[k]; ok {
 		return v, nil
 	}
-	v, err := decode(raw)
+	v, err := jsondiff.Decode(raw)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,8 @@ package chain
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/hookback/hookback/internal/jsondiff"
 )
 
 // View is one request's chain told in the apiserver's order: the object
@@ -63,7 +65,7 @@ const (
 // Attributed is a change with who made it: one actor where only one could
 // have, else every one that could ("one of").
 type Attributed struct {
-	Change
+	jsondiff.Change
 	By []Actor `json:"by"`
 	// Exact: named by the apiserver's audit annotation for this round and
 	// index, not inferred from the rules; Inferred is then what the rules

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/hookback/hookback/internal/jsondiff"
 )
 
 // warnings are what works against your webhook in the chain:
@@ -119,18 +121,18 @@ func overwritten(dec func([]byte) (any, error), patch, mine, last []byte, later 
 			continue
 		}
 		what := "altered"
-		if _, gone := got.(absent); gone {
+		if _, gone := got.(jsondiff.Absent); gone {
 			what = "removed"
 		}
 		who := "a later change"
 		for _, ch := range later {
-			if Related(ch.Path, path) {
+			if jsondiff.Related(ch.Path, path) {
 				who = ch.Who()
 				break
 			}
 		}
 		out = append(out, Warning{Kind: WarnOverwritten, Path: path, Round: round, Message: fmt.Sprintf(
-			"%s %s %s, which your patch set to %s in round %d", who, what, path, raw(want), round)})
+			"%s %s %s, which your patch set to %s in round %d", who, what, path, jsondiff.Raw(want), round)})
 	}
 	return out, nil
 }
@@ -157,7 +159,7 @@ func inParentArray(doc any, path string, want any) bool {
 	return false
 }
 
-// lookup is the value at a JSON pointer, absent{} when there is none.
+// lookup is the value at a JSON pointer, jsondiff.Absent{} when there is none.
 func lookup(doc any, pointer string) any {
 	if pointer == "" {
 		return doc
@@ -169,17 +171,17 @@ func lookup(doc any, pointer string) any {
 		case map[string]any:
 			v, ok := x[tok]
 			if !ok {
-				return absent{}
+				return jsondiff.Absent{}
 			}
 			cur = v
 		case []any:
 			i, err := strconv.Atoi(tok)
 			if err != nil || i < 0 || i >= len(x) {
-				return absent{}
+				return jsondiff.Absent{}
 			}
 			cur = x[i]
 		default:
-			return absent{}
+			return jsondiff.Absent{}
 		}
 	}
 	return cur
@@ -203,7 +205,7 @@ func readPaths(patched []string) []string {
 
 func touches(paths []string, p string) bool {
 	for _, q := range paths {
-		if Related(q, p) {
+		if jsondiff.Related(q, p) {
 			return true
 		}
 	}

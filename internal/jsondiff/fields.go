@@ -1,9 +1,9 @@
-// Package jsondiff compares two JSON objects field by field and names each
-// difference by its field path as a person writes it (spec.color,
-// metadata.labels["example.com/x"]) with its value before and after, in
-// short JSON: what audit's conversion round trips and the conversion
-// fuzzer report. (The chain view's differ speaks JSON pointers and raw
-// values, for patches: it is package chain's.)
+// Package jsondiff compares two JSON documents, one walk for every
+// caller: field by field, naming each difference by its field path as a
+// person writes it (spec.color, metadata.labels["example.com/x"]) with its
+// value before and after in short JSON (Fields: what audit's conversion
+// round trips and the conversion fuzzer report), or by its JSON pointer
+// with raw values (Pointers: the chain's views, read beside JSON patches).
 package jsondiff
 
 import (
@@ -37,12 +37,18 @@ const maxValue = 40
 // hub's data kept on the spoke) and not reported.
 func Fields(before, after map[string]any) []FieldChange {
 	var out []FieldChange
-	keys := unionKeys(before, after)
-	for _, k := range keys {
+	add := func(base string) leaf {
+		return func(path []step, a, b any, inA, inB bool) {
+			out = append(out, FieldChange{Path: fieldPath(base, path), Before: shown(a, inA), After: shown(b, inB)})
+		}
+	}
+	for _, k := range unionKeys(before, after) {
 		if k == "apiVersion" || k == "kind" || k == "metadata" {
 			continue
 		}
-		diffValue(FieldPath("", k), before[k], after[k], hasKey(before, k), hasKey(after, k), &out)
+		x, inX := before[k]
+		y, inY := after[k]
+		walk([]step{{key: k, index: -1}}, x, y, inX, inY, nil, add(""))
 	}
 	mb, _ := before["metadata"].(map[string]any)
 	ma, _ := after["metadata"].(map[string]any)
@@ -52,31 +58,10 @@ func Fields(before, after map[string]any) []FieldChange {
 		if k == "annotations" {
 			a = withoutBookkeeping(b, a)
 		}
-		for _, key := range unionKeys(b, a) {
-			diffValue(FieldPath("metadata."+k, key), b[key], a[key], hasKey(b, key), hasKey(a, key), &out)
-		}
+		walk(nil, b, a, true, true, nil, add("metadata."+k))
 	}
 	slices.SortFunc(out, func(x, y FieldChange) int { return strings.Compare(x.Path, y.Path) })
 	return out
-}
-
-func hasKey(m map[string]any, k string) bool {
-	_, ok := m[k]
-	return ok
-}
-
-func unionKeys(a, b map[string]any) []string {
-	var keys []string
-	for k := range a {
-		keys = append(keys, k)
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 func withoutBookkeeping(before, after map[string]any) map[string]any {
@@ -90,48 +75,18 @@ func withoutBookkeeping(before, after map[string]any) map[string]any {
 	return out
 }
 
-// diffValue appends the differences between a and b at path; inA and inB
-// say whether the field exists on each side.
-func diffValue(path string, a, b any, inA, inB bool, out *[]FieldChange) {
-	if !inA && !inB {
-		return
-	}
-	if !inA || !inB {
-		*out = append(*out, FieldChange{Path: path, Before: shown(a, inA), After: shown(b, inB)})
-		return
-	}
-	switch av := a.(type) {
-	case map[string]any:
-		if bv, ok := b.(map[string]any); ok {
-			for _, k := range unionKeys(av, bv) {
-				diffValue(FieldPath(path, k), av[k], bv[k], hasKey(av, k), hasKey(bv, k), out)
-			}
-			return
+// fieldPath is path written after base as FieldPath writes each key, an
+// index as [i].
+func fieldPath(base string, path []step) string {
+	p := base
+	for _, s := range path {
+		if s.index >= 0 {
+			p = fmt.Sprintf("%s[%d]", p, s.index)
+			continue
 		}
-	case []any:
-		if bv, ok := b.([]any); ok {
-			for i := range max(len(av), len(bv)) {
-				var x, y any
-				if i < len(av) {
-					x = av[i]
-				}
-				if i < len(bv) {
-					y = bv[i]
-				}
-				diffValue(fmt.Sprintf("%s[%d]", path, i), x, y, i < len(av), i < len(bv), out)
-			}
-			return
-		}
+		p = FieldPath(p, s.key)
 	}
-	if !equalJSON(a, b) {
-		*out = append(*out, FieldChange{Path: path, Before: shown(a, true), After: shown(b, true)})
-	}
-}
-
-func equalJSON(a, b any) bool {
-	x, errA := json.Marshal(a)
-	y, errB := json.Marshal(b)
-	return errA == nil && errB == nil && string(x) == string(y)
+	return p
 }
 
 var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
