@@ -143,11 +143,15 @@ type Deps struct {
 }
 
 // builtin is one row of the table of built-in webhooks: everything hookback
-// knows of one, so that a new built-in is its handler file and one row
-// (plus its part of webhook-url.yaml.tmpl, its golden files and its docs),
-// and nothing outside this package names it.
+// knows of one, so that a new built-in is its handler file, one row and its
+// webhook's template (templates/NAME.yaml.tmpl, which DefaultTemplate puts
+// into webhook-url.yaml.tmpl), plus its golden files and its docs, and
+// nothing outside this package names it.
 type builtin struct {
 	name, path string
+	// mutating: its webhook goes into the template's
+	// MutatingWebhookConfiguration, else the validating one.
+	mutating bool
 	// needsEvents: the handler records Events (Deps.Recorder).
 	needsEvents bool
 	// needsPods: the handler reads pods from an informer (Deps.Pods).
@@ -173,10 +177,10 @@ var builtins = []builtin{
 		build: func(o Options, _ Deps, log *slog.Logger, _ events.EventRecorder) admission.Handler {
 			return newPodNameHandler(o.BannedWords, log)
 		}},
-	{name: NamePodLifespan, path: PathPodLifespan, needsEvents: true, build: func(_ Options, _ Deps, log *slog.Logger, rec events.EventRecorder) admission.Handler {
+	{name: NamePodLifespan, mutating: true, path: PathPodLifespan, needsEvents: true, build: func(_ Options, _ Deps, log *slog.Logger, rec events.EventRecorder) admission.Handler {
 		return &lifespanHandler{log: log, events: eventer{rec: rec, log: log}}
 	}},
-	{name: NamePodSidecar, path: PathPodSidecar, needsEvents: true, options: []string{OptionSidecarImage},
+	{name: NamePodSidecar, mutating: true, path: PathPodSidecar, needsEvents: true, options: []string{OptionSidecarImage},
 		try: []Try{{What: "gets the xxl-agent sidecar", MakesTryPod: true, Args: "run " + TryPod + " --image=nginx" +
 			" --annotations=xxl-agent/enable=true --annotations=xxl-agent/admin-address=http://xxl-job-admin:8080" +
 			" --annotations=xxl-agent/target-container=" + TryPod + " --annotations=xxl-agent/job-name=demo" +
@@ -194,7 +198,7 @@ var builtins = []builtin{
 		build: func(_ Options, d Deps, log *slog.Logger, rec events.EventRecorder) admission.Handler {
 			return &evictionHandler{pods: d.Pods, synced: d.PodsSynced, log: log, rec: rec}
 		}},
-	{name: NameNodeStatus, path: PathNodeStatus, options: []string{OptionCPUOversellFactor},
+	{name: NameNodeStatus, mutating: true, path: PathNodeStatus, options: []string{OptionCPUOversellFactor},
 		permissions: []rbac.Permission{
 			{Verb: "list", Resource: "nodes", Why: "node-status restores nodes on exit"},
 			{Verb: "patch", Resource: "nodes", Subresource: "status", Why: "node-status restores nodes on exit"}},
