@@ -88,7 +88,7 @@ func Audit(ctx context.Context, c *plan.Config, ac AuditConfig) ([]audit.Result,
 		cfg.Log.Debug("the reviews carry no user", "error", err)
 	}
 	if len(ac.Policies.Paths) > 0 {
-		e, _, err := LoadPolicyEngine(ctx, ac.Policies, cs, dyn, cfg.Log)
+		e, _, err := loadPolicyEngine(ctx, ac.Policies, cs, dyn, cfg.Log)
 		if err != nil {
 			return nil, err
 		}
@@ -108,15 +108,15 @@ func Audit(ctx context.Context, c *plan.Config, ac AuditConfig) ([]audit.Result,
 	})
 }
 
-// AuditWebhooks are the webhooks a run of cfg would register, each with the
+// auditWebhooks are the webhooks a run of cfg would register, each with the
 // handler that answers it: a built-in called in process, or a forwarder to
 // your upstream with start's answer checks.
-func AuditWebhooks(c *plan.Config) ([]audit.Webhook, error) {
+func auditWebhooks(c *plan.Config) ([]audit.Webhook, error) {
 	hooks, _, err := auditInputs(c, c.Options().User, c.Options().Scope)
 	return hooks, err
 }
 
-// auditInputs are the webhooks of AuditWebhooks and the conversion
+// auditInputs are the webhooks of auditWebhooks and the conversion
 // webhooks of the manifests' CRDs, each narrowed by the scope: c's
 // Objects, with c's upstreams and scope as the audit resolved them.
 func auditInputs(c *plan.Config, spec plan.UserWebhooks, scope registration.Scope) ([]audit.Webhook, []audit.Conversion, error) {

@@ -39,12 +39,12 @@ func policyHandler(e *policy.Engine, p policy.PolicyRef) admission.Handler {
 		if err != nil {
 			return admission.CallFailed(err)
 		}
-		return PolicyResponse(ev)
+		return policyResponse(ev)
 	})
 }
 
-// PolicyResponse is an evaluation as a webhook's answer would carry it.
-func PolicyResponse(ev *policy.Evaluation) admission.Response {
+// policyResponse is an evaluation as a webhook's answer would carry it.
+func policyResponse(ev *policy.Evaluation) admission.Response {
 	var resp admission.Response
 	switch {
 	case !ev.Allowed:

@@ -32,7 +32,7 @@ func TestAuditWebhooks(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := plan.Options{Session: "s", Webhooks: []string{"pod-name", "node-status"}, Template: registration.Template{Default: tmpl}, Scope: tt.scope, WebhookOptions: webhooks.DefaultOptions()}
-			hooks, err := AuditWebhooks(completed(t, cfg))
+			hooks, err := auditWebhooks(completed(t, cfg))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -20,9 +20,9 @@ import (
 	"github.com/hookback/hookback/plan"
 )
 
-// DrillRequestTimeout bounds each of the drill's requests: past the 34 s
+// drillRequestTimeout bounds each of the drill's requests: past the 34 s
 // a request without a timeout parameter gets on kube-apiserver 1.36.
-const DrillRequestTimeout = 40 * time.Second
+const drillRequestTimeout = 40 * time.Second
 
 // Drill registers c's webhooks as Run does (scoped, labelled, removed at
 // the end of each fault and after a crash by the next run), once per
@@ -36,7 +36,7 @@ func Drill(ctx context.Context, c *plan.Config, faults []fault.Fault, own []lint
 	if err != nil {
 		return nil, err
 	}
-	cs, err := kc.Clientset(DrillRequestTimeout)
+	cs, err := kc.Clientset(drillRequestTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +85,7 @@ type drillProbe struct {
 }
 
 func (p drillProbe) send(ctx context.Context, cs kubernetes.Interface, f fault.Fault) DrillResult {
-	rctx, cancel := context.WithTimeout(ctx, DrillRequestTimeout)
+	rctx, cancel := context.WithTimeout(ctx, drillRequestTimeout)
 	defer cancel()
 	sent := time.Now()
 	err := p.send1(rctx, cs)

@@ -14,12 +14,12 @@ import (
 	"github.com/hookback/hookback/policy"
 )
 
-// LoadPolicyEngine reads the policies, checks that the cluster serves
+// loadPolicyEngine reads the policies, checks that the cluster serves
 // them at admissionregistration.k8s.io/v1, logs the expressions the
 // apiserver would refuse to compile (they are evaluated anyway, and fail
 // under their failurePolicy as the plugin makes them), and connects the
 // engine to the cluster (namespaces, params, authorizer, schemas).
-func LoadPolicyEngine(ctx context.Context, in plan.PolicyInput, cs kubernetes.Interface, dyn dynamic.Interface, log *slog.Logger) (*policy.Engine, *policy.Set, error) {
+func loadPolicyEngine(ctx context.Context, in plan.PolicyInput, cs kubernetes.Interface, dyn dynamic.Interface, log *slog.Logger) (*policy.Engine, *policy.Set, error) {
 	set, err := policy.Load(in.Paths, in.Stdin)
 	if err != nil {
 		return nil, nil, err
@@ -31,7 +31,7 @@ func LoadPolicyEngine(ctx context.Context, in plan.PolicyInput, cs kubernetes.In
 	return e, set, nil
 }
 
-// connectPolicies is LoadPolicyEngine on a set already read: start reads
+// connectPolicies is loadPolicyEngine on a set already read: start reads
 // its policies before it connects (render prints their observer), and
 // again at each edit.
 func connectPolicies(ctx context.Context, set *policy.Set, cs kubernetes.Interface, dyn dynamic.Interface, log *slog.Logger) (*policy.Engine, error) {

@@ -78,7 +78,7 @@ func (p *livePolicies) compare(webhook, path string, inner admission.Handler) ad
 }
 
 // compareOne evaluates one policy alone on req, answers as the apiserver
-// would (PolicyResponse, as audit --policy does) and compares that with
+// would (policyResponse, as audit --policy does) and compares that with
 // the webhook's answer w (audit.CompareAnswers).
 func compareOne(ctx context.Context, e *policy.Engine, req *admissionv1.AdmissionRequest, webhook string, w admission.Response, ref policy.PolicyRef) inspector.PolicyComparison {
 	c := inspector.PolicyComparison{Policy: ref.String()}
@@ -89,7 +89,7 @@ func compareOne(ctx context.Context, e *policy.Engine, req *admissionv1.Admissio
 		pr = admission.CallFailed(err)
 	} else {
 		c.Evaluation = redactEvaluation(req, ev)
-		pr = PolicyResponse(ev)
+		pr = policyResponse(ev)
 	}
 	d, differ := audit.CompareAnswers(req, webhook, w, c.Policy, pr)
 	c.Agree = !differ
