@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/urfave/cli/v2"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/hookback/hookback/fault"
 	"github.com/hookback/hookback/internal/report"
@@ -47,7 +48,9 @@ with the latency and message. It exits 1 when any of them failed (docs/safety.md
 type DrillOptions struct {
 	ServeOptions
 	Faults []string
-	Output string
+	// Objects are sent too, each a dry-run create (--object).
+	Objects []string
+	Output  string
 }
 
 func defaultDrillOptions() DrillOptions {
@@ -60,6 +63,7 @@ func (o *DrillOptions) bind(b *binder) {
 	o.ServeOptions.bind(b)
 	bind(b, &o.Plan.HealthAddress, "health-address", catServing, "host:port for /healthz, /readyz and /metrics while each fault's session runs", sets("plan.Options.HealthAddress"))
 	bind(b, &o.Faults, "fault", catUser, "a fault to drill (repeatable, one session each, in order): refuse, timeout, error or slow=DUR")
+	bind(b, &o.Objects, "object", catUser, "an object to send too, as a dry-run create in the version it names, in its namespace (else the first -n): a kind of yours, or a resource in another served version (file or directory; repeatable)")
 	bind(b, &o.Output, "output", catOutput, "table, json or junit (a testsuite per fault, a failure per request that failed)", alias("o"))
 }
 
@@ -91,17 +95,25 @@ func runDrill(c *cli.Context, ext Extension, o DrillOptions) error {
 	if err != nil {
 		return configUsage(err)
 	}
-	manifests := cfg.Options().User.Manifests
-	if len(manifests) == 0 {
+	yours := cfg.Options().User.Manifests
+	if len(yours) == 0 {
 		return usage(errors.New("--webhook-config: drill needs your webhook configurations (or a project)"))
 	}
-	in := drillLint(manifests, log)
+	in := drillLint(yours, log)
 	var findings []lint.Finding
 	var own []lint.OwnPod
 	if in != nil {
 		findings, own = lint.Run(in, lint.Options{}).Findings, in.OwnPods()
 	}
-	rep, err := session.Drill(c.Context, cfg, faults, own)
+	docs, err := manifests.Load(o.Objects, c.App.Reader)
+	if err != nil {
+		return usage(fmt.Errorf("--object: %w", err))
+	}
+	objects := make([]*unstructured.Unstructured, len(docs))
+	for i, d := range docs {
+		objects[i] = d.Object
+	}
+	rep, err := session.Drill(c.Context, cfg, faults, own, objects)
 	if rep != nil {
 		rep.Predict(findings)
 		if werr := report.Write(c.App.Writer, o.Output, rep); werr != nil {

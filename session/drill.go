@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
@@ -28,10 +29,10 @@ const drillRequestTimeout = 40 * time.Second
 // the end of each fault and after a crash by the next run), once per
 // fault, with that fault injected, and sends the dry-run requests the
 // cluster needs to heal: a pod in each scope namespace and in kube-system,
-// a node status update, a node lease renewal, and each of own: the pods
-// your webhooks' Services need to come back. It reports how the apiserver
-// answered each.
-func Drill(ctx context.Context, c *plan.Config, faults []fault.Fault, own []lint.OwnPod) (*DrillReport, error) {
+// a node status update, a node lease renewal, each of own: the pods your
+// webhooks' Services need to come back, and each of objects, created in
+// the version it names. It reports how the apiserver answered each.
+func Drill(ctx context.Context, c *plan.Config, faults []fault.Fault, own []lint.OwnPod, objects []*unstructured.Unstructured) (*DrillReport, error) {
 	kc, err := kubeconfig.Load(c.Options().Kubeconfig)
 	if err != nil {
 		return nil, err
@@ -40,9 +41,15 @@ func Drill(ctx context.Context, c *plan.Config, faults []fault.Fault, own []lint
 	if err != nil {
 		return nil, err
 	}
+	namespaces := c.Options().Scope.Namespaces
+	mine, err := objectProbes(kc, cs, objects, namespaces)
+	if err != nil {
+		return nil, err
+	}
+	probes := append(drillProbes(namespaces, own), mine...)
 	rep := &DrillReport{}
 	for _, f := range faults {
-		results, err := drillOne(ctx, c, f, cs, own)
+		results, err := drillOne(ctx, c, f, cs, probes)
 		if err != nil {
 			return rep, fmt.Errorf("drill fault %s: %w", f, err)
 		}
@@ -53,7 +60,7 @@ func Drill(ctx context.Context, c *plan.Config, faults []fault.Fault, own []lint
 
 // drillOne runs one session with f injected, sends the probes once it is
 // ready, and stops it (deregistering) before it returns.
-func drillOne(ctx context.Context, c *plan.Config, f fault.Fault, cs kubernetes.Interface, own []lint.OwnPod) ([]DrillResult, error) {
+func drillOne(ctx context.Context, c *plan.Config, f fault.Fault, cs kubernetes.Interface, probes []drillProbe) ([]DrillResult, error) {
 	ready := make(chan struct{})
 	run := c.With(func(o *plan.Options) {
 		o.User.Fault, o.Out, o.OnReady = f.String(), io.Discard, func() { close(ready) }
@@ -71,7 +78,7 @@ func drillOne(ctx context.Context, c *plan.Config, f fault.Fault, cs kubernetes.
 	case <-ready:
 	}
 	var results []DrillResult
-	for _, p := range drillProbes(run.Options().Scope.Namespaces, own) {
+	for _, p := range probes {
 		results = append(results, p.send(ctx, cs, f))
 	}
 	stop()

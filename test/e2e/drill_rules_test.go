@@ -222,18 +222,19 @@ func drillArgs(t *testing.T, path string, scope []string, fault string) []string
 }
 
 // drill runs hookback drill on manifest (fault timeout unless one is
-// given) and returns each request's outcome, by "request namespace".
-func drill(t *testing.T, manifest []byte, scope []string, fault ...string) (map[string]string, string) {
+// given first in more, then any more flags) and returns each request's
+// outcome, by "request namespace".
+func drill(t *testing.T, manifest []byte, scope []string, more ...string) (map[string]string, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "webhook.json")
 	if err := os.WriteFile(path, manifest, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	f := "timeout"
-	if len(fault) > 0 {
-		f = fault[0]
+	if len(more) > 0 {
+		f, more = more[0], more[1:]
 	}
-	out, errOut, code := hookback(t, env.kubeconfig, drillArgs(t, path, scope, f)...)
+	out, errOut, code := hookback(t, env.kubeconfig, append(drillArgs(t, path, scope, f), more...)...)
 	if code != 0 && code != 1 {
 		t.Fatalf("drill exit %d\n%s\n%s", code, out, errOut)
 	}

@@ -1,0 +1,64 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+)
+
+// TestDrillMatchPolicyExact: match-policy-exact on the apiserver. A Fail
+// webhook for autoscaling/v2 HorizontalPodAutoscalers with matchPolicy
+// Exact, drilled with the fault error and two objects of drill --object:
+// the same HPA in autoscaling/v2 (judged: it fails) and in autoscaling/v1,
+// which bypasses the webhook (admitted). With lint's fix (Equivalent) the
+// apiserver converts the v1 request and sends it too: it fails as well.
+func TestDrillMatchPolicyExact(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	manifest := []byte(drillWebhook("match-exact", `"sideEffects": "None", "matchPolicy": "Exact",
+  "rules": [{"apiGroups": ["autoscaling"], "apiVersions": ["v2"], "operations": ["CREATE"], "resources": ["horizontalpodautoscalers"]}]`, ns))
+	f := lintFile(t, manifest, "match-policy-exact")
+	if f == nil || len(f.Fix) == 0 {
+		t.Fatalf("lint finds no match-policy-exact with a fix in %s: %+v", manifest, f)
+	}
+	dir := t.TempDir()
+	for version, spec := range map[string]string{
+		"v1": `{"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "maxReplicas": 3}`,
+		"v2": `{"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "maxReplicas": 3}`,
+	} {
+		hpa := `{"apiVersion": "autoscaling/` + version + `", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web-` + version + `", "namespace": "` + ns + `"}, "spec": ` + spec + `}`
+		if err := os.WriteFile(filepath.Join(dir, "hpa-"+version+".json"), []byte(hpa), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v1, v2 := "HorizontalPodAutoscaler create (autoscaling/v1) "+ns, "HorizontalPodAutoscaler create (autoscaling/v2) "+ns
+	got, errOut := drill(t, manifest, []string{ns}, "error", "--object", dir)
+	if got[v2] != "failed" || got[v1] != "admitted" {
+		t.Fatalf("matchPolicy Exact: v2 %q, v1 %q; want v2 failed (judged, fault error, Fail) and v1 admitted (never sent)\n%s", got[v2], got[v1], errOut)
+	}
+	b, err := json.Marshal(f.Fix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := jsonpatch.DecodePatch(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if manifest, err = p.Apply(manifest); err != nil {
+		t.Fatalf("apply %s: %v", b, err)
+	}
+	if g := lintFile(t, manifest, "match-policy-exact"); g != nil {
+		t.Errorf("after the fix, lint still finds match-policy-exact: %s", g.Message)
+	}
+	got, errOut = drill(t, manifest, []string{ns}, "error", "--object", dir)
+	if got[v2] != "failed" || got[v1] != "failed" {
+		t.Fatalf("after the fix %s: v2 %q, v1 %q; want both failed: the v1 request converted and sent\n%s", b, got[v2], got[v1], errOut)
+	}
+	if !strings.Contains(errOut, "namespace="+ns) {
+		t.Errorf("hookback's log shows no admission in %s\n%s", ns, errOut)
+	}
+}
