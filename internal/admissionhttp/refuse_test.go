@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/hookback/hookback/admission"
+	"github.com/hookback/hookback/internal/syncbuf"
 )
 
 // TestRefuse: a CallRefused answer reaches the client as no answer at all,
@@ -32,8 +33,15 @@ func TestRefuse(t *testing.T) {
 		{name: "HTTP/2 stream reset", http2: true, proto: "HTTP/2.0", want: []string{"stream error", "INTERNAL_ERROR"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs bytes.Buffer
-			h := NewHandler(admission.Webhook{Name: "refused", Handler: refused}, Options{Log: slog.New(slog.NewTextHandler(&logs, nil))})
+			// The log line is written after the answer: Close waits for it.
+			var logs syncbuf.Buffer
+			after := NewAfterwards(4)
+			ran := make(chan struct{})
+			go func() {
+				defer close(ran)
+				after.Run()
+			}()
+			h := NewHandler(admission.Webhook{Name: "refused", Handler: refused}, Options{Log: slog.New(slog.NewTextHandler(&logs, nil)), Afterwards: after})
 			mux := http.NewServeMux()
 			mux.Handle("/refuse", h)
 			mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(r.Proto)) })
@@ -50,9 +58,6 @@ func TestRefuse(t *testing.T) {
 			if !slices.ContainsFunc(tc.want, func(w string) bool { return strings.Contains(refuseErr.Error(), w) }) {
 				t.Errorf("the client read %q, want one of %q", refuseErr, tc.want)
 			}
-			if !strings.Contains(logs.String(), "fault refuse") {
-				t.Errorf("the refused call was not logged: %q", logs.String())
-			}
 			// The server still serves: on HTTP/2 over the same connection.
 			ok, err := c.Get(srv.URL + "/ok")
 			if err != nil {
@@ -61,6 +66,11 @@ func TestRefuse(t *testing.T) {
 			defer ok.Body.Close()
 			if ok.Proto != tc.proto {
 				t.Errorf("served over %s, want %s", ok.Proto, tc.proto)
+			}
+			after.Close()
+			<-ran
+			if !strings.Contains(logs.String(), "fault refuse") {
+				t.Errorf("the refused call was not logged: %q", logs.String())
 			}
 		})
 	}
