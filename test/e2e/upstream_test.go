@@ -88,7 +88,24 @@ type review struct {
 // to send nothing.
 func answerReviews(t *testing.T, answer func(w http.ResponseWriter, r *http.Request, rv review, resp map[string]any) bool) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(reviewHandler(answer))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// answerReviewsTLS is answerReviews over HTTPS, with httptest's
+// certificate for 127.0.0.1 (srv.Certificate: its own CA).
+func answerReviewsTLS(t *testing.T, answer func(w http.ResponseWriter, r *http.Request, rv review, resp map[string]any) bool) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewTLSServer(reviewHandler(answer))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// reviewHandler decodes each review and answers it as answer says (allowed
+// unless it changes resp; false: answer wrote the reply itself).
+func reviewHandler(answer func(w http.ResponseWriter, r *http.Request, rv review, resp map[string]any) bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var rv review
 		if err := json.NewDecoder(io.LimitReader(r.Body, 8<<20)).Decode(&rv); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -100,9 +117,7 @@ func answerReviews(t *testing.T, answer func(w http.ResponseWriter, r *http.Requ
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"apiVersion": rv.APIVersion, "kind": "AdmissionReview", "response": resp})
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	})
 }
 
 // testUpstream is a plain-HTTP webhook server on loopback, in any language
