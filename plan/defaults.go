@@ -54,7 +54,7 @@ func DefaultOptions() Options {
 		LeaseDuration: DefaultLeaseDuration, VerifyTimeout: DefaultVerifyTimeout, ReloadInterval: DefaultReloadInterval,
 		Certs: certs.Options{Mode: certs.ModeSelfSigned, StateDir: DefaultStateDir(),
 			ACME: certs.ACMEOptions{CA: certs.LetsEncryptCA, Profile: "shortlived", HTTPPort: 80, RenewCheckInterval: 10 * time.Minute}},
-		Webhooks:       []string{All}, Controllers: []string{All},
+		Webhooks: []string{All}, Controllers: []string{All},
 		WebhookOptions: webhooks.DefaultOptions(),
 		Tunnel:         tunnel.Config{Namespace: tunnel.DefaultNamespace},
 		User:           UserWebhooks{LateAnswerTimeout: DefaultLateAnswerTimeout, Stdin: os.Stdin},
