@@ -376,7 +376,7 @@ func (r *run) verified(err error) error {
 		return err
 	}
 	if err != nil {
-		r.cfg.Log.Warn("running although the apiserver cannot reach hookback (RequireVerified is off)", "error", err)
+		r.cfg.Log.Warn("running although the apiserver cannot reach hookback (verification failures are only logged)", "error", err)
 	}
 	return nil
 }
