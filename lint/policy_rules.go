@@ -133,12 +133,19 @@ func checkActions(in *Input, r *Rule) []Finding {
 		}
 		f := objFinding(b.binding.Obj, r, Warning, "spec.validationActions", "binds %s, failurePolicy Fail, with validationActions %v: no Deny, so neither a failed validation nor a failure rejects anything",
 			b.policy.Obj.Name, b.binding.spec.ValidationActions)
-		f.Fix = []PatchOp{{Op: "add", Path: "/spec/validationActions", Value: []string{"Deny"}}}
-		if len(b.binding.spec.ValidationActions) > 0 {
-			f.Fix = []PatchOp{{Op: "add", Path: "/spec/validationActions/-", Value: "Deny"}}
-		}
+		f.Fix = []PatchOp{{Op: "add", Path: "/spec/validationActions", Value: withDeny(b.binding.spec.ValidationActions)}}
 		f.Advice = "Deny to enforce (the patch); Warn or Audit alone is a dry run of the policy: then say failurePolicy Ignore"
 		fs = append(fs, f)
 	}
 	return fs
+}
+
+// withDeny is actions with Deny: the apiserver refuses Deny beside Warn
+// (the failure would be said twice), so Deny replaces Warn; Audit stays.
+func withDeny(actions []admissionregistrationv1.ValidationAction) []string {
+	out := []string{string(admissionregistrationv1.Deny)}
+	if slices.Contains(actions, admissionregistrationv1.Audit) {
+		out = append(out, string(admissionregistrationv1.Audit))
+	}
+	return out
 }
