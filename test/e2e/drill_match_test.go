@@ -62,3 +62,42 @@ func TestDrillMatchPolicyExact(t *testing.T) {
 		t.Errorf("hookback's log shows no admission in %s\n%s", ns, errOut)
 	}
 }
+
+// TestDrillReviewVersions: review-versions' error on the apiserver. A
+// configuration without admissionReviewVersions is refused by
+// admissionregistration.k8s.io/v1 (it is required): the drill cannot
+// register it and says so, naming the field; with lint's fix (v1) it
+// registers and its dry-run pod create is judged and admitted (Ignore).
+func TestDrillReviewVersions(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	manifest := []byte(strings.Replace(drillWebhook("review-versions", `"sideEffects": "None", "failurePolicy": "Ignore", "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]`, ns),
+		`"admissionReviewVersions": ["v1"], `, "", 1))
+	f := lintFile(t, manifest, "review-versions")
+	if f == nil || len(f.Fix) == 0 {
+		t.Fatalf("lint finds no review-versions with a fix in %s: %+v", manifest, f)
+	}
+	path := filepath.Join(t.TempDir(), "webhook.json")
+	if err := os.WriteFile(path, manifest, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := hookback(t, env.kubeconfig, drillArgs(t, path, []string{ns}, "slow=10ms")...)
+	if code == 0 || !strings.Contains(out+errOut, "admissionReviewVersions") {
+		t.Fatalf("drill without admissionReviewVersions: exit %d, want the configuration refused naming admissionReviewVersions\n%s\n%s", code, out, errOut)
+	}
+	b, err := json.Marshal(f.Fix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := jsonpatch.DecodePatch(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if manifest, err = p.Apply(manifest); err != nil {
+		t.Fatal(err)
+	}
+	got, errOut := drill(t, manifest, []string{ns}, "slow=10ms")
+	if got["pod create "+ns] != "admitted" || !strings.Contains(errOut, "namespace="+ns) {
+		t.Fatalf("after the fix: pod create in %s %q, want admitted through the webhook\n%s", ns, got["pod create "+ns], errOut)
+	}
+}
