@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -67,8 +68,7 @@ func TestLintCABundle(t *testing.T) {
 	}
 	// The rule's fix (advice, no patch): the CA that signed the served
 	// certificate.
-	right := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	p, err := json.Marshal([]map[string]any{{"op": "replace", "path": "/webhooks/0/clientConfig/caBundle", "value": base64.StdEncoding.EncodeToString(right)}})
+	p, err := json.Marshal([]map[string]any{{"op": "replace", "path": "/webhooks/0/clientConfig/caBundle", "value": base64.StdEncoding.EncodeToString(servedCA(srv))}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,4 +99,9 @@ func otherCA(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// servedCA is the PEM of the CA of srv's certificate (httptest's, its own).
+func servedCA(srv *httptest.Server) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 }
