@@ -24,9 +24,10 @@ import (
 
 // The lint tests register webhook configurations of their own, each
 // scoped to the test's namespace (namespaceSelector on its immutable
-// name), so that nothing else in the cluster passes through them, and
-// labelled as hookback labels what it writes.
-var lintLabels = map[string]string{"app.kubernetes.io/managed-by": "hookback", "hookback.dev/session": "e2e-lint"}
+// name), so that nothing else in the cluster passes through them. They
+// are not labelled as hookback's: a hookback starting beside the test
+// would take them for a crashed session's and delete them.
+var lintLabels = map[string]string{"app.kubernetes.io/part-of": "hookback-e2e", "hookback-e2e/test": "lint"}
 
 func onlyNamespace(ns string) *metav1.LabelSelector {
 	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
