@@ -1,13 +1,10 @@
 package e2e
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 )
 
 // TestDrillMatchPolicyExact: match-policy-exact on the apiserver. A Fail
@@ -40,17 +37,8 @@ func TestDrillMatchPolicyExact(t *testing.T) {
 	if got[v2] != "failed" || got[v1] != "admitted" {
 		t.Fatalf("matchPolicy Exact: v2 %q, v1 %q; want v2 failed (judged, fault error, Fail) and v1 admitted (never sent)\n%s", got[v2], got[v1], errOut)
 	}
-	b, err := json.Marshal(f.Fix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := jsonpatch.DecodePatch(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if manifest, err = p.Apply(manifest); err != nil {
-		t.Fatalf("apply %s: %v", b, err)
-	}
+	b := fixOf(t, f)
+	manifest = applyFix(t, manifest, b)
 	if g := lintFile(t, manifest, "match-policy-exact"); g != nil {
 		t.Errorf("after the fix, lint still finds match-policy-exact: %s", g.Message)
 	}
@@ -85,17 +73,7 @@ func TestDrillReviewVersions(t *testing.T) {
 	if code == 0 || !strings.Contains(out+errOut, "admissionReviewVersions") {
 		t.Fatalf("drill without admissionReviewVersions: exit %d, want the configuration refused naming admissionReviewVersions\n%s\n%s", code, out, errOut)
 	}
-	b, err := json.Marshal(f.Fix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := jsonpatch.DecodePatch(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if manifest, err = p.Apply(manifest); err != nil {
-		t.Fatal(err)
-	}
+	manifest = applyFix(t, manifest, fixOf(t, f))
 	got, errOut := drill(t, manifest, []string{ns}, "slow=10ms")
 	if got["pod create "+ns] != "admitted" || !strings.Contains(errOut, "namespace="+ns) {
 		t.Fatalf("after the fix: pod create in %s %q, want admitted through the webhook\n%s", ns, got["pod create "+ns], errOut)

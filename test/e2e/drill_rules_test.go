@@ -123,13 +123,7 @@ func TestDrillRules(t *testing.T) {
 			if got[request] != tc.before || tc.label == "" && got[judged] != "timed out" {
 				t.Fatalf("%s: %s %q, %s %q; want %q, and the webhook judging the other\n%s", tc.rule, request, got[request], judged, got[judged], tc.before, errOut)
 			}
-			p, err := jsonpatch.DecodePatch([]byte(fix))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if manifest, err = p.Apply(manifest); err != nil {
-				t.Fatalf("apply %s: %v", fix, err)
-			}
+			manifest = applyFix(t, manifest, []byte(fix))
 			if g := lintFile(t, manifest, tc.rule); g != nil {
 				t.Errorf("after the fix, lint still finds %s: %s", tc.rule, g.Message)
 			}
@@ -172,17 +166,7 @@ func TestDrillSideEffects(t *testing.T) {
 		t.Fatalf("drill of sideEffects Some: exit %d, want the configuration refused naming sideEffects\n%s\n%s", code, out, errOut)
 	}
 	t.Logf("refused: %s", lastLine(errOut))
-	b, err := json.Marshal(f.Fix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := jsonpatch.DecodePatch(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if manifest, err = p.Apply(manifest); err != nil {
-		t.Fatal(err)
-	}
+	manifest = applyFix(t, manifest, fixOf(t, f))
 	got, errOut := drill(t, manifest, []string{ns}, "slow=10ms")
 	if got["pod create "+ns] != "admitted" || !strings.Contains(errOut, "namespace="+ns) {
 		t.Fatalf("after the fix: pod create in %s %q, want admitted through the webhook\n%s", ns, got["pod create "+ns], errOut)
@@ -262,4 +246,28 @@ func labelNamespace(t *testing.T, ns, label string) {
 	if _, err := env.client.CoreV1().Namespaces().Patch(context.Background(), ns, types.MergePatchType, p, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// applyFix applies a JSON patch (lint's printed fix) to manifest.
+func applyFix(t *testing.T, manifest, fix []byte) []byte {
+	t.Helper()
+	p, err := jsonpatch.DecodePatch(fix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Apply(manifest)
+	if err != nil {
+		t.Fatalf("apply %s: %v", fix, err)
+	}
+	return out
+}
+
+// fixOf is f's fix as the JSON patch lint prints.
+func fixOf(t *testing.T, f *lint.Finding) []byte {
+	t.Helper()
+	b, err := json.Marshal(f.Fix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
