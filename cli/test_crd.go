@@ -157,6 +157,6 @@ func suiteKinds(files []*suite.File, given []*crdvalidate.CRD) []schema.GroupKin
 // admission, before validating admission (suite.Webhook.Schema).
 func crdWebhook(c *crdvalidate.CRD) *suite.Webhook {
 	none := admissionregistrationv1.SideEffectClassNone
-	return &suite.Webhook{Configuration: suite.CustomResourceDefinition, Schema: true, Path: "/crd/" + c.Name, Handler: c.Handler(),
+	return &suite.Webhook{Configuration: suite.CustomResourceDefinition, Schema: c, Path: "/crd/" + c.Name,
 		Validating: &admissionregistrationv1.ValidatingWebhook{Name: c.Name, Rules: c.Rules(), SideEffects: &none, AdmissionReviewVersions: []string{"v1"}}}
 }

@@ -37,8 +37,9 @@ type Verdict struct {
 	// Warnings are the warnings it would return (unknown fields under
 	// FieldValidationWarn, finalizer names).
 	Warnings []string
-	// Object is the object as it would be stored (pruned, defaulted),
-	// when allowed.
+	// Object is the object as it would be stored (pruned, defaulted;
+	// not pruned when Admitted: as validating admission sees it), when
+	// allowed.
 	Object *unstructured.Unstructured
 	// BadRequest: the apiserver would refuse the body before judging it
 	// (400: malformed metadata, unknown fields under Strict).
@@ -59,6 +60,12 @@ type Request struct {
 	// FieldValidation is FieldValidationWarn (when empty) or
 	// FieldValidationStrict.
 	FieldValidation string
+	// Admitted: Object is as mutating admission left it, the request body
+	// decoded already (CRD.Decode, then CRD.Default after each patch). It
+	// is judged as it is: the apiserver prunes the fields a mutating
+	// webhook added only on the way to storage, after validating
+	// admission has seen them, and warns of none of them.
+	Admitted bool
 }
 
 // ErrNoCRD is a request for a kind no given CRD defines.
@@ -84,23 +91,19 @@ func (c *CRD) Judge(ctx context.Context, req Request) (Verdict, error) {
 		return Verdict{}, errors.New("a status update needs the stored object it updates")
 	}
 	rec := &recorder{}
-	unknown, err := c.decode(obj, coercion{})
-	if err != nil {
-		return c.denied(apierrors.NewBadRequest(err.Error()), rec), nil
-	}
-	if err := c.unknownFields(gvk, unknown, req.FieldValidation, rec); err != nil {
-		return c.denied(err, rec), nil
+	if !req.Admitted {
+		unknown, err := c.decode(obj, coercion{})
+		if err != nil {
+			return c.denied(apierrors.NewBadRequest(err.Error()), rec), nil
+		}
+		if err := c.unknownFields(gvk, unknown, req.FieldValidation, rec); err != nil {
+			return c.denied(err, rec), nil
+		}
 	}
 	ns := c.requestNamespace(obj, req.Namespace)
 	ctx = warning.WithWarningRecorder(genericapirequest.WithNamespace(ctx, ns), rec)
 	restore := c.asCore(obj)
-	if req.Old == nil {
-		err = c.create(ctx, ver.main, obj)
-	} else {
-		err = c.update(ctx, ver, req, obj)
-	}
-	err = restore(err)
-	if err != nil {
+	if err := restore(c.write(ctx, ver, req, obj)); err != nil {
 		return c.denied(err, rec), nil
 	}
 	return Verdict{Allowed: true, Warnings: rec.list, Object: obj}, nil
@@ -139,6 +142,14 @@ func (c *CRD) requestNamespace(obj *unstructured.Unstructured, fallback string) 
 		return metav1.NamespaceDefault
 	}
 	return fallback
+}
+
+// write is the store's create or update of obj up to the write.
+func (c *CRD) write(ctx context.Context, ver *version, req Request, obj *unstructured.Unstructured) error {
+	if req.Old == nil {
+		return c.create(ctx, ver.main, obj)
+	}
+	return c.update(ctx, ver, req, obj)
 }
 
 // create is the generic registry store's create up to the write: system

@@ -37,6 +37,11 @@ type input struct {
 	nsLabels                                    map[string]string
 	// conversion, when set, makes this a conversion case.
 	conversion *conversionInput
+	// decoded: the object is a custom resource's request body as the
+	// apiserver's decoder made it (decodedAtEntry); decodeWarnings are
+	// the warnings it gave, which the apiserver returns with its answer.
+	decoded        bool
+	decodeWarnings []string
 }
 
 type conversionInput struct {

@@ -32,16 +32,18 @@ type Webhook struct {
 	// Exactly one of Mutating and Validating is set.
 	Mutating   *admissionregistrationv1.MutatingWebhook
 	Validating *admissionregistrationv1.ValidatingWebhook
-	Handler    admission.Handler
+	// Handler answers the webhook's reviews; unused when Schema is set.
+	Handler admission.Handler
 	// Policy marks an admission policy evaluated as a webhook (--policy):
 	// mutating policies run before every mutating webhook, as the
 	// apiserver's admission plugins are ordered.
 	Policy bool
-	// Schema marks a CRD's schema and CEL rules judged as a webhook
-	// (--crd): the apiserver judges them after mutating admission and
-	// before validating admission, as the registry validates the object
+	// Schema, when set, makes the webhook a CRD's schema and CEL rules
+	// (--crd): the apiserver decodes the CRD's objects with them before
+	// any admission, judges them after mutating admission and before
+	// validating admission, as the registry validates the object
 	// (rest.BeforeCreate) before createValidation runs.
-	Schema bool
+	Schema CRDRules
 
 	accessor webhook.WebhookAccessor
 }

@@ -20,6 +20,9 @@ type Outcome struct {
 	Patch    json.RawMessage `json:"patch,omitempty"`
 	Object   json.RawMessage `json:"object,omitempty"`
 	Warnings []string        `json:"warnings,omitempty"`
+	// stored is, after a CRD's rules allowed the object, the object as
+	// the registry would store it: what validating admission sees.
+	stored json.RawMessage
 }
 
 // outcomeOf reads a handler's response; obj is the request's object, which

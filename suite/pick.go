@@ -30,7 +30,7 @@ func (w *Webhook) Kind() string {
 	switch {
 	case w.Policy:
 		return w.Configuration
-	case w.Schema:
+	case w.Schema != nil:
 		return CustomResourceDefinition
 	case w.Mutating != nil:
 		return MutatingWebhookConfiguration

@@ -214,6 +214,9 @@ func call(ctx context.Context, w *Webhook, in *input) Outcome {
 	req.Timeout = w.timeout()
 	ctx, cancel := context.WithTimeout(ctx, req.Timeout)
 	defer cancel()
+	if w.Schema != nil {
+		return callSchema(ctx, w, req, in)
+	}
 	return outcomeOf(w.Handler.Handle(ctx, req), req.Object.Raw)
 }
 

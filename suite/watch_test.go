@@ -17,7 +17,7 @@ func TestWatch(t *testing.T) {
 	write := func(name, expect string) {
 		t.Helper()
 		body := "apiVersion: hookback.dev/v1alpha1\nkind: Case\nwebhooks: [widgets.crdvalidate.hookback.dev]\noperation: CREATE\nnamespace: default\nobject: " +
-			widget(name, 1, 3) + "\nexpect: " + expect + "\n"
+			widget(name, 1, 3, "") + "\nexpect: " + expect + "\n"
 		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}

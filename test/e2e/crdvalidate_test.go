@@ -144,11 +144,20 @@ func loadDocs(t *testing.T, path string) []manifests.Document {
 // left), waits until it is served, and deletes it at the end.
 func installValidateCRD(t *testing.T, dyn dynamic.Interface, path string) {
 	t.Helper()
+	installCRD(t, dyn, path, validateWidgets)
+}
+
+// installCRD creates the CRD of path, whose resource is gvr (removing one
+// a killed run left), waits until it is served, and deletes it at the
+// end.
+func installCRD(t *testing.T, dyn dynamic.Interface, path string, gvr schema.GroupVersionResource) {
+	t.Helper()
 	ctx := context.Background()
 	crds := dyn.Resource(crdGVR)
-	_ = crds.Delete(ctx, validateCRDName, metav1.DeleteOptions{})
+	name := gvr.GroupResource().String()
+	_ = crds.Delete(ctx, name, metav1.DeleteOptions{})
 	eventually(t, "a CRD left by an earlier run to go", func(ctx context.Context) (bool, error) {
-		_, err := crds.Get(ctx, validateCRDName, metav1.GetOptions{})
+		_, err := crds.Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 	crd := loadDocs(t, path)[0].Object
@@ -158,14 +167,14 @@ func installValidateCRD(t *testing.T, dyn dynamic.Interface, path string) {
 	t.Cleanup(func() {
 		// Wait until it is gone: the help example of audit --crd lists
 		// the Widgets of the cluster, which must not be these.
-		_ = crds.Delete(context.Background(), validateCRDName, metav1.DeleteOptions{})
-		eventually(t, "CRD "+validateCRDName+" to be deleted", func(ctx context.Context) (bool, error) {
-			_, err := crds.Get(ctx, validateCRDName, metav1.GetOptions{})
+		_ = crds.Delete(context.Background(), name, metav1.DeleteOptions{})
+		eventually(t, "CRD "+name+" to be deleted", func(ctx context.Context) (bool, error) {
+			_, err := crds.Get(ctx, name, metav1.GetOptions{})
 			return apierrors.IsNotFound(err), nil
 		})
 	})
-	eventually(t, "CRD "+validateCRDName+" to be served", func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(validateWidgets).Namespace("default").List(ctx, metav1.ListOptions{Limit: 1})
+	eventually(t, "CRD "+name+" to be served", func(ctx context.Context) (bool, error) {
+		_, err := dyn.Resource(gvr).Namespace("default").List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil, nil
 	})
 }

@@ -6,7 +6,8 @@
 // /mutate-pods labels pods cr-seen=yes; /mutate-append appends an x to the
 // annotation crupstream.example.com/calls on every call, as a naive
 // injector does, so that a second call with its own output changes the
-// object again (hookback test and lint --probe find it). --metrics-bind-address serves
+// object again (hookback test and lint --probe find it); /mutate-widgets and
+// /validate-widgets judge a custom resource (widgets.go). --metrics-bind-address serves
 // controller-runtime's own metrics, its count of requests per webhook path
 // among them.
 package main
@@ -54,6 +55,8 @@ func main() {
 	srv.Register("/validate", &admission.Webhook{Handler: admission.HandlerFunc(validate)})
 	srv.Register("/mutate-pods", &admission.Webhook{Handler: admission.HandlerFunc(mutate)})
 	srv.Register("/mutate-append", &admission.Webhook{Handler: admission.HandlerFunc(appendCall)})
+	srv.Register("/mutate-widgets", &admission.Webhook{Handler: admission.HandlerFunc(mutateWidget)})
+	srv.Register("/validate-widgets", &admission.Webhook{Handler: admission.HandlerFunc(validateWidget)})
 	if err := srv.Start(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "crupstream:", err)
 		os.Exit(1)
