@@ -18,3 +18,22 @@ func TestTestPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestShippedSuitesPass: the suites in testdata pass when run as their
+// files say.
+func TestShippedSuitesPass(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"built-ins", []string{"--webhooks", "pod-name,pod-lifespan", "../testdata/suite"}},
+		{"a CRD's rules", []string{"--crd", "../testdata/crdvalidate/widgets-crd.yaml", "--webhooks", "none", "../testdata/crdvalidate/suite"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, errOut, err := run(t, append([]string{"test"}, c.args...)...)
+			if err != nil || !strings.Contains(errOut+out, " 0 failed, 0 errors") {
+				t.Errorf("%v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+			}
+		})
+	}
+}
