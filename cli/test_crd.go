@@ -17,27 +17,36 @@ import (
 )
 
 // suiteWebhooks are the webhooks test reads afresh on each run of
-// --watch: --policy's policies and the CRDs (testCRDs).
+// --watch: --policy's policies and the CRDs (testCRDs). The policies get
+// the CRDs' schemas, as the apiserver's admission policies have them for
+// a custom resource's ApplyConfiguration.
 func suiteWebhooks(ctx context.Context, o TestOptions, files []*suite.File, stdin io.Reader, cache *crdCache) ([]*suite.Webhook, error) {
+	crds, err := testCRDs(ctx, o, files, stdin, cache)
+	if err != nil {
+		return nil, explainCluster(err)
+	}
 	var out []*suite.Webhook
 	if len(o.Policy) > 0 {
-		hooks, err := testPolicyWebhooks(ctx, o.Policy, stdin)
+		schemas, err := crdvalidate.OpenAPI(crds)
+		if err != nil {
+			return nil, err
+		}
+		hooks, err := testPolicyWebhooks(ctx, o.Policy, stdin, schemas)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, hooks...)
 	}
-	crdHooks, err := testCRDs(ctx, o, files, stdin, cache)
-	if err != nil {
-		return nil, explainCluster(err)
+	for _, c := range crds {
+		out = append(out, crdWebhook(c))
 	}
-	return append(out, crdHooks...), nil
+	return out, nil
 }
 
 // testCRDs are the CRDs of --crd and, with --crd-from-cluster, the
 // cluster's CRDs of the kinds the suite's objects have that --crd does
-// not give, as the suite's webhooks (crdWebhook).
-func testCRDs(ctx context.Context, o TestOptions, files []*suite.File, stdin io.Reader, cache *crdCache) ([]*suite.Webhook, error) {
+// not give.
+func testCRDs(ctx context.Context, o TestOptions, files []*suite.File, stdin io.Reader, cache *crdCache) ([]*crdvalidate.CRD, error) {
 	var crds []*crdvalidate.CRD
 	if o.Fuzz.CRD != "" {
 		given, err := cache.compileAll([]string{o.Fuzz.CRD}, stdin)
@@ -57,11 +66,7 @@ func testCRDs(ctx context.Context, o TestOptions, files []*suite.File, stdin io.
 		}
 		crds = append(crds, fromCluster...)
 	}
-	out := make([]*suite.Webhook, len(crds))
-	for i, c := range crds {
-		out[i] = crdWebhook(c)
-	}
-	return out, nil
+	return crds, nil
 }
 
 // crdCache keeps compiled CRDs by their manifest's content, so that a

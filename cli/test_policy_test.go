@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -28,6 +30,8 @@ func TestShippedSuitesPass(t *testing.T) {
 	}{
 		{"built-ins", []string{"--webhooks", "pod-name,pod-lifespan", "../testdata/suite"}},
 		{"a CRD's rules", []string{"--crd", "../testdata/crdvalidate/widgets-crd.yaml", "--webhooks", "none", "../testdata/crdvalidate/suite"}},
+		{"a policy before a CRD's rules", []string{"--crd", "../testdata/crdvalidate/widgets-crd.yaml", "--policy", "../testdata/crdvalidate/suite-policy/policy.yaml",
+			"--webhooks", "none", "../testdata/crdvalidate/suite-policy/cases.yaml"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out, errOut, err := run(t, append([]string{"test"}, c.args...)...)
@@ -35,5 +39,27 @@ func TestShippedSuitesPass(t *testing.T) {
 				t.Errorf("%v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
 			}
 		})
+	}
+}
+
+// TestTestPolicyOnACustomResourceWithoutItsCRD: a MutatingAdmissionPolicy
+// on a kind whose CRD the suite was not given says to pass it, where the
+// apiserver's own message speaks of a CRD still loading.
+func TestTestPolicyOnACustomResourceWithoutItsCRD(t *testing.T) {
+	cases := filepath.Join(t.TempDir(), "cases.yaml")
+	if err := os.WriteFile(cases, []byte(`apiVersion: hookback.dev/v1alpha1
+kind: Suite
+cases:
+- name: floor
+  operation: CREATE
+  namespace: default
+  object: {apiVersion: crdvalidate.hookback.dev/v1, kind: Widget, metadata: {name: floor}, spec: {class: gold}}
+  expect: {result: allowed}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := run(t, "test", "--policy", "../testdata/crdvalidate/suite-policy/policy.yaml", "--webhooks", "none", cases)
+	if err == nil || !strings.Contains(out+errOut, "no CRD of Widget was given; pass it with --crd") {
+		t.Errorf("want a failure naming --crd; %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
 	}
 }

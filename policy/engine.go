@@ -29,7 +29,8 @@ import (
 // Options connect an Engine to a cluster; all are optional. Without a
 // cluster, namespaces and params come from the files alone, the
 // authorizer variable has no opinion, and ApplyConfiguration mutations
-// work on built-in kinds only.
+// work on built-in kinds, and on custom resources whose schemas OpenAPI
+// gives (crdvalidate.OpenAPI makes one from CRD files).
 type Options struct {
 	// Client reads Namespaces (once, and any missing one on demand) and
 	// answers the authorizer variable (SubjectAccessReviews).
