@@ -42,6 +42,39 @@ func expiredLease(session string) *coordinationv1.Lease {
 		Spec: coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: time.Now().Add(-time.Hour)}, LeaseDurationSeconds: ptr.To(int32(30))}}
 }
 
+// givingBack are the ways a session gives back the CRDs it redirected
+// (c, as session s1, redirected crds[0]).
+var givingBack = []struct {
+	name string
+	give func(t *testing.T, c *CRDs, crds []CRD)
+}{
+	{name: "at exit", give: func(t *testing.T, c *CRDs, _ []CRD) {
+		if _, err := c.Restore(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}},
+	{name: "by the next run after a crash", give: func(t *testing.T, c *CRDs, _ []CRD) {
+		r := &Registrar{Client: fake.NewClientset(expiredLease(c.Session)), Dynamic: c.Dynamic, Log: slog.New(slog.DiscardHandler)}
+		sessions, err := r.RestoreCRDs(context.Background(), CleanupOptions{Stale: true, Except: "next", DefaultLeaseNamespace: "default"})
+		if err != nil || !reflect.DeepEqual(sessions, []string{c.Session}) {
+			t.Fatalf("RestoreCRDs: %v %v", sessions, err)
+		}
+	}},
+	{name: "by a resumed session at its exit", give: func(t *testing.T, c *CRDs, crds []CRD) {
+		_, during := liveStanza(t, c, crds[0].Name)
+		next := &CRDs{Dynamic: c.Dynamic, Session: c.Session, LeaseRef: c.LeaseRef, Log: slog.New(slog.DiscardHandler)}
+		if _, _, err := next.Ensure(context.Background(), crds, isWidgets, Target{URL: "https://10.0.0.1:9443"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, o := liveStanza(t, c, crds[0].Name); !reflect.DeepEqual(o.GetAnnotations(), during.GetAnnotations()) {
+			t.Fatalf("annotations after the resumed session's Ensure %v, want the first run's %v", o.GetAnnotations(), during.GetAnnotations())
+		}
+		if _, err := next.Restore(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}},
+}
+
 // TestCRDLabelsGivenBack: a CRD whose conversion hookback redirects carries
 // hookback's labels during the session, and after it (restored at exit, by
 // the next run after a crash, or by a resumed session at its exit) exactly
@@ -49,37 +82,6 @@ func expiredLease(session string) *coordinationv1.Lease {
 // put back, none when it had none. CRDs hookback does not redirect are
 // never written.
 func TestCRDLabelsGivenBack(t *testing.T) {
-	paths := []struct {
-		name string
-		// give redirects the CRD as session s1 and gives it back.
-		give func(t *testing.T, c *CRDs, crds []CRD)
-	}{
-		{name: "at exit", give: func(t *testing.T, c *CRDs, crds []CRD) {
-			if _, err := c.Restore(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{name: "by the next run after a crash", give: func(t *testing.T, c *CRDs, _ []CRD) {
-			r := &Registrar{Client: fake.NewClientset(expiredLease(c.Session)), Dynamic: c.Dynamic, Log: slog.New(slog.DiscardHandler)}
-			sessions, err := r.RestoreCRDs(context.Background(), CleanupOptions{Stale: true, Except: "next", DefaultLeaseNamespace: "default"})
-			if err != nil || !reflect.DeepEqual(sessions, []string{c.Session}) {
-				t.Fatalf("RestoreCRDs: %v %v", sessions, err)
-			}
-		}},
-		{name: "by a resumed session at its exit", give: func(t *testing.T, c *CRDs, crds []CRD) {
-			_, during := liveStanza(t, c, crds[0].Name)
-			next := &CRDs{Dynamic: c.Dynamic, Session: c.Session, LeaseRef: c.LeaseRef, Log: slog.New(slog.DiscardHandler)}
-			if _, _, err := next.Ensure(context.Background(), crds, isWidgets, Target{URL: "https://10.0.0.1:9443"}); err != nil {
-				t.Fatal(err)
-			}
-			if _, o := liveStanza(t, c, crds[0].Name); !reflect.DeepEqual(o.GetAnnotations(), during.GetAnnotations()) {
-				t.Fatalf("annotations after the resumed session's Ensure %v, want the first run's %v", o.GetAnnotations(), during.GetAnnotations())
-			}
-			if _, err := next.Restore(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-		}},
-	}
 	for _, tc := range []struct {
 		name        string
 		labels      map[string]string
@@ -96,7 +98,7 @@ func TestCRDLabelsGivenBack(t *testing.T) {
 			annotations: map[string]string{"meta.helm.sh/release-name": "shop", "meta.helm.sh/release-namespace": "shop-system"},
 			saved:       `{"app.kubernetes.io/managed-by":"Helm"}`},
 	} {
-		for _, path := range paths {
+		for _, path := range givingBack {
 			t.Run(tc.name+"/"+path.name, func(t *testing.T) {
 				live := crdObject(t, "widgets.shop.io", liveConversion)
 				live.SetLabels(tc.labels)
