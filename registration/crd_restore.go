@@ -20,9 +20,6 @@ import (
 // patchOp is one JSON patch operation.
 type patchOp = jsonpatch.Op
 
-// pointer escapes a JSON pointer segment.
-func pointer(s string) string { return jsonpatch.Pointer(s) }
-
 // redirect points an existing CRD's conversion at hookback, saving the
 // stanza it had. A CRD this session redirected already (a restart of the
 // session after a crash) keeps the stanza saved then; one that another
@@ -46,8 +43,16 @@ func (c *CRDs) redirect(ctx context.Context, live *unstructured.Unstructured, cr
 		{Op: "test", Path: "/metadata/resourceVersion", Value: live.GetResourceVersion()},
 		{Op: "add", Path: "/spec/conversion", Value: redirectedConversion(prev, crd.Conversion.Path, to)},
 	}
-	ops = append(ops, jsonpatch.MapOps("/metadata/annotations", anns != nil, map[string]string{AnnotationConversion: saved, AnnotationLease: c.LeaseRef})...)
-	ops = append(ops, jsonpatch.MapOps("/metadata/labels", live.GetLabels() != nil, map[string]string{LabelManagedBy: ManagedByValue, LabelSession: c.Session})...)
+	marks := map[string]string{AnnotationConversion: saved, AnnotationLease: c.LeaseRef}
+	// The CRD's own managed-by (kustomize, Helm) is put back at restore; a
+	// resumed session keeps what the first one saved.
+	if _, kept := anns[AnnotationLabels]; !kept {
+		if l := EncodeLabels(ReplacedLabels(live.GetLabels(), nil)); l != "" {
+			marks[AnnotationLabels] = l
+		}
+	}
+	ops = append(ops, jsonpatch.MapOps("/metadata/annotations", anns != nil, marks)...)
+	ops = append(ops, jsonpatch.MapOps("/metadata/labels", live.GetLabels() != nil, SessionLabels(c.Session))...)
 	if err := c.patch(ctx, crd.Name, ops); err != nil {
 		return fmt.Errorf("redirect the conversion webhook of CustomResourceDefinition %q: %w", crd.Name, err)
 	}
@@ -70,9 +75,11 @@ func (c *CRDs) Restore(ctx context.Context) ([]string, error) {
 	return c.restoreSession(ctx, c.Session)
 }
 
-// restoreSession restores the CRDs that session redirected.
+// restoreSession restores the CRDs that session redirected, found by the
+// session label alone: a kubectl apply or helm upgrade meanwhile puts the
+// CRD's own managed-by back over hookback's, and leaves the session's.
 func (c *CRDs) restoreSession(ctx context.Context, session string) ([]string, error) {
-	list, err := c.Dynamic.Resource(CRDResource).List(ctx, metav1.ListOptions{LabelSelector: ManagedSelector + "," + LabelSession + "=" + session})
+	list, err := c.Dynamic.Resource(CRDResource).List(ctx, metav1.ListOptions{LabelSelector: LabelSession + "=" + session})
 	if err != nil {
 		return nil, fmt.Errorf("list CustomResourceDefinitions of session %s: %w", session, err)
 	}
@@ -101,6 +108,10 @@ func (c *CRDs) restoreOne(ctx context.Context, o *unstructured.Unstructured) err
 	if err := json.Unmarshal([]byte(o.GetAnnotations()[AnnotationConversion]), &saved); err != nil {
 		return fmt.Errorf("CustomResourceDefinition %q: annotation %s is not JSON: %w (put spec.conversion back by hand, then remove the annotation)", name, AnnotationConversion, err)
 	}
+	savedLabels, err := SavedLabels(fmt.Sprintf("CustomResourceDefinition %q", name), o.GetAnnotations(), nil)
+	if err != nil {
+		return err
+	}
 	ops := []patchOp{{Op: "test", Path: "/metadata/resourceVersion", Value: o.GetResourceVersion()}}
 	// hookback's own stanza names its path, by url or (with --tunnel) by
 	// the relay's Service.
@@ -116,15 +127,7 @@ func (c *CRDs) restoreOne(ctx context.Context, o *unstructured.Unstructured) err
 	default:
 		ops = append(ops, patchOp{Op: "replace", Path: "/spec/conversion", Value: saved})
 	}
-	for _, a := range []string{AnnotationConversion, AnnotationLease} {
-		if _, ok := o.GetAnnotations()[a]; ok {
-			ops = append(ops, patchOp{Op: "remove", Path: "/metadata/annotations/" + pointer(a)})
-		}
-	}
-	if _, installed := o.GetAnnotations()[AnnotationInstalled]; !installed {
-		ops = append(ops, patchOp{Op: "remove", Path: "/metadata/labels/" + pointer(LabelManagedBy)},
-			patchOp{Op: "remove", Path: "/metadata/labels/" + pointer(LabelSession)})
-	}
+	ops = append(ops, unmarkCRD(o.GetLabels(), o.GetAnnotations(), savedLabels)...)
 	if err := c.patch(ctx, name, ops); err != nil {
 		return fmt.Errorf("restore the conversion webhook of CustomResourceDefinition %q: %w", name, err)
 	}
@@ -132,17 +135,35 @@ func (c *CRDs) restoreOne(ctx context.Context, o *unstructured.Unstructured) err
 	return nil
 }
 
+// unmarkCRD drops what redirect added: its annotations, and hookback's
+// labels with those they replaced (saved) put back. A CRD hookback
+// installed is its own and keeps its labels. One a take-over still lends
+// (its CA injection set aside) keeps the labels, the Lease reference and
+// the saved labels: the take-over gives them back after (package
+// takeover).
+func unmarkCRD(labels, anns, saved map[string]string) []patchOp {
+	if _, lent := anns[AnnotationTakeOver]; lent {
+		return jsonpatch.RemoveOps("/metadata/annotations", anns, 0, AnnotationConversion)
+	}
+	ops := jsonpatch.RemoveOps("/metadata/annotations", anns, 0, AnnotationConversion, AnnotationLease, AnnotationLabels)
+	if _, installed := anns[AnnotationInstalled]; installed {
+		return ops
+	}
+	return append(ops, UnlabelOps(labels, saved)...)
+}
+
 // RestoreCRDs restores the CRDs redirected by the sessions opts select
 // (dead ones, after a crash): the first step of Cleanup, since a CRD left
 // pointing at a dead hookback fails every read in another version. A user
 // who may not list CRDs has none to restore.
 func (r *Registrar) RestoreCRDs(ctx context.Context, opts CleanupOptions) ([]string, error) {
-	list, err := r.Dynamic.Resource(CRDResource).List(ctx, metav1.ListOptions{LabelSelector: ManagedSelector})
+	// By the session label, as restoreSession.
+	list, err := r.Dynamic.Resource(CRDResource).List(ctx, metav1.ListOptions{LabelSelector: LabelSession})
 	if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list CustomResourceDefinitions managed by hookback: %w", err)
+		return nil, fmt.Errorf("list CustomResourceDefinitions of hookback sessions: %w", err)
 	}
 	leases := map[string]string{}
 	for _, o := range list.Items {

@@ -8,9 +8,10 @@
 //     that name each upstream target (routes.go).
 //  2. Apply them and keep them, then remove or restore them: server-side
 //     apply, labelled and session-suffixed (register.go), CRD conversion
-//     redirects and their exact restore (crd*.go), drift from a colleague's
-//     edit (drift.go), and the session Lease by which a later run removes a
-//     crashed session's objects (lease.go, occupant.go).
+//     redirects and their exact restore (crd*.go), the labels hookback's
+//     replace on an object it did not create, put back (labels.go), drift
+//     from a colleague's edit (drift.go), and the session Lease by which a
+//     later run removes a crashed session's objects (lease.go, occupant.go).
 //  3. Prove with a canary webhook that the apiserver really calls back, and
 //     diagnose why when it does not (verify.go).
 //

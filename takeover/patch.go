@@ -40,58 +40,21 @@ type patchOp = jsonpatch.Op
 // label it replaces (a scaffold's app.kubernetes.io/managed-by: kustomize)
 // is kept in st, to be put back.
 func (t *Taker) ours(labels, anns map[string]string, st state) []patchOp {
-	st.Labels = replaced(labels, st.Labels)
+	st.Labels = registration.ReplacedLabels(labels, st.Labels)
 	ops := jsonpatch.MapOps("/metadata/annotations", anns != nil, map[string]string{AnnotationState: st.encode(), registration.AnnotationLease: t.LeaseRef})
-	return append(ops, jsonpatch.MapOps("/metadata/labels", labels != nil, t.labels())...)
-}
-
-// labels are hookback's labels of the session.
-func (t *Taker) labels() map[string]string {
-	return map[string]string{registration.LabelManagedBy: registration.ManagedByValue, registration.LabelSession: t.Session}
-}
-
-// replaced adds to saved the values of labels that hookback's labels
-// replace; a value hookback set (a take-over resumed after a crash) is not
-// one.
-func replaced(labels, saved map[string]string) map[string]string {
-	if labels[registration.LabelManagedBy] == registration.ManagedByValue {
-		return saved
-	}
-	for _, k := range []string{registration.LabelManagedBy, registration.LabelSession} {
-		if v, ok := labels[k]; ok {
-			if saved == nil {
-				saved = map[string]string{}
-			}
-			saved[k] = v
-		}
-	}
-	return saved
+	return append(ops, jsonpatch.MapOps("/metadata/labels", labels != nil, registration.SessionLabels(t.Session))...)
 }
 
 // unmarkOps drops what ours added, putting back the labels it replaced.
 func unmarkOps(labels, anns map[string]string, st state) []patchOp {
 	ops := jsonpatch.RemoveOps("/metadata/annotations", anns, 0, AnnotationState, registration.AnnotationLease)
-	return append(ops, unlabelOps(labels, st)...)
-}
-
-// unlabelOps drops hookback's labels, putting back those they replaced.
-func unlabelOps(labels map[string]string, st state) []patchOp {
-	var drop []string
-	var put []patchOp
-	for _, k := range []string{registration.LabelManagedBy, registration.LabelSession} {
-		if v, ok := st.Labels[k]; ok {
-			put = append(put, patchOp{Op: "add", Path: "/metadata/labels/" + jsonpatch.Pointer(k), Value: v})
-			continue
-		}
-		drop = append(drop, k)
-	}
-	return append(jsonpatch.RemoveOps("/metadata/labels", labels, len(put), drop...), put...)
+	return append(ops, registration.UnlabelOps(labels, st.Labels)...)
 }
 
 // mark is ours for an object written whole (a Lease): its labels and
 // annotations with the session's marks.
 func (t *Taker) mark(labels, anns map[string]string, st *state) (map[string]string, map[string]string) {
-	st.Labels = replaced(labels, st.Labels)
+	st.Labels = registration.ReplacedLabels(labels, st.Labels)
 	labels, anns = maps.Clone(labels), maps.Clone(anns)
 	if labels == nil {
 		labels = map[string]string{}
@@ -99,7 +62,7 @@ func (t *Taker) mark(labels, anns map[string]string, st *state) (map[string]stri
 	if anns == nil {
 		anns = map[string]string{}
 	}
-	maps.Copy(labels, t.labels())
+	maps.Copy(labels, registration.SessionLabels(t.Session))
 	anns[AnnotationState], anns[registration.AnnotationLease] = st.encode(), t.LeaseRef
 	return labels, anns
 }
@@ -107,20 +70,11 @@ func (t *Taker) mark(labels, anns map[string]string, st *state) (map[string]stri
 // unmark is unmarkOps for an object written whole; an empty map hookback
 // made is nil again.
 func unmark(labels, anns map[string]string, st state) (map[string]string, map[string]string) {
-	labels, anns = maps.Clone(labels), maps.Clone(anns)
+	anns = maps.Clone(anns)
 	delete(anns, AnnotationState)
 	delete(anns, registration.AnnotationLease)
-	for _, k := range []string{registration.LabelManagedBy, registration.LabelSession} {
-		delete(labels, k)
-		if v, ok := st.Labels[k]; ok {
-			labels[k] = v
-		}
-	}
-	if len(labels) == 0 {
-		labels = nil
-	}
 	if len(anns) == 0 {
 		anns = nil
 	}
-	return labels, anns
+	return registration.Unlabel(labels, st.Labels), anns
 }

@@ -153,12 +153,11 @@ func (t *Taker) restoreObject(ctx context.Context, kind string, o *unstructured.
 	if add != nil {
 		ops = append(ops, jsonpatch.MapOps("/metadata/annotations", true, add)...)
 	}
-	ops = append(ops, jsonpatch.RemoveOps("/metadata/annotations", anns, len(add), AnnotationState, registration.AnnotationLease)...)
-	// A CRD whose conversion is redirected keeps hookback's labels until
-	// that is restored too (registration.CRDs).
-	if _, conv := anns[registration.AnnotationConversion]; !conv {
-		ops = append(ops, unlabelOps(o.GetLabels(), st)...)
+	unmark, err := unmarkLentOps(what, o.GetLabels(), anns, len(add), st)
+	if err != nil {
+		return err
 	}
+	ops = append(ops, unmark...)
 	res := t.Dynamic.Resource(crdResource)
 	if kind != "CustomResourceDefinition" {
 		res = t.Dynamic.Resource(hookResources[kind])
@@ -168,6 +167,28 @@ func (t *Taker) restoreObject(ctx context.Context, kind string, o *unstructured.
 	}
 	t.Log.Info("given back", "object", what)
 	return nil
+}
+
+// unmarkLentOps drops the take-over's marks from a configuration or CRD
+// whose annotations are anns (the same patch puts added back). A CRD whose
+// conversion stays redirected keeps hookback's labels and the Lease
+// reference until that is restored too (registration.CRDs), and is handed
+// the labels the take-over saved, for that restore to put back; else the
+// labels saved by either are put back now.
+func unmarkLentOps(what string, labels, anns map[string]string, added int, st state) ([]patchOp, error) {
+	saved, err := registration.SavedLabels(what, anns, st.Labels)
+	if err != nil {
+		return nil, err
+	}
+	if _, conv := anns[registration.AnnotationConversion]; conv {
+		ops := jsonpatch.RemoveOps("/metadata/annotations", anns, added, AnnotationState)
+		if l := registration.EncodeLabels(saved); l != "" && l != anns[registration.AnnotationLabels] {
+			ops = append(ops, patchOp{Op: "add", Path: "/metadata/annotations/" + jsonpatch.Pointer(registration.AnnotationLabels), Value: l})
+		}
+		return ops, nil
+	}
+	ops := jsonpatch.RemoveOps("/metadata/annotations", anns, added, AnnotationState, registration.AnnotationLease, registration.AnnotationLabels)
+	return append(ops, registration.UnlabelOps(labels, saved)...), nil
 }
 
 // rewritten names the webhooks of redirected that no longer call
