@@ -27,6 +27,7 @@ var testExamples = []Example{
 	{Command: "hookback test --webhooks pod-name,pod-lifespan -o junit suite > report.xml", Comment: "a JUnit report for CI: a testsuite per suite file"},
 	{Command: "hookback test init --from-objects widget.yaml --crd widgets-crd.yaml --out crd-suite", Comment: "a case per object, a create sent to its CRD's rules, expecting what they answer now"},
 	{Command: "hookback test --crd widgets-crd.yaml --webhooks none crd-cases", Comment: "cases that target the CRD's schema and CEL rules (and run after mutating webhooks, before validating ones)"},
+	{Command: "hookback test --crd widgets-crd.yaml --policy widget-policy.yaml --webhooks none widget-policy-cases", Comment: "a MutatingAdmissionPolicy, then the CRD's rules on what it made, in one case: the apiserver's order, the object decoded and defaulted as it decodes a request"},
 }
 
 // TestOptions are test's flags: start's webhook inputs, how to start your

@@ -69,6 +69,13 @@ func newShellEnv(t *testing.T) *shellEnv {
 	if err := os.CopyFS(filepath.Join(dir, "crd-cases"), os.DirFS(repoPath("testdata", "crdvalidate", "suite"))); err != nil {
 		t.Fatal(err)
 	}
+	// A MutatingAdmissionPolicy on Widgets, and cases that name it and the
+	// CRD.
+	copyFile(t, repoPath("testdata", "crdvalidate", "suite-policy", "policy.yaml"), filepath.Join(dir, "widget-policy.yaml"))
+	if err := os.MkdirAll(filepath.Join(dir, "widget-policy-cases"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, repoPath("testdata", "crdvalidate", "suite-policy", "cases.yaml"), filepath.Join(dir, "widget-policy-cases", "cases.yaml"))
 	return &shellEnv{dir: dir, environ: append(os.Environ(),
 		"PATH="+path+":"+os.Getenv("PATH"),
 		"KUBECONFIG="+env.kubeconfig,
