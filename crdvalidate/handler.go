@@ -15,15 +15,6 @@ import (
 	"github.com/hookback/hookback/admission"
 )
 
-// Handler answers an admission request for c's objects with c's verdict
-// (Admit without the stored object).
-func (c *CRD) Handler() admission.Handler {
-	return admission.HandlerFunc(func(ctx context.Context, req admission.Request) admission.Response {
-		resp, _ := c.Admit(ctx, req, false)
-		return resp
-	})
-}
-
 // Admit answers an admission request for c's objects as the apiserver's
 // registry would, so that a suite (`hookback test --crd`) can send its
 // cases to the CRD's rules as to a webhook: allowed with the apiserver's
@@ -119,6 +110,7 @@ func (c *CRD) served(raw []byte) (*unstructured.Unstructured, error) {
 	}
 	return u, nil
 }
+
 func objectOf(raw []byte) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(raw); err != nil {
