@@ -162,6 +162,14 @@ func (in *input) patchedBy(ctx context.Context, h picked, obj []byte, convs []Co
 func (in *input) withObject(obj []byte) (*input, error) {
 	out := *in
 	out.req.Object = runtime.RawExtension{Raw: obj}
+	return out.withRequestField("object", obj)
+}
+
+// withRequestField sets key in the request of the review in is sent as,
+// when it is sent as it is (a recording); in's own request already has
+// the new value.
+func (in *input) withRequestField(key string, value []byte) (*input, error) {
+	out := *in
 	if in.review == nil {
 		return &out, nil
 	}
@@ -173,12 +181,11 @@ func (in *input) withObject(obj []byte) (*input, error) {
 	if err := json.Unmarshal(review["request"], &req); err != nil {
 		return nil, fmt.Errorf("the case's review's request: %w", err)
 	}
-	req["object"] = obj
-	b, err := json.Marshal(req)
-	if err != nil {
+	req[key] = value
+	var err error
+	if review["request"], err = json.Marshal(req); err != nil {
 		return nil, err
 	}
-	review["request"] = b
 	if out.review, err = json.Marshal(review); err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package suite
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"reflect"
 	"strings"
 
@@ -88,26 +87,11 @@ func reinvoke(ctx context.Context, h picked, next *input, convs []ConversionWebh
 func (in *input) withUID() (*input, error) {
 	out := *in
 	out.req.UID = uuid.NewUUID()
-	if in.review == nil {
-		return &out, nil
-	}
-	var review map[string]json.RawMessage
-	if err := json.Unmarshal(in.review, &review); err != nil {
-		return nil, fmt.Errorf("the case's review: %w", err)
-	}
-	var req map[string]json.RawMessage
-	if err := json.Unmarshal(review["request"], &req); err != nil {
-		return nil, fmt.Errorf("the case's review's request: %w", err)
-	}
-	req["uid"], _ = json.Marshal(out.req.UID)
-	var err error
-	if review["request"], err = json.Marshal(req); err != nil {
+	uid, err := json.Marshal(out.req.UID)
+	if err != nil {
 		return nil, err
 	}
-	if out.review, err = json.Marshal(review); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return out.withRequestField("uid", uid)
 }
 
 func sameJSON(a, b []byte) bool {
